@@ -1,0 +1,429 @@
+"""The seam's types, their camelCase JSON wire form, and the rules an answer must follow.
+
+Everything here is pure: no I/O, no clock. ``from_dict`` reads the wire form and names the
+path of the first bad field; ``validate_request`` and ``validate_answer`` check the seam's rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from .errors import ErrorCode, UserInteractionError, bad_request
+
+if TYPE_CHECKING:
+    from .abort import AbortSignal
+
+__all__ = [
+    "AgentRef",
+    "AskUserQuestionAnswer",
+    "AskUserQuestionAnswerItem",
+    "AskUserQuestionIntent",
+    "AskUserQuestionItem",
+    "AskUserQuestionOption",
+    "AskUserQuestionRequest",
+    "Responder",
+    "validate_answer",
+    "validate_request",
+]
+
+IntentKind = Literal["plan-review"]
+INTENT_KINDS: tuple[str, ...] = ("plan-review",)
+
+
+class _Reader:
+    """Reads one JSON object of the wire form, naming the path of whatever is wrong."""
+
+    def __init__(self, data: object, path: str, known: frozenset[str], *, strict: bool) -> None:
+        if not isinstance(data, Mapping):
+            raise bad_request(f"{path or 'the body'} must be an object")
+        self.data = data
+        self.path = path
+        if strict:
+            for key in data:
+                if key not in known:
+                    raise bad_request(f"{self.at(str(key))} is not a known field{_hint(str(key))}")
+
+    def at(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def text(self, key: str) -> str:
+        value = self.data.get(key)
+        if value is None:
+            raise bad_request(f"{self.at(key)} is required")
+        if not isinstance(value, str):
+            raise bad_request(f"{self.at(key)} must be a string")
+        return value
+
+    def opt_str(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise bad_request(f"{self.at(key)} must be a string")
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self.data.get(key, False)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise bad_request(f"{self.at(key)} must be a boolean")
+        return value
+
+    def array(self, key: str, *, required: bool) -> list[Any] | None:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise bad_request(f"{self.at(key)} is required")
+            return None
+        if not isinstance(value, list):
+            raise bad_request(f"{self.at(key)} must be a list")
+        return value
+
+
+def _hint(key: str) -> str:
+    camel = "".join(part if i == 0 else part.title() for i, part in enumerate(key.split("_")))
+    if camel != key:
+        return f" (the wire form is camelCase: did you mean {camel}?)"
+    return ""
+
+
+def _prefix(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+@dataclass(frozen=True, slots=True)
+class AskUserQuestionOption:
+    """One choice offered with a question: its exact label and an optional description."""
+
+    label: str
+    description: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form; unset fields are omitted."""
+        out: dict[str, Any] = {"label": self.label}
+        if self.description is not None:
+            out["description"] = self.description
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
+        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
+        r = _Reader(data, path, frozenset({"label", "description"}), strict=strict)
+        return cls(label=r.text("label"), description=r.opt_str("description"))
+
+
+@dataclass(frozen=True, slots=True)
+class AskUserQuestionIntent:
+    """Declares that a question is a decision of a known shape, for presentation only."""
+
+    approve: str
+    kind: IntentKind = "plan-review"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form."""
+        return {"kind": self.kind, "approve": self.approve}
+
+    @classmethod
+    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
+        """Read the wire form; an unknown ``kind`` is a ``BAD_REQUEST``."""
+        r = _Reader(data, path, frozenset({"kind", "approve"}), strict=strict)
+        kind = r.text("kind")
+        if kind not in INTENT_KINDS:
+            raise bad_request(
+                f"{r.at('kind')} must be one of {', '.join(map(json.dumps, INTENT_KINDS))},"
+                f" not {json.dumps(kind)}"
+            )
+        return cls(approve=r.text("approve"), kind="plan-review")
+
+
+@dataclass(frozen=True, slots=True)
+class AskUserQuestionItem:
+    """One question: what to ask, optional supporting detail, and the options offered."""
+
+    id: str
+    question: str
+    detail: str | None = None
+    header: str | None = None
+    options: Sequence[AskUserQuestionOption] | None = None
+    multi_select: bool = False
+    intent: AskUserQuestionIntent | None = None
+
+    def __post_init__(self) -> None:
+        if self.options is not None and not isinstance(self.options, tuple):
+            object.__setattr__(self, "options", tuple(self.options))
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The option labels, in order (empty when there are no options)."""
+        return tuple(o.label for o in self.options or ())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form; unset fields are omitted, ``multiSelect`` only when true."""
+        out: dict[str, Any] = {"id": self.id, "question": self.question}
+        if self.header is not None:
+            out["header"] = self.header
+        if self.detail is not None:
+            out["detail"] = self.detail
+        if self.options is not None:
+            out["options"] = [o.to_dict() for o in self.options]
+        if self.multi_select:
+            out["multiSelect"] = True
+        if self.intent is not None:
+            out["intent"] = self.intent.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
+        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
+        known = frozenset(
+            {"id", "question", "detail", "header", "options", "multiSelect", "intent"}
+        )
+        r = _Reader(data, path, known, strict=strict)
+        raw_options = r.array("options", required=False)
+        options = None
+        if raw_options is not None:
+            options = tuple(
+                AskUserQuestionOption.from_dict(
+                    o, strict=strict, path=f"{_prefix(path, 'options')}[{i}]"
+                )
+                for i, o in enumerate(raw_options)
+            )
+        raw_intent = r.data.get("intent")
+        intent = None
+        if raw_intent is not None:
+            intent = AskUserQuestionIntent.from_dict(
+                raw_intent, strict=strict, path=_prefix(path, "intent")
+            )
+        return cls(
+            id=r.text("id"),
+            question=r.text("question"),
+            detail=r.opt_str("detail"),
+            header=r.opt_str("header"),
+            options=options,
+            multi_select=r.flag("multiSelect"),
+            intent=intent,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRef:
+    """Who is asking: shown to the human and usable for routing."""
+
+    id: str
+    name: str | None = None
+
+    @property
+    def display_name(self) -> str:
+        """The name if there is one, else the id."""
+        return self.name or self.id
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form."""
+        out: dict[str, Any] = {"id": self.id}
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
+        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
+        r = _Reader(data, path, frozenset({"id", "name"}), strict=strict)
+        return cls(id=r.text("id"), name=r.opt_str("name"))
+
+
+@dataclass(frozen=True, slots=True)
+class AskUserQuestionRequest:
+    """A batch of questions to put to the human, who is asking, and an optional abort signal."""
+
+    questions: Sequence[AskUserQuestionItem]
+    agent: AgentRef | None = None
+    signal: AbortSignal | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.questions, tuple):
+            object.__setattr__(self, "questions", tuple(self.questions))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form (the signal is not part of it)."""
+        out: dict[str, Any] = {"questions": [q.to_dict() for q in self.questions]}
+        if self.agent is not None:
+            out["agent"] = self.agent.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: object,
+        *,
+        strict: bool = False,
+        path: str = "",
+        signal: AbortSignal | None = None,
+    ) -> Self:
+        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
+        r = _Reader(data, path, frozenset({"questions", "agent"}), strict=strict)
+        raw = r.array("questions", required=True) or []
+        questions = tuple(
+            AskUserQuestionItem.from_dict(
+                q, strict=strict, path=f"{_prefix(path, 'questions')}[{i}]"
+            )
+            for i, q in enumerate(raw)
+        )
+        raw_agent = r.data.get("agent")
+        agent = None
+        if raw_agent is not None:
+            agent = AgentRef.from_dict(raw_agent, strict=strict, path=_prefix(path, "agent"))
+        return cls(questions=questions, agent=agent, signal=signal)
+
+
+@dataclass(frozen=True, slots=True)
+class Responder:
+    """The human who answered a question."""
+
+    id: str
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form."""
+        out: dict[str, Any] = {"id": self.id}
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
+        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
+        r = _Reader(data, path, frozenset({"id", "name"}), strict=strict)
+        return cls(id=r.text("id"), name=r.opt_str("name"))
+
+
+@dataclass(frozen=True, slots=True)
+class AskUserQuestionAnswerItem:
+    """The answer to one question; ``answered_by``/``answered_at`` are audit metadata only."""
+
+    id: str
+    selected: Sequence[str] = ()
+    custom: str | None = None
+    answered_by: Responder | None = field(default=None, compare=False)
+    answered_at: datetime | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.selected, tuple):
+            object.__setattr__(self, "selected", tuple(self.selected))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: ``id``, ``selected`` and ``custom`` when there is one."""
+        out: dict[str, Any] = {"id": self.id, "selected": list(self.selected)}
+        if self.custom is not None:
+            out["custom"] = self.custom
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
+        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
+        r = _Reader(data, path, frozenset({"id", "selected", "custom"}), strict=strict)
+        raw = r.array("selected", required=False) or []
+        for i, label in enumerate(raw):
+            if not isinstance(label, str):
+                raise bad_request(f"{r.at('selected')}[{i}] must be a string")
+        return cls(id=r.text("id"), selected=tuple(raw), custom=r.opt_str("custom"))
+
+
+@dataclass(frozen=True, slots=True)
+class AskUserQuestionAnswer:
+    """The answers to a batch, one item per question in the question order."""
+
+    answers: Sequence[AskUserQuestionAnswerItem]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.answers, tuple):
+            object.__setattr__(self, "answers", tuple(self.answers))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form."""
+        return {"answers": [a.to_dict() for a in self.answers]}
+
+    @classmethod
+    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
+        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
+        r = _Reader(data, path, frozenset({"answers"}), strict=strict)
+        raw = r.array("answers", required=True) or []
+        return cls(
+            answers=tuple(
+                AskUserQuestionAnswerItem.from_dict(
+                    a, strict=strict, path=f"{_prefix(path, 'answers')}[{i}]"
+                )
+                for i, a in enumerate(raw)
+            )
+        )
+
+
+def validate_request(request: AskUserQuestionRequest) -> None:
+    """Apply the seam's request checks 2 and 3 (questions present, intents well-formed)."""
+    if not request.questions:
+        raise UserInteractionError(
+            ErrorCode.EMPTY_QUESTIONS, "ask_user_question requires at least one question"
+        )
+    for q in request.questions:
+        if q.intent is None:
+            continue
+        if q.intent.approve not in q.labels:
+            raise UserInteractionError(
+                ErrorCode.BAD_INTENT,
+                f"question {q.id} declares intent {q.intent.kind} whose approve label"
+                f" {json.dumps(q.intent.approve)} names none of its options",
+            )
+        if q.detail is None:
+            raise UserInteractionError(
+                ErrorCode.BAD_INTENT,
+                f"question {q.id} declares intent {q.intent.kind} without the detail it reviews",
+            )
+
+
+def validate_answer(request: AskUserQuestionRequest, answer: AskUserQuestionAnswer) -> None:
+    """Raise ``BAD_REQUEST`` naming the broken rule unless ``answer`` fits ``request`` exactly."""
+    questions, answers = request.questions, answer.answers
+    if len(answers) != len(questions):
+        raise bad_request(
+            f"the answer has {len(answers)} items but the request has {len(questions)} questions"
+        )
+    for i, (q, a) in enumerate(zip(questions, answers, strict=True)):
+        validate_answer_item(q, a, index=i)
+
+
+def validate_answer_item(
+    question: AskUserQuestionItem, item: AskUserQuestionAnswerItem, *, index: int
+) -> None:
+    """Check one answer item against its question (see ``validate_answer``)."""
+    where = f"answers[{index}]"
+    if item.id != question.id:
+        raise bad_request(
+            f"{where}.id is {json.dumps(item.id)} but question {index} has id"
+            f" {json.dumps(question.id)}; answer the questions in order"
+        )
+    labels = question.labels
+    seen: set[str] = set()
+    for label in item.selected:
+        if label in seen:
+            raise bad_request(f"{where}.selected repeats the label {json.dumps(label)}")
+        seen.add(label)
+        if label not in labels:
+            raise bad_request(
+                f"{where}.selected has {json.dumps(label)}, which is not one of the options"
+                f" of question {question.id}"
+            )
+    if not question.multi_select:
+        if len(item.selected) > 1:
+            raise bad_request(
+                f"{where}.selected has {len(item.selected)} labels but question"
+                f" {question.id} takes one"
+            )
+        if item.custom is not None and item.selected:
+            raise bad_request(
+                f"{where} has both a selected label and custom text, but on single-select"
+                f" question {question.id} custom text replaces the choice: leave selected empty"
+            )
+    if item.custom is not None and not item.custom.strip():
+        raise bad_request(f"{where}.custom is blank; omit it when there is no text")
