@@ -25,6 +25,7 @@ class UserInteractionService:
 
     def __init__(self) -> None:
         self._provider: UserInteractionProvider | None = None
+        self._registration: object | None = None
 
     @property
     def provider(self) -> UserInteractionProvider | None:
@@ -38,11 +39,15 @@ class UserInteractionService:
                 ErrorCode.DUPLICATE_PROVIDER, "a user-interaction provider is already registered"
             )
         self._provider = provider
+        # Each registration gets its own token: a stale disposer must never unregister a later
+        # registration, even of the same provider object.
+        token = object()
+        self._registration = token
 
         def dispose() -> None:
-            # Identity check: a stale disposer must never unregister a later provider.
-            if self._provider is provider:
+            if self._registration is token:
                 self._provider = None
+                self._registration = None
 
         return dispose
 

@@ -1,0 +1,83 @@
+"""Ask lifecycle events: one structured log line each, and hooks for metrics."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["AskEvent", "EventName", "Events"]
+
+EventName = Literal[
+    "created",
+    "posted",
+    "answered",
+    "question_answered",
+    "timed_out",
+    "aborted",
+    "closed",
+    "failed",
+    "refused",
+    "slack_error",
+]
+
+_log = logging.getLogger("relay.ask")
+
+
+@dataclass(frozen=True, slots=True)
+class AskEvent:
+    """Something that happened to an ask, with the fields worth logging."""
+
+    name: EventName
+    ask_id: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+class Events:
+    """Logs each ask event as one ``key=value`` line and passes it to observers."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self._log = logger or _log
+        self._observers: list[Callable[[AskEvent], None]] = []
+
+    def subscribe(self, observer: Callable[[AskEvent], None]) -> Callable[[], None]:
+        """Call ``observer`` for every event; returns an unsubscriber."""
+        self._observers.append(observer)
+
+        def unsubscribe() -> None:
+            if observer in self._observers:
+                self._observers.remove(observer)
+
+        return unsubscribe
+
+    def emit(self, name: EventName, ask_id: str, **fields: Any) -> None:
+        """Record one event."""
+        level = logging.WARNING if name in ("failed", "slack_error") else logging.INFO
+        if self._log.isEnabledFor(level):
+            details = " ".join(f"{k}={_value(v)}" for k, v in fields.items() if v is not None)
+            self._log.log(
+                level,
+                "event=%s ask=%s%s",
+                name,
+                ask_id,
+                f" {details}" if details else "",
+                extra={
+                    "event": name,
+                    "ask_id": ask_id,
+                    **{f"relay_{k}": v for k, v in fields.items()},
+                },
+            )
+        event = AskEvent(name, ask_id, fields)
+        for observer in self._observers:
+            try:
+                observer(event)
+            except Exception:
+                self._log.exception("event observer %r failed", observer)
+
+
+def _value(value: Any) -> str:
+    text = str(value)
+    if not text or any(c.isspace() or c in '"=' for c in text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text

@@ -1,0 +1,76 @@
+"""What the relay tells a clicker privately when a click answers nothing. Pure."""
+
+from __future__ import annotations
+
+from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem
+from relay.slack.parse import Notice
+from relay.slack.render import escape
+from relay.store.record import AskRecord, AskStatus
+
+__all__ = [
+    "already_answered",
+    "cannot_record",
+    "no_longer_pending",
+    "not_allowed",
+    "notice_text",
+]
+
+
+def notice_text(notice: Notice, question: AskUserQuestionItem, *, batch: bool) -> str:
+    """The private hint for a click that could not be turned into an answer."""
+    skip = ", or press *Skip* to leave it unanswered" if batch else ""
+    if notice is Notice.TEXT_PENDING:
+        return (
+            "You have typed text in the answer field, so nothing was recorded yet. Press *Enter*"
+            " in the field to send the text as your answer, or clear the field and click again"
+            " to choose the option."
+        )
+    if notice is Notice.BLANK_TEXT:
+        what = "choose an option" if question.options else "type your answer"
+        return f"The answer field is empty: type an answer before pressing Enter, or {what}{skip}."
+    if notice is Notice.NOTHING_CHOSEN:
+        return (
+            "Nothing is ticked and no text was typed: tick at least one option or type"
+            f" an answer{skip}."
+        )
+    return "This message is out of date; reload it and answer again. Nothing was recorded."
+
+
+def not_allowed() -> str:
+    """For someone who may not answer this question."""
+    return (
+        "You are not allowed to answer this question, so your click was not recorded."
+        " It stays open for the people who may answer it."
+    )
+
+
+def already_answered(item: AskUserQuestionAnswerItem) -> str:
+    """For a second click on a question someone already answered."""
+    who = f"<@{item.answered_by.id}>" if item.answered_by else "someone"
+    return f"{who} already answered this question; your click changed nothing."
+
+
+def no_longer_pending(record: AskRecord | None) -> str:
+    """For a click on a question whose ask has ended, or that this relay does not know."""
+    if record is None:
+        return (
+            "This question is no longer pending (it was answered, it expired, or the relay"
+            " lost it), so your click was not recorded."
+        )
+    if record.status is AskStatus.ANSWERED:
+        answered = [r for r in record.responses if r is not None and r.answered_by is not None]
+        who = ", ".join(sorted({f"<@{r.answered_by.id}>" for r in answered if r.answered_by}))
+        return (
+            f"This question was already answered by {who or 'someone'}; your click changed nothing."
+        )
+    why = {
+        AskStatus.TIMED_OUT: "it timed out",
+        AskStatus.ABORTED: "the agent withdrew it",
+        AskStatus.FAILED: "it could not be delivered",
+    }.get(record.status, "it has ended")
+    return f"This question is no longer pending ({escape(why)}), so your click was not recorded."
+
+
+def cannot_record() -> str:
+    """For a click that arrived while the relay's store was unreachable."""
+    return "The relay cannot record answers right now; nothing was recorded. Try again in a minute."

@@ -1,0 +1,218 @@
+"""Turn a Slack ``block_actions`` payload into a click, and a click into an answer. Pure.
+
+``parse_click`` trusts nothing in the payload: any field of the wrong shape makes it return
+``None`` (the click is ignored), never raise. ``decide`` applies the rules on typed text, so a
+typed answer is never silently dropped and never silently turns a click into another decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
+from relay.slack.render import (
+    ACTION_CHECKS,
+    ACTION_MULTI,
+    ACTION_OPTION,
+    ACTION_SELECT,
+    ACTION_SKIP,
+    ACTION_SUBMIT,
+    ACTION_TEXT,
+    BLOCK_PREFIX,
+    block_id,
+    labels_of,
+)
+
+__all__ = ["Click", "ClickKind", "Notice", "decide", "parse_click"]
+
+_MAX_ID = 64
+
+
+class ClickKind(StrEnum):
+    """What the human did on a question's message."""
+
+    OPTION = "option"  # a button or a menu pick: answers with that option
+    TEXT = "text"  # Enter in the text field
+    SUBMIT = "submit"  # the multi-select Submit button
+    SKIP = "skip"
+    TOGGLE = "toggle"  # ticking a box or changing a multi-select menu: state only
+
+
+class Notice(StrEnum):
+    """Why a click answered nothing; the clicker is told privately (see ``notice_text``)."""
+
+    TEXT_PENDING = "text_pending"
+    BLANK_TEXT = "blank_text"
+    NOTHING_CHOSEN = "nothing_chosen"
+    STALE = "stale"
+
+
+@dataclass(frozen=True, slots=True)
+class Click:
+    """One interaction on a relay message, with the state of the message's inputs."""
+
+    ask_id: str
+    index: int
+    kind: ClickKind
+    user_id: str
+    user_name: str | None
+    channel_id: str | None
+    message_ts: str | None
+    thread_ts: str | None
+    team_id: str | None
+    api_app_id: str | None
+    option: int | None = None
+    ticked: tuple[int, ...] = ()
+    text: str | None = None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _route(block: str) -> tuple[str, int, str] | None:
+    parts = block.split(":")
+    if len(parts) != 4 or parts[0] != BLOCK_PREFIX:
+        return None
+    _, ask_id, index, part = parts
+    if not ask_id or len(ask_id) > _MAX_ID or not index.isdigit() or len(index) > 4:
+        return None
+    return ask_id, int(index), part
+
+
+def _index(value: object) -> int | None:
+    if isinstance(value, str) and value.isdigit() and len(value) <= 4:
+        return int(value)
+    return None
+
+
+def _option_index(option: object) -> int | None:
+    return _index(option.get("value")) if isinstance(option, Mapping) else None
+
+
+def _state_of(payload: Mapping[str, Any], block: str, action: str) -> Mapping[str, Any] | None:
+    state = payload.get("state")
+    values = state.get("values") if isinstance(state, Mapping) else None
+    entry = values.get(block) if isinstance(values, Mapping) else None
+    element = entry.get(action) if isinstance(entry, Mapping) else None
+    return element if isinstance(element, Mapping) else None
+
+
+def _ticked(payload: Mapping[str, Any], ask_id: str, index: int) -> tuple[int, ...]:
+    act = block_id(ask_id, index, "act")
+    for action in (ACTION_CHECKS, ACTION_MULTI):
+        element = _state_of(payload, act, action)
+        if element is None:
+            continue
+        options = element.get("selected_options")
+        if isinstance(options, list):
+            found = (_option_index(o) for o in options)
+            return tuple(i for i in found if i is not None)
+    return ()
+
+
+def _typed(payload: Mapping[str, Any], ask_id: str, index: int) -> str | None:
+    element = _state_of(payload, block_id(ask_id, index, "text"), ACTION_TEXT)
+    return _str(element.get("value")) if element is not None else None
+
+
+def parse_click(payload: object) -> Click | None:
+    """The relay click in a ``block_actions`` payload, or ``None`` if it is not one of ours."""
+    if not isinstance(payload, Mapping) or payload.get("type") != "block_actions":
+        return None
+    actions = payload.get("actions")
+    user = payload.get("user")
+    if not isinstance(actions, list) or len(actions) != 1 or not isinstance(user, Mapping):
+        return None
+    action = actions[0]
+    user_id = _str(user.get("id"))
+    if not isinstance(action, Mapping) or not user_id:
+        return None
+    action_id, block = _str(action.get("action_id")), _str(action.get("block_id"))
+    route = _route(block) if block else None
+    if action_id is None or route is None:
+        return None
+    ask_id, index, _part = route
+    option: int | None = None
+    text = _typed(payload, ask_id, index)
+    if action_id.startswith(ACTION_OPTION + "."):
+        kind, option = ClickKind.OPTION, _index(action.get("value"))
+    elif action_id == ACTION_SELECT:
+        kind, option = ClickKind.OPTION, _option_index(action.get("selected_option"))
+    elif action_id in (ACTION_CHECKS, ACTION_MULTI):
+        kind = ClickKind.TOGGLE
+    elif action_id == ACTION_SUBMIT:
+        kind = ClickKind.SUBMIT
+    elif action_id == ACTION_SKIP:
+        kind = ClickKind.SKIP
+    elif action_id == ACTION_TEXT:
+        kind = ClickKind.TEXT
+        # The dispatched value is what was in the field when Enter was pressed.
+        text = _str(action.get("value"))
+    else:
+        return None
+    if kind is ClickKind.OPTION and option is None:
+        return None
+    container = payload.get("container")
+    container = container if isinstance(container, Mapping) else {}
+    team = payload.get("team")
+    channel = payload.get("channel")
+    return Click(
+        ask_id=ask_id,
+        index=index,
+        kind=kind,
+        user_id=user_id,
+        user_name=_str(user.get("name")) or _str(user.get("username")),
+        channel_id=_str(container.get("channel_id"))
+        or (_str(channel.get("id")) if isinstance(channel, Mapping) else None),
+        message_ts=_str(container.get("message_ts")),
+        thread_ts=_str(container.get("thread_ts")),
+        team_id=(_str(team.get("id")) if isinstance(team, Mapping) else None)
+        or _str(user.get("team_id")),
+        api_app_id=_str(payload.get("api_app_id")),
+        option=option,
+        ticked=_ticked(payload, ask_id, index),
+        text=text,
+    )
+
+
+def decide(
+    question: AskUserQuestionItem, click: Click, *, at: datetime
+) -> AskUserQuestionAnswerItem | Notice | None:
+    """The answer a click gives to ``question``, a ``Notice`` for the clicker, or ``None``."""
+    labels = question.labels
+    text = click.text if click.text is not None and click.text.strip() else None
+    by = Responder(id=click.user_id, name=click.user_name)
+
+    def item(selected: tuple[str, ...], custom: str | None = None) -> AskUserQuestionAnswerItem:
+        return AskUserQuestionAnswerItem(
+            id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=at
+        )
+
+    if click.kind is ClickKind.TOGGLE:
+        return None
+    if click.kind is ClickKind.OPTION:
+        if click.option is None or click.option >= len(labels) or question.multi_select:
+            return Notice.STALE
+        label = labels[click.option]
+        if text is None:
+            return item((label,))
+        if question.intent is not None and label != question.intent.approve:
+            # Declining a plan with feedback typed: the feedback is the answer.
+            return item((), text)
+        return Notice.TEXT_PENDING
+    if any(i >= len(labels) for i in click.ticked):
+        return Notice.STALE
+    ticked = labels_of(question, click.ticked) if question.multi_select else ()
+    if click.kind is ClickKind.TEXT:
+        return Notice.BLANK_TEXT if text is None else item(ticked, text)
+    if click.kind is ClickKind.SUBMIT:
+        if not question.multi_select:
+            return Notice.STALE
+        return Notice.NOTHING_CHOSEN if not ticked and text is None else item(ticked, text)
+    # Skip: typed text would be lost, so ask the human to send or clear it first.
+    return Notice.TEXT_PENDING if text is not None else item(())

@@ -1,0 +1,542 @@
+"""``SlackProvider``: the seam's provider that asks in Slack and waits for the click.
+
+The life of an ask: render every question (refusing what Slack cannot show), record the ask
+in the store, post one message per question, then wait for the store to report an outcome:
+all questions answered, timed out, aborted, or the provider closed. The store's atomic claims
+decide which outcome wins; whoever wins updates the Slack messages, off the agent's path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import math
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Collection, Coroutine
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from relay.errors import (
+    ErrorCode,
+    RelayConfigError,
+    UserInteractionError,
+    ask_aborted,
+    ask_closed,
+    ask_timed_out,
+)
+from relay.events import Events
+from relay.questions import (
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    validate_answer_item,
+)
+from relay.slack import notices
+from relay.slack.parse import Click, ClickKind, Notice, decide
+from relay.slack.render import (
+    RenderedQuestion,
+    render_detail_reply,
+    render_outcome,
+    render_question,
+)
+from relay.store import (
+    AskError,
+    AskRecord,
+    AskStatus,
+    AskStore,
+    MemoryStore,
+    MessageRef,
+    Target,
+    utcnow,
+)
+
+if TYPE_CHECKING:
+    from aiohttp import web
+    from slack_bolt.async_app import AsyncApp
+
+__all__ = ["SlackProvider", "SlackTarget"]
+
+_log = logging.getLogger("relay.slack")
+
+
+class _Unset(Enum):
+    UNSET = "UNSET"
+
+
+UNSET = _Unset.UNSET
+
+# What to tell the operator for Slack errors that no retry will fix.
+_SLACK_ADVICE: dict[str, str] = {
+    "channel_not_found": "check the channel id, and that the bot can see the channel",
+    "not_in_channel": "invite the bot to the channel (/invite @your-bot) and ask again",
+    "is_archived": "the channel is archived: unarchive it or pick another channel",
+    "invalid_auth": "the bot token is wrong or revoked: check SLACK_BOT_TOKEN",
+    "not_authed": "no bot token was sent: set SLACK_BOT_TOKEN",
+    "token_revoked": "the bot token was revoked: reinstall the app and use the new token",
+    "account_inactive": "the bot token belongs to a deleted user or app: reinstall the app",
+    "missing_scope": "the app lacks a scope: add it in the app manifest and reinstall",
+    "invalid_blocks": "Slack refused the message layout: report this as a relay bug",
+    "msg_too_long": "the message is too long for Slack: shorten the question",
+    "user_not_found": "check the user id of the DM target",
+    "ratelimited": "Slack kept rate-limiting the relay: ask less often or spread channels",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SlackTarget:
+    """Where one ask goes; unset fields inherit the provider's defaults."""
+
+    channel: str
+    thread_ts: str | None = None
+    allowed_users: Collection[str] | _Unset | None = UNSET
+    timeout: float | _Unset | None = UNSET
+
+
+Route = Callable[[AskUserQuestionRequest], "SlackTarget | Awaitable[SlackTarget]"]
+
+
+def _check_timeout(value: float | None, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RelayConfigError(f"{name} must be a number of seconds or None", setting=name)
+    if not math.isfinite(value) or value <= 0:
+        raise RelayConfigError(
+            f"{name} must be a positive number of seconds (or None to wait forever)",
+            setting=name,
+        )
+    return float(value)
+
+
+def _default_retry_handlers(client: AsyncWebClient) -> None:
+    """Make sure 429s, connection errors and 5xx are retried, keeping the user's own handlers."""
+    kinds = {type(h) for h in client.retry_handlers}
+    if AsyncConnectionErrorRetryHandler not in kinds:
+        client.retry_handlers.append(AsyncConnectionErrorRetryHandler(max_retry_count=2))
+    if AsyncRateLimitErrorRetryHandler not in kinds:
+        client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=5))
+    if AsyncServerErrorRetryHandler not in kinds:
+        client.retry_handlers.append(AsyncServerErrorRetryHandler(max_retry_count=2))
+
+
+def provider_failed(exc: Exception, *, doing: str) -> UserInteractionError:
+    """A ``PROVIDER_FAILED`` error naming the Slack error and what to do about it."""
+    if isinstance(exc, SlackApiError):
+        error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
+        advice = _SLACK_ADVICE.get(error, "see Slack's documentation for this error")
+        message = f"Slack refused {doing}: {error} ({advice})"
+    else:
+        message = f"could not reach Slack for {doing}: {exc}"
+    return UserInteractionError(ErrorCode.PROVIDER_FAILED, message)
+
+
+class SlackProvider:
+    """The seam's provider for Slack: one Block Kit message per question, answered by clicks."""
+
+    def __init__(
+        self,
+        *,
+        client: AsyncWebClient | None = None,
+        token: str | None = None,
+        signing_secret: str | None = None,
+        channel: str | None = None,
+        timeout: float | None = 900.0,
+        allowed_users: Collection[str] | None = None,
+        route: Route | None = None,
+        store: AskStore | None = None,
+        base_url: str | None = None,
+        events: Events | None = None,
+    ) -> None:
+        if (client is None) == (token is None):
+            raise RelayConfigError(
+                "pass exactly one of client= (an AsyncWebClient) or token= (the xoxb- bot token)",
+                setting="token",
+            )
+        if token is not None and not token.strip():
+            raise RelayConfigError("token is empty: pass the xoxb- bot token", setting="token")
+        if signing_secret is not None and not signing_secret.strip():
+            raise RelayConfigError(
+                "signing_secret is empty: copy it from your app's Basic Information page"
+                " (or pass None to use Socket Mode only)",
+                setting="signing_secret",
+            )
+        if channel is None and route is None:
+            raise RelayConfigError(
+                "pass channel= (a channel id, or a user id for a DM) or a route= function",
+                setting="channel",
+            )
+        if isinstance(allowed_users, str):
+            raise RelayConfigError(
+                "allowed_users must be a collection of user ids, not one string",
+                setting="allowed_users",
+            )
+        if client is None:
+            kwargs: dict[str, Any] = {"token": token}
+            if base_url is not None:
+                kwargs["base_url"] = base_url
+            client = AsyncWebClient(**kwargs)
+        _default_retry_handlers(client)
+        self.client = client
+        self.store: AskStore = store if store is not None else MemoryStore()
+        self.events = events if events is not None else Events()
+        self._signing_secret = signing_secret
+        self._channel = channel
+        self._timeout = _check_timeout(timeout, "timeout")
+        self._allowed = frozenset(allowed_users) if allowed_users is not None else None
+        self._route = route
+        self._dm_channels: dict[str, str] = {}
+        self._waiting: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+        self._app: AsyncApp | None = None
+        self._socket: Any = None
+
+    # ---- the seam -------------------------------------------------------------------------
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Post the questions, wait for their answers, and return them (or raise why not)."""
+        if self._closed:
+            raise ask_closed()
+        signal = request.signal
+        if signal is not None and signal.aborted:
+            raise ask_aborted()
+        target = await self._resolve(request)
+        ask_id = secrets.token_urlsafe(12)
+        now = time.time()
+        deadline = now + target.timeout if target.timeout is not None else None
+        count = len(request.questions)
+        rendered = [
+            render_question(
+                q, ask_id=ask_id, index=i, count=count, agent=request.agent, deadline=deadline
+            )
+            for i, q in enumerate(request.questions)
+        ]
+        record = AskRecord(
+            id=ask_id,
+            request=AskUserQuestionRequest(request.questions, agent=request.agent),
+            target=target,
+            created_at=utcnow(),
+            deadline=deadline,
+            messages=(None,) * count,
+            responses=(None,) * count,
+        )
+        await self.store.create(record=record)
+        self._waiting.add(ask_id)
+        self.events.emit(
+            "created",
+            ask_id,
+            channel=target.channel,
+            questions=count,
+            agent=request.agent.id if request.agent else None,
+        )
+        remove = (
+            signal.add_listener(lambda: self._spawn(self._abort(ask_id)))
+            if signal is not None
+            else None
+        )
+        try:
+            await self._post_all(record, rendered)
+            final = await self._wait(record)
+        except (SlackApiError, SlackClientError) as exc:
+            error = provider_failed(exc, doing="to post the question")
+            await self._end(ask_id, AskStatus.FAILED, AskError.of(error), detail=str(exc))
+            raise error from exc
+        except asyncio.CancelledError:
+            await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_aborted()))
+            raise
+        finally:
+            if remove is not None:
+                remove()
+            self._waiting.discard(ask_id)
+        if final.status is AskStatus.ANSWERED:
+            return final.answer()
+        if final.error is None:
+            raise UserInteractionError(
+                ErrorCode.PROVIDER_FAILED, f"ask {ask_id} ended as {final.status} without a reason"
+            )
+        raise final.error.to_exception()
+
+    async def _resolve(self, request: AskUserQuestionRequest) -> Target:
+        target = SlackTarget(channel=self._channel or "")
+        if self._route is not None:
+            routed = self._route(request)
+            target = await routed if inspect.isawaitable(routed) else routed
+            if not isinstance(target, SlackTarget):
+                raise RelayConfigError("route must return a SlackTarget", setting="route")
+        if not target.channel:
+            raise RelayConfigError("the target has no channel", setting="channel")
+        allowed = self._allowed if target.allowed_users is UNSET else target.allowed_users
+        if isinstance(allowed, str):
+            raise RelayConfigError(
+                "allowed_users must be a collection of user ids", setting="allowed_users"
+            )
+        timeout = self._timeout if target.timeout is UNSET else target.timeout
+        return Target(
+            channel=target.channel,
+            thread_ts=target.thread_ts,
+            allowed_users=frozenset(allowed) if allowed is not None else None,
+            timeout=_check_timeout(timeout, "timeout"),
+        )
+
+    async def _open_channel(self, channel: str) -> str:
+        """The channel to post in: a user id (U…/W…) becomes the id of the DM with them."""
+        if not channel.startswith(("U", "W")):
+            return channel
+        if channel not in self._dm_channels:
+            response = await self.client.conversations_open(users=channel)
+            self._dm_channels[channel] = str(response["channel"]["id"])
+        return self._dm_channels[channel]
+
+    async def _post_all(self, record: AskRecord, rendered: list[RenderedQuestion]) -> None:
+        channel = await self._open_channel(record.target.channel)
+        for index, message in enumerate(rendered):
+            response = await self.client.chat_postMessage(
+                channel=channel,
+                thread_ts=record.target.thread_ts,
+                text=message.text,
+                blocks=message.blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+            ts = str(response["ts"])
+            channel = str(response.get("channel") or channel)
+            await self.store.set_message(
+                ask_id=record.id, index=index, message=MessageRef(channel, ts)
+            )
+            parts = len(message.detail_overflow)
+            for part, piece in enumerate(message.detail_overflow, start=1):
+                reply = render_detail_reply(piece, part=part, parts=parts)
+                await self.client.chat_postMessage(
+                    channel=channel, thread_ts=record.target.thread_ts or ts, **reply
+                )
+        self.events.emit("posted", record.id, channel=channel, messages=len(rendered))
+
+    async def _wait(self, record: AskRecord) -> AskRecord:
+        while True:
+            remaining = None if record.deadline is None else record.deadline - time.time()
+            current = await self.store.wait(ask_id=record.id, within=remaining)
+            if current is None:
+                raise UserInteractionError(
+                    ErrorCode.PROVIDER_FAILED,
+                    f"ask {record.id} vanished from the store while pending; ask again",
+                )
+            if not current.pending:
+                return current
+            if record.deadline is not None and time.time() >= record.deadline:
+                timeout = record.target.timeout or 0.0
+                await self._end(record.id, AskStatus.TIMED_OUT, AskError.of(ask_timed_out(timeout)))
+
+    async def _abort(self, ask_id: str) -> None:
+        await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_aborted()))
+
+    async def _end(
+        self, ask_id: str, status: AskStatus, error: AskError, *, detail: str | None = None
+    ) -> AskRecord | None:
+        """Claim a final outcome other than an answer; the winner withdraws the messages."""
+        won, record = await self.store.finish(
+            ask_id=ask_id, status=status, error=error, at=utcnow()
+        )
+        if won and record is not None:
+            name = "closed" if error.reason == "closed" else status.value
+            self.events.emit(name, ask_id, detail=detail)  # type: ignore[arg-type]
+            self._spawn(self._withdraw(record))
+        return record
+
+    async def _withdraw(self, record: AskRecord) -> None:
+        """Replace every unanswered question's inputs with how the ask ended."""
+        outcome = "closed" if record.error and record.error.reason == "closed" else record.status
+        count = len(record.request.questions)
+        for index, (question, message) in enumerate(
+            zip(record.request.questions, record.messages, strict=False)
+        ):
+            if message is None or (index < len(record.responses) and record.responses[index]):
+                continue
+            final = render_outcome(
+                question,
+                outcome=outcome,  # type: ignore[arg-type]
+                agent=record.request.agent,
+                index=index,
+                count=count,
+            )
+            await self._update(record.id, message, final)
+
+    async def _update(self, ask_id: str, message: MessageRef, final: RenderedQuestion) -> None:
+        try:
+            await self.client.chat_update(
+                channel=message.channel, ts=message.ts, text=final.text, blocks=final.blocks
+            )
+        except (SlackApiError, SlackClientError) as exc:
+            # The outcome is already recorded and returned; a stale message is only cosmetic.
+            self.events.emit("slack_error", ask_id, method="chat.update", error=str(exc))
+
+    # ---- clicks ---------------------------------------------------------------------------
+
+    async def handle_click(self, click: Click) -> None:
+        """Apply one click: answer its question, or tell the clicker privately why not."""
+        if click.kind is ClickKind.TOGGLE:
+            return
+        try:
+            record = await self.store.get(ask_id=click.ask_id)
+        except Exception:
+            _log.exception("store unreachable while handling a click on ask %s", click.ask_id)
+            self._notify(click, notices.cannot_record())
+            return
+        if record is None or click.index >= len(record.request.questions):
+            self._notify(click, notices.no_longer_pending(None))
+            return
+        expected = record.messages[click.index] if click.index < len(record.messages) else None
+        if expected is not None and (click.channel_id, click.message_ts) != (
+            expected.channel,
+            expected.ts,
+        ):
+            self.events.emit("refused", record.id, user=click.user_id, why="message_mismatch")
+            return
+        if not record.pending:
+            self._notify(click, notices.no_longer_pending(record))
+            return
+        existing = record.responses[click.index] if click.index < len(record.responses) else None
+        if existing is not None:
+            self._notify(click, notices.already_answered(existing))
+            return
+        allowed = record.target.allowed_users
+        if allowed is not None and click.user_id not in allowed:
+            self.events.emit("refused", record.id, user=click.user_id, why="not_allowed")
+            self._notify(click, notices.not_allowed())
+            return
+        question = record.request.questions[click.index]
+        count = len(record.request.questions)
+        decision = decide(question, click, at=utcnow())
+        if decision is None:
+            return
+        if isinstance(decision, Notice):
+            self._notify(click, notices.notice_text(decision, question, batch=count > 1))
+            return
+        try:
+            validate_answer_item(question, decision, index=click.index)
+            result = await self.store.answer(ask_id=record.id, index=click.index, item=decision)
+        except UserInteractionError as exc:
+            self._notify(click, f"That answer was not recorded: {exc}")
+            return
+        except Exception:
+            _log.exception("store failed while recording an answer to ask %s", record.id)
+            self._notify(click, notices.cannot_record())
+            return
+        if result.outcome in ("accepted", "completed"):
+            self.events.emit(
+                "answered" if result.outcome == "completed" else "question_answered",
+                record.id,
+                question=question.id,
+                by=click.user_id,
+            )
+            message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
+            final = render_outcome(
+                question,
+                outcome="answered",
+                item=decision,
+                agent=record.request.agent,
+                index=click.index,
+                count=count,
+            )
+            self._spawn(self._update(record.id, message, final))
+        elif result.outcome == "already_answered" and result.record is not None:
+            winner = result.record.responses[click.index]
+            if winner is not None:
+                self._notify(click, notices.already_answered(winner))
+        else:
+            self._notify(click, notices.no_longer_pending(result.record))
+
+    def _notify(self, click: Click, text: str) -> None:
+        if click.channel_id:
+            self._spawn(self._ephemeral(click.channel_id, click.user_id, click.thread_ts, text))
+
+    async def _ephemeral(self, channel: str, user: str, thread_ts: str | None, text: str) -> None:
+        try:
+            await self.client.chat_postEphemeral(
+                channel=channel, user=user, text=text, thread_ts=thread_ts
+            )
+        except (SlackApiError, SlackClientError) as exc:
+            _log.warning("could not tell %s privately: %s", user, exc)
+
+    # ---- Slack transport --------------------------------------------------------------------
+
+    @property
+    def bolt_app(self) -> AsyncApp:
+        """The Bolt ``AsyncApp`` the provider listens on; add your own listeners to it."""
+        if self._app is None:
+            from relay.slack.app import build_bolt_app
+
+            self._app = build_bolt_app(self, signing_secret=self._signing_secret)
+        return self._app
+
+    def web_app(self, *, path: str = "/slack/events") -> web.Application:
+        """An aiohttp application serving Slack's interactivity requests at ``path``."""
+        from relay.slack.app import build_web_app
+
+        if self._signing_secret is None:
+            raise RelayConfigError(
+                "HTTP mode needs signing_secret= (from your app's Basic Information page);"
+                " without it, use connect_socket_mode()",
+                setting="signing_secret",
+            )
+        return build_web_app(self.bolt_app, path=path)
+
+    async def connect_socket_mode(self, app_token: str) -> None:
+        """Receive interactions over Socket Mode (no public URL); needs an ``xapp-`` token."""
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+        if not app_token or not app_token.startswith("xapp-"):
+            raise RelayConfigError(
+                "Socket Mode needs an app-level token starting with xapp- (scope"
+                " connections:write), from your app's Basic Information page",
+                setting="app_token",
+            )
+        if self._socket is not None:
+            return
+        handler = AsyncSocketModeHandler(self.bolt_app, app_token=app_token)
+        self._socket = handler
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.error("background task failed", exc_info=task.exception())
+
+    async def drain(self) -> None:
+        """Wait until every message update and private notice in flight has been sent."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Abort every pending ask (``ASK_ABORTED``, reason ``closed``) and withdraw it."""
+        if self._closed:
+            return
+        self._closed = True
+        for ask_id in list(self._waiting):
+            await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_closed()))
+        await self.drain()
+        if self._socket is not None:
+            await self._socket.close_async()
+            self._socket = None
+
+    async def __aenter__(self) -> SlackProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

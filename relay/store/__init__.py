@@ -1,0 +1,25 @@
+"""Where asks live: the ``AskStore`` seam, the in-process ``MemoryStore``, and record types."""
+
+from relay.store.base import AskStore
+from relay.store.memory import MemoryStore
+from relay.store.record import (
+    AnswerResult,
+    AskError,
+    AskRecord,
+    AskStatus,
+    MessageRef,
+    Target,
+    utcnow,
+)
+
+__all__ = [
+    "AnswerResult",
+    "AskError",
+    "AskRecord",
+    "AskStatus",
+    "AskStore",
+    "MemoryStore",
+    "MessageRef",
+    "Target",
+    "utcnow",
+]

@@ -1,0 +1,60 @@
+"""The store seam: where asks live, and the one place that decides which outcome wins."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from relay.questions import AskUserQuestionAnswerItem
+from relay.store.record import AnswerResult, AskError, AskRecord, AskStatus, MessageRef
+
+__all__ = ["AskStore"]
+
+
+@runtime_checkable
+class AskStore(Protocol):
+    """Pending and recent asks (a seam ``Protocol``); every method is keyword-only and atomic.
+
+    ``answer`` and ``finish`` are claims: for each question, and for the ask as a whole, the
+    first claim wins and every later one is refused, across every process sharing the store.
+    """
+
+    async def create(self, *, record: AskRecord) -> None:
+        """Store a new pending ask."""
+        ...
+
+    async def get(self, *, ask_id: str) -> AskRecord | None:
+        """The ask as it stands, or ``None`` if unknown or expired."""
+        ...
+
+    async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
+        """Remember where question ``index``'s Slack message was posted."""
+        ...
+
+    async def answer(
+        self, *, ask_id: str, index: int, item: AskUserQuestionAnswerItem
+    ) -> AnswerResult:
+        """Claim question ``index``'s answer; the ask completes when every question has one."""
+        ...
+
+    async def finish(
+        self, *, ask_id: str, status: AskStatus, error: AskError | None, at: datetime
+    ) -> tuple[bool, AskRecord | None]:
+        """Claim a final outcome other than an answer; returns (won, record as it stands)."""
+        ...
+
+    async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
+        """Wait until the ask is final or ``within`` seconds pass; the record as it then stands."""
+        ...
+
+    async def due(self, *, now: float, limit: int = 100) -> list[str]:
+        """Ids of pending asks whose deadline is at or before ``now`` (epoch seconds)."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise if the store cannot be reached."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; idempotent."""
+        ...

@@ -1,0 +1,151 @@
+"""``MemoryStore``: the embedded default, for one process with no server."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import time
+from collections import deque
+from datetime import datetime
+
+from relay.questions import AskUserQuestionAnswerItem
+from relay.store.record import (
+    AnswerResult,
+    AskError,
+    AskRecord,
+    AskStatus,
+    MessageRef,
+)
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """Asks held in this process; atomic because every method runs without awaiting."""
+
+    def __init__(self, *, retention: float = 24 * 3600.0) -> None:
+        self._records: dict[str, AskRecord] = {}
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._deadlines: list[tuple[float, str]] = []
+        self._finished: deque[tuple[float, str]] = deque()
+        self._retention = retention
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    async def create(self, *, record: AskRecord) -> None:
+        """Store a new pending ask."""
+        self._forget_expired()
+        if record.id in self._records:
+            raise ValueError(f"ask {record.id} exists already")
+        self._records[record.id] = record
+        if record.deadline is not None:
+            heapq.heappush(self._deadlines, (record.deadline, record.id))
+
+    async def get(self, *, ask_id: str) -> AskRecord | None:
+        """The ask as it stands, or ``None``."""
+        return self._records.get(ask_id)
+
+    async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
+        """Remember where question ``index``'s message was posted."""
+        record = self._records.get(ask_id)
+        if record is None:
+            return
+        messages = list(record.messages) or [None] * len(record.request.questions)
+        messages[index] = message
+        self._records[ask_id] = record.with_(messages=tuple(messages))
+
+    async def answer(
+        self, *, ask_id: str, index: int, item: AskUserQuestionAnswerItem
+    ) -> AnswerResult:
+        """Claim question ``index``'s answer; completes the ask when it is the last one."""
+        record = self._records.get(ask_id)
+        if record is None:
+            return AnswerResult("unknown", None)
+        if not record.pending:
+            return AnswerResult("not_pending", record)
+        responses = list(record.responses) or [None] * len(record.request.questions)
+        if responses[index] is not None:
+            return AnswerResult("already_answered", record)
+        responses[index] = item
+        if all(r is not None for r in responses):
+            record = record.with_(
+                responses=tuple(responses),
+                status=AskStatus.ANSWERED,
+                finished_at=item.answered_at,
+            )
+            self._settle(record)
+            return AnswerResult("completed", record)
+        record = record.with_(responses=tuple(responses))
+        self._records[ask_id] = record
+        return AnswerResult("accepted", record)
+
+    async def finish(
+        self, *, ask_id: str, status: AskStatus, error: AskError | None, at: datetime
+    ) -> tuple[bool, AskRecord | None]:
+        """Claim a final outcome; the first claim wins."""
+        record = self._records.get(ask_id)
+        if record is None or not record.pending:
+            return False, record
+        record = record.with_(status=status, error=error, finished_at=at)
+        self._settle(record)
+        return True, record
+
+    async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
+        """Wait until the ask is final or ``within`` seconds pass."""
+        record = self._records.get(ask_id)
+        if record is None or not record.pending or (within is not None and within <= 0):
+            return record
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self._waiters.setdefault(ask_id, [])
+        waiters.append(future)
+        try:
+            if within is None:
+                await future
+            else:
+                await asyncio.wait_for(future, within)
+        except TimeoutError:
+            pass
+        finally:
+            if not future.done():
+                future.cancel()
+            if future in waiters:
+                waiters.remove(future)
+            if not waiters:
+                self._waiters.pop(ask_id, None)
+        return self._records.get(ask_id)
+
+    async def due(self, *, now: float, limit: int = 100) -> list[str]:
+        """Pending asks whose deadline has passed."""
+        found: list[str] = []
+        while self._deadlines and self._deadlines[0][0] <= now and len(found) < limit:
+            _, ask_id = heapq.heappop(self._deadlines)
+            record = self._records.get(ask_id)
+            if record is not None and record.pending:
+                found.append(ask_id)
+        return found
+
+    async def ping(self) -> None:
+        """Always reachable."""
+
+    async def aclose(self) -> None:
+        """Wake every waiter; nothing else to release."""
+        for waiters in self._waiters.values():
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
+
+    def _settle(self, record: AskRecord) -> None:
+        self._records[record.id] = record
+        self._finished.append((time.monotonic() + self._retention, record.id))
+        for future in self._waiters.pop(record.id, ()):
+            if not future.done():
+                future.set_result(None)
+
+    def _forget_expired(self) -> None:
+        now = time.monotonic()
+        while self._finished and self._finished[0][0] <= now:
+            _, ask_id = self._finished.popleft()
+            record = self._records.get(ask_id)
+            if record is not None and not record.pending:
+                del self._records[ask_id]
