@@ -29,7 +29,8 @@ PLAN_REVIEW_ID = "plan-review"
 APPROVE = "Approve"
 KEEP_PLANNING = "Keep planning"
 
-_HEADING = re.compile(r"#\s+\S")
+# An ATX heading: "#", spaces or tabs on the same line, then its text; "#" alone on a line is not.
+_HEADING = re.compile(r"#[ \t]+\S")
 
 
 @dataclass(frozen=True, slots=True)
