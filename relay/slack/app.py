@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -16,7 +17,7 @@ from relay.slack.render import ACTION_PREFIX
 if TYPE_CHECKING:
     from relay.slack.provider import SlackProvider
 
-__all__ = ["build_bolt_app", "build_web_app"]
+__all__ = ["build_bolt_app", "build_web_app", "slack_handler"]
 
 _log = logging.getLogger("relay.slack")
 
@@ -46,13 +47,22 @@ def build_bolt_app(provider: SlackProvider, *, signing_secret: str | None) -> As
     return app
 
 
-def build_web_app(app: AsyncApp, *, path: str = "/slack/events") -> web.Application:
-    """An aiohttp application that dispatches Slack requests at ``path`` to ``app``."""
+def slack_handler(app: AsyncApp) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """An aiohttp handler dispatching Slack requests to ``app``, which checks signatures."""
 
     async def slack_events(request: web.Request) -> web.Response:
+        # Bolt's verifier raises (a 500) on a blank or non-numeric timestamp; refuse it here.
+        timestamp = request.headers.get("X-Slack-Request-Timestamp", "").strip()
+        if not timestamp.isdigit() or len(timestamp) > 12:
+            return web.Response(status=401, text="invalid request")
         bolt_response = await app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(bolt_response)
 
+    return slack_events
+
+
+def build_web_app(app: AsyncApp, *, path: str = "/slack/events") -> web.Application:
+    """An aiohttp application that serves Slack requests at ``path``."""
     web_app = web.Application()
-    web_app.router.add_post(path, slack_events)
+    web_app.router.add_post(path, slack_handler(app))
     return web_app

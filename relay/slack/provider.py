@@ -9,6 +9,7 @@ decide which outcome wins; whoever wins updates the Slack messages, off the agen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import math
@@ -34,8 +35,10 @@ from relay.errors import (
     ask_aborted,
     ask_closed,
     ask_timed_out,
+    bad_request,
 )
 from relay.events import Events
+from relay.expiry import Expiry
 from relay.questions import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
@@ -156,6 +159,7 @@ class SlackProvider:
         store: AskStore | None = None,
         base_url: str | None = None,
         events: Events | None = None,
+        sweep_interval: float | None = None,
     ) -> None:
         if (client is None) == (token is None):
             raise RelayConfigError(
@@ -195,8 +199,11 @@ class SlackProvider:
         self._allowed = frozenset(allowed_users) if allowed_users is not None else None
         self._route = route
         self._dm_channels: dict[str, str] = {}
+        # Asks that an ask() call in this process is waiting for: closing rejects them.
         self._waiting: set[str] = set()
+        self._expiry = Expiry(store=self.store, expire=self.expire, sweep_interval=sweep_interval)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._posting: set[asyncio.Future[AskRecord | None]] = set()
         self._closed = False
         self._app: AsyncApp | None = None
         self._socket: Any = None
@@ -205,15 +212,50 @@ class SlackProvider:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the questions, wait for their answers, and return them (or raise why not)."""
-        if self._closed:
-            raise ask_closed()
         signal = request.signal
         if signal is not None and signal.aborted:
             raise ask_aborted()
-        target = await self._resolve(request)
+        record = await self.start(request)
+        remove = (
+            signal.add_listener(lambda: self._spawn(self.abort(record.id)))
+            if signal is not None
+            else None
+        )
+        try:
+            final = await self.wait(record.id)
+        except asyncio.CancelledError:
+            await self.abort(record.id)
+            raise
+        finally:
+            if remove is not None:
+                remove()
+            self._waiting.discard(record.id)
+        if final.status is AskStatus.ANSWERED:
+            return final.answer()
+        if final.error is None:
+            raise UserInteractionError(
+                ErrorCode.PROVIDER_FAILED,
+                f"ask {final.id} ended as {final.status} without a reason",
+            )
+        raise final.error.to_exception()
+
+    async def start(
+        self,
+        request: AskUserQuestionRequest,
+        *,
+        target: SlackTarget | None = None,
+        owner: str | None = None,
+    ) -> AskRecord:
+        """Record the ask and post its messages; returns the pending record without waiting.
+
+        Raises ``BAD_REQUEST`` for what Slack cannot show and ``PROVIDER_FAILED`` when Slack
+        refuses the post (nothing is left pending then). ``target`` overrides the routing.
+        """
+        if self._closed:
+            raise ask_closed()
+        resolved = await self._resolve(request, target)
         ask_id = secrets.token_urlsafe(12)
-        now = time.time()
-        deadline = now + target.timeout if target.timeout is not None else None
+        deadline = time.time() + resolved.timeout if resolved.timeout is not None else None
         count = len(request.questions)
         rendered = [
             render_question(
@@ -224,57 +266,91 @@ class SlackProvider:
         record = AskRecord(
             id=ask_id,
             request=AskUserQuestionRequest(request.questions, agent=request.agent),
-            target=target,
+            target=resolved,
             created_at=utcnow(),
             deadline=deadline,
             messages=(None,) * count,
             responses=(None,) * count,
+            owner=owner,
         )
         await self.store.create(record=record)
         self._waiting.add(ask_id)
         self.events.emit(
             "created",
             ask_id,
-            channel=target.channel,
+            channel=resolved.channel,
             questions=count,
             agent=request.agent.id if request.agent else None,
         )
-        remove = (
-            signal.add_listener(lambda: self._spawn(self._abort(ask_id)))
-            if signal is not None
-            else None
-        )
+        posting = asyncio.ensure_future(self._post_all(record, rendered))
+        self._posting.add(posting)
+        posting.add_done_callback(self._posting.discard)
         try:
-            await self._post_all(record, rendered)
-            final = await self._wait(record)
+            try:
+                await asyncio.shield(posting)
+            except asyncio.CancelledError:
+                # Let the post in flight land so that its message can be withdrawn too.
+                with contextlib.suppress(Exception):
+                    await posting
+                raise
         except (SlackApiError, SlackClientError) as exc:
+            self._waiting.discard(ask_id)
             error = provider_failed(exc, doing="to post the question")
-            await self._end(ask_id, AskStatus.FAILED, AskError.of(error), detail=str(exc))
+            await self._end(
+                ask_id,
+                AskStatus.FAILED,
+                AskError.of(error),
+                detail=str(exc),
+                method="chat.postMessage",
+            )
             raise error from exc
-        except asyncio.CancelledError:
+        except BaseException:
+            self._waiting.discard(ask_id)
             await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_aborted()))
             raise
-        finally:
-            if remove is not None:
-                remove()
-            self._waiting.discard(ask_id)
-        if final.status is AskStatus.ANSWERED:
-            return final.answer()
-        if final.error is None:
-            raise UserInteractionError(
-                ErrorCode.PROVIDER_FAILED, f"ask {ask_id} ended as {final.status} without a reason"
-            )
-        raise final.error.to_exception()
+        current = posting.result()
+        if current is not None and not current.pending:
+            return current
+        if deadline is not None:
+            self._expiry.add(deadline)
+        return current or record
 
-    async def _resolve(self, request: AskUserQuestionRequest) -> Target:
-        target = SlackTarget(channel=self._channel or "")
-        if self._route is not None:
-            routed = self._route(request)
-            target = await routed if inspect.isawaitable(routed) else routed
-            if not isinstance(target, SlackTarget):
-                raise RelayConfigError("route must return a SlackTarget", setting="route")
-        if not target.channel:
-            raise RelayConfigError("the target has no channel", setting="channel")
+    async def wait(self, ask_id: str, *, within: float | None = None) -> AskRecord:
+        """Wait until the ask is final (or ``within`` seconds pass); the record as it stands."""
+        record = await self.store.wait(ask_id=ask_id, within=within)
+        if record is None:
+            raise UserInteractionError(
+                ErrorCode.PROVIDER_FAILED,
+                f"ask {ask_id} is not in the store (it expired or was lost); ask again",
+            )
+        return record
+
+    async def abort(self, ask_id: str) -> AskRecord | None:
+        """Abort a pending ask (``ASK_ABORTED``) and withdraw its messages; the final record."""
+        return await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_aborted()))
+
+    async def expire(self, ask_id: str) -> AskRecord | None:
+        """Time out a pending ask whose deadline has passed; the final record."""
+        record = await self.store.get(ask_id=ask_id)
+        if record is None or not record.pending:
+            return record
+        error = ask_timed_out(record.target.timeout or 0.0)
+        return await self._end(ask_id, AskStatus.TIMED_OUT, AskError.of(error))
+
+    async def _resolve(self, request: AskUserQuestionRequest, target: SlackTarget | None) -> Target:
+        if target is None:
+            target = SlackTarget(channel=self._channel or "")
+            if self._route is not None:
+                routed = self._route(request)
+                target = await routed if inspect.isawaitable(routed) else routed
+                if not isinstance(target, SlackTarget):
+                    raise RelayConfigError("route must return a SlackTarget", setting="route")
+        channel = target.channel or self._channel
+        if not channel:
+            raise bad_request(
+                "there is no channel to ask in: name one (slack.channel in the API) or set"
+                " a default channel (channel= / RELAY_CHANNEL)"
+            )
         allowed = self._allowed if target.allowed_users is UNSET else target.allowed_users
         if isinstance(allowed, str):
             raise RelayConfigError(
@@ -282,7 +358,7 @@ class SlackProvider:
             )
         timeout = self._timeout if target.timeout is UNSET else target.timeout
         return Target(
-            channel=target.channel,
+            channel=channel,
             thread_ts=target.thread_ts,
             allowed_users=frozenset(allowed) if allowed is not None else None,
             timeout=_check_timeout(timeout, "timeout"),
@@ -297,7 +373,10 @@ class SlackProvider:
             self._dm_channels[channel] = str(response["channel"]["id"])
         return self._dm_channels[channel]
 
-    async def _post_all(self, record: AskRecord, rendered: list[RenderedQuestion]) -> None:
+    async def _post_all(
+        self, record: AskRecord, rendered: list[RenderedQuestion]
+    ) -> AskRecord | None:
+        """Post every question; the record after, with late messages withdrawn if it ended."""
         channel = await self._open_channel(record.target.channel)
         for index, message in enumerate(rendered):
             response = await self.client.chat_postMessage(
@@ -320,27 +399,20 @@ class SlackProvider:
                     channel=channel, thread_ts=record.target.thread_ts or ts, **reply
                 )
         self.events.emit("posted", record.id, channel=channel, messages=len(rendered))
-
-    async def _wait(self, record: AskRecord) -> AskRecord:
-        while True:
-            remaining = None if record.deadline is None else record.deadline - time.time()
-            current = await self.store.wait(ask_id=record.id, within=remaining)
-            if current is None:
-                raise UserInteractionError(
-                    ErrorCode.PROVIDER_FAILED,
-                    f"ask {record.id} vanished from the store while pending; ask again",
-                )
-            if not current.pending:
-                return current
-            if record.deadline is not None and time.time() >= record.deadline:
-                timeout = record.target.timeout or 0.0
-                await self._end(record.id, AskStatus.TIMED_OUT, AskError.of(ask_timed_out(timeout)))
-
-    async def _abort(self, ask_id: str) -> None:
-        await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_aborted()))
+        current = await self.store.get(ask_id=record.id)
+        if current is not None and not current.pending:
+            # It ended (closed, aborted) while a post was in flight: withdraw what landed late.
+            await self._withdraw(current)
+        return current
 
     async def _end(
-        self, ask_id: str, status: AskStatus, error: AskError, *, detail: str | None = None
+        self,
+        ask_id: str,
+        status: AskStatus,
+        error: AskError,
+        *,
+        detail: str | None = None,
+        method: str | None = None,
     ) -> AskRecord | None:
         """Claim a final outcome other than an answer; the winner withdraws the messages."""
         won, record = await self.store.finish(
@@ -348,7 +420,7 @@ class SlackProvider:
         )
         if won and record is not None:
             name = "closed" if error.reason == "closed" else status.value
-            self.events.emit(name, ask_id, detail=detail)  # type: ignore[arg-type]
+            self.events.emit(name, ask_id, detail=detail, method=method)  # type: ignore[arg-type]
             self._spawn(self._withdraw(record))
         return record
 
@@ -437,6 +509,9 @@ class SlackProvider:
                 record.id,
                 question=question.id,
                 by=click.user_id,
+                waited=(decision.answered_at - record.created_at).total_seconds()
+                if decision.answered_at
+                else None,
             )
             message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
             final = render_outcome(
@@ -523,13 +598,27 @@ class SlackProvider:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
+    def start_expiry(self) -> None:
+        """Start timing out due asks now, also those other replicas created (needs a loop)."""
+        self._expiry.start()
+
     async def aclose(self) -> None:
-        """Abort every pending ask (``ASK_ABORTED``, reason ``closed``) and withdraw it."""
+        """Abort every pending ask (``ASK_ABORTED``, reason ``closed``) and withdraw it.
+
+        With a durable store only the asks an ``ask()`` call here waits for are closed;
+        asks made through the hosted API stay pending for the other replicas.
+        """
         if self._closed:
             return
         self._closed = True
-        for ask_id in list(self._waiting):
+        await self._expiry.aclose()
+        closing = set(self._waiting)
+        if not self.store.durable:
+            closing.update(await self.store.due(now=math.inf, limit=1_000_000))
+        for ask_id in closing:
             await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_closed()))
+        # Posts in flight finish (and withdraw what they posted) before the close completes.
+        await asyncio.gather(*self._posting, return_exceptions=True)
         await self.drain()
         if self._socket is not None:
             await self._socket.close_async()

@@ -47,8 +47,20 @@ class AskStore(Protocol):
         """Wait until the ask is final or ``within`` seconds pass; the record as it then stands."""
         ...
 
+    durable: bool
+    """Whether asks outlive this process (a restart must then not abort them)."""
+
     async def due(self, *, now: float, limit: int = 100) -> list[str]:
-        """Ids of pending asks whose deadline is at or before ``now`` (epoch seconds)."""
+        """Pending asks whose deadline is at or before ``now`` (epoch seconds; asks with no
+        deadline count as due at infinity). Each is returned once; the caller must settle it."""
+        ...
+
+    async def next_deadline(self) -> float | None:
+        """The earliest deadline of a pending ask not yet returned by ``due``, if any."""
+        ...
+
+    async def count_pending(self) -> int:
+        """How many asks are pending (for the ``relay_asks_pending`` gauge)."""
         ...
 
     async def ping(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import math
 import time
 from collections import deque
 from datetime import datetime
@@ -23,12 +24,15 @@ __all__ = ["MemoryStore"]
 class MemoryStore:
     """Asks held in this process; atomic because every method runs without awaiting."""
 
+    durable = False
+
     def __init__(self, *, retention: float = 24 * 3600.0) -> None:
         self._records: dict[str, AskRecord] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._deadlines: list[tuple[float, str]] = []
         self._finished: deque[tuple[float, str]] = deque()
         self._retention = retention
+        self._pending = 0
 
     def __len__(self) -> int:
         return len(self._records)
@@ -39,6 +43,7 @@ class MemoryStore:
         if record.id in self._records:
             raise ValueError(f"ask {record.id} exists already")
         self._records[record.id] = record
+        self._pending += 1
         if record.deadline is not None:
             heapq.heappush(self._deadlines, (record.deadline, record.id))
 
@@ -123,7 +128,25 @@ class MemoryStore:
             record = self._records.get(ask_id)
             if record is not None and record.pending:
                 found.append(ask_id)
+        if math.isinf(now) and len(found) < limit:
+            # Asks with no deadline are due only "at infinity" (when everything is closed).
+            found.extend(r.id for r in self._records.values() if r.pending and r.deadline is None)
+            del found[limit:]
         return found
+
+    async def next_deadline(self) -> float | None:
+        """The earliest pending deadline still queued."""
+        while self._deadlines:
+            deadline, ask_id = self._deadlines[0]
+            record = self._records.get(ask_id)
+            if record is not None and record.pending:
+                return deadline
+            heapq.heappop(self._deadlines)
+        return None
+
+    async def count_pending(self) -> int:
+        """How many asks are pending."""
+        return self._pending
 
     async def ping(self) -> None:
         """Always reachable."""
@@ -137,6 +160,7 @@ class MemoryStore:
 
     def _settle(self, record: AskRecord) -> None:
         self._records[record.id] = record
+        self._pending -= 1
         self._finished.append((time.monotonic() + self._retention, record.id))
         for future in self._waiters.pop(record.id, ()):
             if not future.done():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -24,6 +23,9 @@ __all__ = [
     "AskStatus",
     "MessageRef",
     "Target",
+    "item_from_json",
+    "item_to_json",
+    "utcnow",
 ]
 
 
@@ -123,58 +125,9 @@ class AskRecord:
         """A copy with ``changes`` applied."""
         return replace(self, **changes)
 
-    def to_json(self) -> str:
-        """Serialise the record (the request's wire form plus audit metadata)."""
-        return json.dumps(
-            {
-                "id": self.id,
-                "request": self.request.to_dict(),
-                "target": self.target.to_dict(),
-                "created_at": self.created_at.isoformat(),
-                "deadline": self.deadline,
-                "status": self.status.value,
-                "messages": [[m.channel, m.ts] if m else None for m in self.messages],
-                "responses": [_item_to_json(r) if r else None for r in self.responses],
-                "error": (
-                    {
-                        "code": self.error.code,
-                        "message": self.error.message,
-                        "reason": self.error.reason,
-                    }
-                    if self.error
-                    else None
-                ),
-                "owner": self.owner,
-                "finished_at": self.finished_at.isoformat() if self.finished_at else None,
-                "meta": self.meta,
-            },
-            separators=(",", ":"),
-        )
 
-    @classmethod
-    def from_json(cls, text: str | bytes) -> AskRecord:
-        """Read ``to_json``'s output."""
-        data = json.loads(text)
-        error = data.get("error")
-        return cls(
-            id=data["id"],
-            request=AskUserQuestionRequest.from_dict(data["request"]),
-            target=Target.from_dict(data["target"]),
-            created_at=datetime.fromisoformat(data["created_at"]),
-            deadline=data.get("deadline"),
-            status=AskStatus(data["status"]),
-            messages=tuple(MessageRef(m[0], m[1]) if m else None for m in data["messages"]),
-            responses=tuple(_item_from_json(r) if r else None for r in data["responses"]),
-            error=AskError(error["code"], error["message"], error.get("reason")) if error else None,
-            owner=data.get("owner"),
-            finished_at=(
-                datetime.fromisoformat(data["finished_at"]) if data.get("finished_at") else None
-            ),
-            meta=data.get("meta") or {},
-        )
-
-
-def _item_to_json(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
+def item_to_json(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
+    """An answer item's wire form plus its audit fields (who answered, when)."""
     out = item.to_dict()
     if item.answered_by is not None:
         out["answered_by"] = item.answered_by.to_dict()
@@ -183,7 +136,8 @@ def _item_to_json(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
     return out
 
 
-def _item_from_json(data: dict[str, Any]) -> AskUserQuestionAnswerItem:
+def item_from_json(data: dict[str, Any]) -> AskUserQuestionAnswerItem:
+    """Read ``item_to_json``'s output."""
     by = data.get("answered_by")
     at = data.get("answered_at")
     return AskUserQuestionAnswerItem(

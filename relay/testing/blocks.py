@@ -33,7 +33,7 @@ MAX_MARKDOWN_CHARS = 12_000
 """Characters allowed across all ``markdown`` blocks of one message."""
 MAX_TEXT_CHARS = 40_000
 """Characters allowed in a message's top-level ``text`` (Slack answers ``msg_too_long``)."""
-MAX_TEXT_INPUT_LENGTH = 3_000
+_MAX_TEXT_INPUT_LENGTH = 3_000
 
 _INPUT_ONLY_ELEMENTS = frozenset(
     {
@@ -135,9 +135,9 @@ def _structure_errors(block: dict[str, Any], pointer: str) -> list[str]:
             errors.append(f"must provide an element [json-pointer:{pointer}/element]")
         elif element["type"] == "plain_text_input":
             max_length = element.get("max_length")
-            if isinstance(max_length, int) and max_length > MAX_TEXT_INPUT_LENGTH:
+            if isinstance(max_length, int) and max_length > _MAX_TEXT_INPUT_LENGTH:
                 errors.append(
-                    f"max_length must be at most {MAX_TEXT_INPUT_LENGTH} "
+                    f"max_length must be at most {_MAX_TEXT_INPUT_LENGTH} "
                     f"[json-pointer:{pointer}/element/max_length]"
                 )
     return errors

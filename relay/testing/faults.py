@@ -57,7 +57,9 @@ class Fault:
                 reply = ApiReply.rate_limited(self.retry_after if self.retry_after else 1)
                 if self.error is None:
                     return reply
-                return ApiReply(body={**reply.body, "error": self.error}, status=429, headers=reply.headers)
+                return ApiReply(
+                    body={**reply.body, "error": self.error}, status=429, headers=reply.headers
+                )
             error = self.error or _DEFAULT_ERRORS.get(self.status, "fatal_error")
             return ApiReply(body={"ok": False, "error": error}, status=self.status)
         if self.error is not None:

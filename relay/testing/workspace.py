@@ -7,6 +7,7 @@ in ``fake_slack`` decodes requests, records them and sends these answers.
 
 from __future__ import annotations
 
+import copy
 import secrets
 import time
 from collections.abc import Callable
@@ -17,11 +18,12 @@ from .blocks import MAX_TEXT_CHARS, check_blocks, with_generated_ids
 from .faults import ApiReply
 from .records import FakeMessage
 
-__all__ = ["RESPONSE_URL_MAX_USES", "ResponseTarget", "Workspace"]
+__all__ = ["RESPONSE_URL_LIFETIME", "RESPONSE_URL_MAX_USES", "ResponseTarget", "Workspace"]
 
 RESPONSE_URL_MAX_USES = 5
 """How many times an app may post to one ``response_url``."""
 RESPONSE_URL_LIFETIME = 30 * 60.0
+"""Seconds a ``response_url`` stays usable."""
 
 _Args = dict[str, Any]
 
@@ -108,7 +110,8 @@ class Workspace:
     def message_json(
         self, message: FakeMessage, *, text: str | None = None, blocks: list[Any] | None = None
     ) -> dict[str, Any]:
-        """The message object Slack returns and puts in payloads (a given version of it)."""
+        """The message object Slack returns and puts in payloads (a given version of it), as
+        a copy: tampering with a payload must not change the stored message."""
         shown_blocks = message.blocks if blocks is None else blocks
         body: dict[str, Any] = {
             "type": "message",
@@ -125,7 +128,7 @@ class Workspace:
             body["thread_ts"] = message.thread_ts
         if message.metadata is not None:
             body["metadata"] = message.metadata
-        return body
+        return copy.deepcopy(body)
 
     def open_response_url(self, message: FakeMessage, user: str) -> str:
         """Register a new ``response_url`` for ``user``'s action on ``message``; its id."""
@@ -330,5 +333,3 @@ class Workspace:
 
 def _flag(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
-
-

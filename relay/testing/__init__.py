@@ -1,0 +1,26 @@
+"""A faithful fake of Slack for tests: the Web API, Socket Mode and simulated humans.
+
+``FakeSlack`` serves the Web API methods a relay app uses over real HTTP, validates Block Kit
+like Slack, records every call, injects failures and rate limits, and lets simulated humans
+click, select, tick and type on the bot's messages, delivering signed ``block_actions``
+payloads over HTTP or Socket Mode::
+
+    async with FakeSlack(signing_secret="test-secret") as slack:
+        client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+        ...
+        message = await slack.wait_for_message(channel="C123")
+        result = await slack.click(message, "Approve", user="U123")
+"""
+
+from .blocks import BlocksRejected, check_blocks
+from .fake_slack import FakeSlack
+from .records import ClickResult, FakeMessage, RecordedCall
+
+__all__ = [
+    "BlocksRejected",
+    "ClickResult",
+    "FakeMessage",
+    "FakeSlack",
+    "RecordedCall",
+    "check_blocks",
+]

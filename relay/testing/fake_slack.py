@@ -1,0 +1,359 @@
+"""``FakeSlack``: a local Slack Web API, Socket Mode endpoint and workspace of simulated
+humans, for testing a Slack app (or an agent using relay) without a real workspace.
+
+Point ``AsyncWebClient(base_url=slack.base_url)`` at it, set ``slack.interactivity_url`` to
+the app's request URL (or connect a Socket Mode client), let humans ``click`` on the
+messages the app posted, and await what the app did with ``wait_for_call`` and friends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import urllib.parse
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from slack_sdk.signature import SignatureVerifier
+
+from .actions import HumanActions
+from .faults import ApiReply, Fault, FaultPlan, RateLimiter
+from .human import Humans
+from .records import ClickResult, FakeMessage, RecordedCall
+from .socket_mode import SOCKET_MODE_PATH, SocketModeServer
+from .waits import CallLog
+from .workspace import Workspace
+
+__all__ = ["FakeSlack"]
+
+_JSON_STRING_FIELDS = ("blocks", "attachments", "metadata")
+_APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+
+
+class FakeSlack(CallLog, HumanActions):
+    """A fake Slack workspace served over real HTTP on ``127.0.0.1`` (a free port).
+
+    Answers the Web API like Slack (validation and errors included), records every call,
+    fails on demand (``fail``, ``rate_limit``) and delivers simulated humans' actions to the
+    app as signed ``block_actions`` requests or Socket Mode envelopes.
+    """
+
+    def __init__(
+        self,
+        *,
+        signing_secret: str = "test-secret",  # noqa: S107 - a fake's well-known secret
+        team_id: str = "T0FAKE",
+        api_app_id: str = "A0FAKE",
+        bot_user_id: str = "U0BOT",
+        bot_id: str = "B0BOT",
+        team_domain: str = "fake",
+        verification_token: str = "fake-verification-token",  # noqa: S107
+        ack_timeout: float = 3.0,
+    ) -> None:
+        super().__init__()
+        self.signing_secret = signing_secret
+        self.interactivity_url: str | None = None
+        """Where humans' actions are POSTed; ``None`` delivers them over Socket Mode."""
+        self.ack_timeout = ack_timeout
+        """Seconds the app has to answer an action (Slack's deadline is 3)."""
+        self._workspace = Workspace(
+            team_id=team_id,
+            team_domain=team_domain,
+            api_app_id=api_app_id,
+            bot_user_id=bot_user_id,
+            bot_id=bot_id,
+        )
+        self._faults = FaultPlan()
+        self._limiter = RateLimiter()
+        self._sockets = SocketModeServer(api_app_id=api_app_id, changed=self._changes.notify)
+        self._humans = Humans(
+            workspace=self._workspace,
+            deliver=self.post_interaction,
+            response_url_base=lambda: f"{self.url}response/",
+            verification_token=verification_token,
+        )
+        self._runner: web.AppRunner | None = None
+        self._http: aiohttp.ClientSession | None = None
+        self._url: str | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start serving on a free port of 127.0.0.1."""
+        if self._runner is not None:
+            raise RuntimeError("FakeSlack is already started")
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._serve_api)
+        app.router.add_post("/response/{key}", self._serve_response_url)
+        app.router.add_get(SOCKET_MODE_PATH, self._sockets.handle)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        self._runner = runner
+        self._url = f"http://{host}:{port}/"
+        self._http = aiohttp.ClientSession()
+
+    async def close(self) -> None:
+        """Drop Socket Mode connections and stop serving."""
+        await self._sockets.close()
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeSlack:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @property
+    def url(self) -> str:
+        """The server's root URL, ``http://127.0.0.1:PORT/``."""
+        if self._url is None:
+            raise RuntimeError("FakeSlack is not started: await slack.start() first")
+        return self._url
+
+    @property
+    def base_url(self) -> str:
+        """The Web API base URL for ``AsyncWebClient(base_url=...)``."""
+        return f"{self.url}api/"
+
+    # -- the workspace ---------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[FakeMessage]:
+        """Every message the bot posted, in post order (deleted ones included)."""
+        return self._workspace.messages
+
+    @property
+    def usergroups(self) -> dict[str, list[str]]:
+        """User groups for ``usergroups.users.list``: ``{"S123": ["U1", "U2"]}``."""
+        return self._workspace.usergroups
+
+    @usergroups.setter
+    def usergroups(self, groups: dict[str, list[str]]) -> None:
+        self._workspace.usergroups = groups
+
+    @property
+    def missing_channels(self) -> set[str]:
+        """Channels that answer ``channel_not_found`` (any other id exists)."""
+        return self._workspace.missing_channels
+
+    @missing_channels.setter
+    def missing_channels(self, channels: set[str]) -> None:
+        self._workspace.missing_channels = channels
+
+    @property
+    def not_in_channels(self) -> set[str]:
+        """Channels the bot is not a member of: posting answers ``not_in_channel``."""
+        return self._workspace.not_in_channels
+
+    @not_in_channels.setter
+    def not_in_channels(self, channels: set[str]) -> None:
+        self._workspace.not_in_channels = channels
+
+    def add_user(self, user_id: str, *, name: str, real_name: str | None = None) -> None:
+        """Register a human (for ``users.info`` and the ``user`` of their actions)."""
+        self._workspace.users[user_id] = {"name": name, "real_name": real_name or name}
+
+    def fail(
+        self,
+        method: str,
+        *,
+        error: str | None = None,
+        status: int | None = None,
+        retry_after: int | None = None,
+        delay: float | None = None,
+        times: int = 1,
+    ) -> None:
+        """Make the next ``times`` calls of ``method`` answer ``{"ok": false, "error": error}``
+        or HTTP ``status`` (429 with ``Retry-After: retry_after``), after sleeping ``delay``
+        seconds; ``delay`` alone makes them slow successes. ``"response_url"`` works too."""
+        fault = Fault(error=error, status=status, retry_after=retry_after, delay=delay)
+        self._faults.add(method, fault, times=times)
+
+    def rate_limit(self, method: str, *, per_channel_per_second: float, burst: int = 1) -> None:
+        """Answer calls of ``method`` above this rate to one channel with 429 and the wait in
+        ``Retry-After``, like Slack's 1 message per second per channel."""
+        self._limiter.limit(method, per_second=per_channel_per_second, burst=burst)
+
+    # -- Web API --------------------------------------------------------------------------
+
+    async def _serve_api(self, request: web.Request) -> web.StreamResponse:
+        method = request.match_info["method"]
+        args, token = await _decode_api_request(request)
+        reply = await self._answer(method, args, token)
+        await self._record(
+            RecordedCall(
+                method=method,
+                args=args,
+                at=time.time(),
+                status=reply.status,
+                response=reply.body,
+                token=token,
+            )
+        )
+        return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+
+    async def _answer(self, method: str, args: dict[str, Any], token: str | None) -> ApiReply:
+        if method not in self._workspace.methods | _APP_TOKEN_METHODS:
+            return ApiReply.error("unknown_method")
+        if not token:
+            return ApiReply.error("not_authed")
+        if token.startswith("xapp-") != (method in _APP_TOKEN_METHODS) and method != "auth.test":
+            return ApiReply.error("not_allowed_token_type")
+        forced = await self._apply_fault(method)
+        if forced is not None:
+            return forced
+        limited = self._limiter.check(method, str(args.get("channel", "")))
+        if limited is not None:
+            return limited
+        if method == "apps.connections.open":
+            ws_root = "ws" + self.url.removeprefix("http").rstrip("/")
+            return ApiReply(body={"ok": True, "url": self._sockets.issue_url(ws_root)})
+        return self._workspace.call(method, args)
+
+    async def _apply_fault(self, method: str) -> ApiReply | None:
+        fault = self._faults.take(method)
+        if fault is None:
+            return None
+        if fault.delay:
+            await asyncio.sleep(fault.delay)
+        return fault.reply()
+
+    async def _serve_response_url(self, request: web.Request) -> web.StreamResponse:
+        key = request.match_info["key"]
+        body, _ = await _decode_api_request(request)
+        target = self._workspace.response_targets.get(key)
+        args = {**body, "user": target.user if target else None, "text": body.get("text", "")}
+        if target is not None:
+            args["channel"] = target.message.channel
+        reply = await self._apply_fault("response_url")
+        ephemeral = False
+        if reply is None:
+            reply, ephemeral = self._workspace.respond(key, body)
+        call = RecordedCall(
+            method="response_url",
+            args=args,
+            at=time.time(),
+            status=reply.status,
+            response=reply.body,
+        )
+        await self._record(call, ephemeral=ephemeral)
+        return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+
+    async def _record(self, call: RecordedCall, *, ephemeral: bool = False) -> None:
+        self.calls.append(call)
+        if ephemeral or (call.method == "chat.postEphemeral" and call.ok):
+            call.args.setdefault("text", "")
+            self.ephemerals.append(call)
+        await self._changes.notify()
+
+    # -- Socket Mode ----------------------------------------------------------------------
+
+    @property
+    def socket_connections(self) -> int:
+        """How many Socket Mode connections are open."""
+        return self._sockets.connections
+
+    def disconnect_sockets(self) -> asyncio.Task[None]:
+        """Drop every Socket Mode connection, as Slack does now and then; the client
+        reconnects through ``apps.connections.open``. Await the result to wait for the
+        close handshakes (optional)."""
+        return self._sockets.disconnect_all()
+
+    # -- delivery of humans' actions -------------------------------------------------------
+
+    async def post_interaction(
+        self,
+        payload: dict[str, Any],
+        *,
+        timestamp: str | None = None,
+        signature: str | None = None,
+        body: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ClickResult:
+        """Deliver ``payload`` to the app: a signed form POST to ``interactivity_url``, or a
+        Socket Mode envelope when that is unset. Over HTTP, ``timestamp``, ``signature``,
+        ``body`` and ``headers`` override what Slack would send (for forgery tests)."""
+        if self.interactivity_url is None:
+            if any(x is not None for x in (timestamp, signature, body, headers)):
+                raise ValueError("timestamp, signature, body and headers only apply over HTTP")
+            if not self._sockets.connections:
+                raise RuntimeError(
+                    "nowhere to deliver the action: set slack.interactivity_url or connect "
+                    "a Socket Mode client"
+                )
+            return await self._sockets.deliver(payload, timeout=self.ack_timeout)
+        raw = body if body is not None else urllib.parse.urlencode({"payload": json.dumps(payload)})
+        stamp = timestamp if timestamp is not None else str(int(time.time()))
+        if signature is None:
+            verifier = SignatureVerifier(self.signing_secret)
+            signature = verifier.generate_signature(timestamp=stamp, body=raw) or ""
+        sent_headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "User-Agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": signature,
+            **(headers or {}),
+        }
+        return await self._post(self.interactivity_url, raw, sent_headers)
+
+    async def _post(self, url: str, raw: str, headers: dict[str, str]) -> ClickResult:
+        if self._http is None:
+            raise RuntimeError("FakeSlack is not started: await slack.start() first")
+        timeout = aiohttp.ClientTimeout(total=self.ack_timeout)
+        try:
+            async with self._http.post(
+                url, data=raw.encode(), headers=headers, timeout=timeout
+            ) as resp:
+                return ClickResult(status=resp.status, body=await resp.text())
+        except TimeoutError:
+            return ClickResult(
+                status=504, body=f"operation_timeout: no answer within {self.ack_timeout:g}s"
+            )
+        except aiohttp.ClientConnectionError as exc:
+            raise ConnectionError(f"could not deliver the action to {url}: {exc}") from exc
+
+
+async def _decode_api_request(request: web.Request) -> tuple[dict[str, Any], str | None]:
+    """The call's arguments (query, form or JSON body; JSON-string fields decoded; no
+    ``None`` values) and its token (``Authorization: Bearer`` or a ``token`` field)."""
+    args: dict[str, Any] = dict(request.query)
+    if request.can_read_body:
+        if request.content_type == "application/json":
+            try:
+                data = await request.json()
+            except ValueError:
+                data = None
+            if isinstance(data, dict):
+                args.update(data)
+        else:
+            form = await request.post()
+            args.update({k: v for k, v in form.items() if isinstance(v, str)})
+    for name in _JSON_STRING_FIELDS:
+        if isinstance(args.get(name), str):
+            # Undecodable JSON stays a string: validation answers invalid_blocks_format.
+            with contextlib.suppress(ValueError):
+                args[name] = json.loads(args[name])
+    token = args.pop("token", None)
+    authorization = request.headers.get("Authorization", "")
+    if authorization.startswith("Bearer "):
+        token = authorization.removeprefix("Bearer ").strip()
+    args = {k: v for k, v in args.items() if v is not None}
+    return args, str(token) if token else None
