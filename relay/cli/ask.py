@@ -1,0 +1,181 @@
+"""``relay ask``: ask a question from a script or CI job and print the answer.
+
+Through a hosted relay (``--relay-url``/``RELAY_URL`` and ``RELAY_TOKEN``), or directly with
+Slack credentials over Socket Mode (``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``).
+
+Exit codes: 0 answered (with ``--approve``: that label was chosen), 1 answered otherwise
+(``--approve`` only), 2 bad usage or configuration, 3 timed out, 4 aborted or withdrawn,
+5 failed (Slack or the relay could not be reached or refused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from relay.cli.common import USAGE, CommandError, Commands, parse_json, read_text
+from relay.client import RelayProvider
+from relay.errors import ErrorCode, UserInteractionError
+from relay.questions import (
+    AgentRef,
+    AskUserQuestionAnswer,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+)
+from relay.service import UserInteractionService
+from relay.slack import SlackProvider, SlackTarget
+from relay.tool import js_json
+
+__all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_NOT_APPROVED", "EXIT_TIMED_OUT", "add_ask"]
+
+EXIT_NOT_APPROVED = 1
+EXIT_TIMED_OUT = 3
+EXIT_ABORTED = 4
+EXIT_FAILED = 5
+
+
+def add_ask(commands: Commands) -> None:
+    """Register ``relay ask``."""
+    parser = commands.add_parser(
+        "ask",
+        help="ask a question in Slack and print the answer (a CI gate with --approve)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    what = parser.add_argument_group("the question (or --file)")
+    what.add_argument("--question", "-q", help="the question to ask")
+    what.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="LABEL",
+        help="an option to offer (repeat for more)",
+    )
+    what.add_argument("--multi", action="store_true", help="allow choosing several options")
+    what.add_argument("--header", help="a short title above the question")
+    detail = what.add_mutually_exclusive_group()
+    detail.add_argument("--detail", help="markdown shown with the question")
+    detail.add_argument("--detail-file", metavar="PATH", help="read the detail from a file")
+    what.add_argument("--id", default="answer", help="the question id in the answer JSON")
+    what.add_argument(
+        "--file",
+        "-f",
+        metavar="PATH",
+        help="a request in the JSON wire form instead of the flags above (- for stdin)",
+    )
+    what.add_argument("--agent", default="relay-cli", help="who is asking, shown in Slack")
+    where = parser.add_argument_group("where and how long")
+    where.add_argument("--channel", help="channel id (C…) or user id (U…, a DM) to ask in")
+    where.add_argument("--thread-ts", help="post in this thread")
+    where.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    where.add_argument(
+        "--approve",
+        metavar="LABEL",
+        help="exit 0 only if LABEL was chosen, 1 otherwise (a CI gate)",
+    )
+    via = parser.add_argument_group("through a hosted relay (else Slack directly, Socket Mode)")
+    via.add_argument("--relay-url", default=os.environ.get("RELAY_URL"), help="or RELAY_URL")
+    parser.set_defaults(handler=_run_ask)
+
+
+def _request(args: argparse.Namespace) -> AskUserQuestionRequest:
+    agent = AgentRef(id=args.agent)
+    if args.file is not None:
+        if args.question or args.option:
+            raise CommandError(USAGE, "use --file or --question/--option, not both")
+        source = "stdin" if args.file == "-" else args.file
+        data = parse_json(read_text(args.file), source)
+        request = AskUserQuestionRequest.from_dict(data, strict=True)
+        return AskUserQuestionRequest(request.questions, agent=request.agent or agent)
+    if not args.question:
+        raise CommandError(USAGE, "say what to ask: --question TEXT (or --file request.json)")
+    detail = args.detail
+    if args.detail_file is not None:
+        detail = read_text(args.detail_file)
+    options = tuple(AskUserQuestionOption(label) for label in args.option) or None
+    item = AskUserQuestionItem(
+        id=args.id,
+        question=args.question,
+        header=args.header,
+        detail=detail,
+        options=options,
+        multi_select=args.multi,
+    )
+    return AskUserQuestionRequest((item,), agent=agent)
+
+
+def _provider(args: argparse.Namespace) -> RelayProvider | SlackProvider:
+    if args.relay_url:
+        token = os.environ.get("RELAY_TOKEN", "")
+        if not token:
+            raise CommandError(USAGE, "set RELAY_TOKEN to one of the relay's API tokens")
+        return RelayProvider(
+            args.relay_url,
+            token,
+            channel=args.channel,
+            thread_ts=args.thread_ts,
+            timeout=args.timeout,
+        )
+    bot, app = os.environ.get("SLACK_BOT_TOKEN"), os.environ.get("SLACK_APP_TOKEN")
+    if not bot or not app:
+        raise CommandError(
+            USAGE,
+            "say how to reach Slack: --relay-url (or RELAY_URL) with RELAY_TOKEN, or"
+            " SLACK_BOT_TOKEN and SLACK_APP_TOKEN to ask directly over Socket Mode",
+        )
+    channel = args.channel or os.environ.get("RELAY_CHANNEL")
+    if not channel:
+        raise CommandError(USAGE, "say where to ask: --channel C… (or RELAY_CHANNEL)")
+    base_url = os.environ.get("SLACK_API_URL") or AsyncWebClient.BASE_URL
+    return SlackProvider(
+        client=AsyncWebClient(token=bot, base_url=base_url),
+        channel=channel,
+        route=lambda _: SlackTarget(channel, thread_ts=args.thread_ts),
+        timeout=args.timeout if args.timeout is not None else 900.0,
+    )
+
+
+async def _ask(args: argparse.Namespace, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+    provider = _provider(args)
+    service = UserInteractionService()
+    service.register_provider(provider)
+    app_token = os.environ.get("SLACK_APP_TOKEN", "")
+    try:
+        if isinstance(provider, SlackProvider):
+            await provider.connect_socket_mode(app_token)
+        return await service.ask(request)
+    finally:
+        await provider.aclose()
+
+
+def _run_ask(args: argparse.Namespace) -> int:
+    request = _request(args)
+    if args.approve is not None and args.approve not in request.questions[0].labels:
+        raise CommandError(
+            USAGE, f"--approve {args.approve!r} is not one of the options of the first question"
+        )
+    try:
+        answer = asyncio.run(_ask(args, request))
+    except UserInteractionError as exc:
+        sys.stderr.write(f"relay: {exc.code}: {exc}\n")
+        return _exit_code(exc)
+    sys.stdout.write(js_json(answer.to_dict()) + "\n")
+    if args.approve is None:
+        return 0
+    first = answer.answers[0]
+    approved = tuple(first.selected) == (args.approve,) and first.custom is None
+    return 0 if approved else EXIT_NOT_APPROVED
+
+
+def _exit_code(exc: UserInteractionError) -> int:
+    if exc.code == ErrorCode.ASK_ABORTED:
+        return EXIT_TIMED_OUT if exc.reason == "timed_out" else EXIT_ABORTED
+    if exc.code in (ErrorCode.BAD_REQUEST, ErrorCode.EMPTY_QUESTIONS, ErrorCode.BAD_INTENT):
+        return 2
+    return EXIT_FAILED

@@ -1,0 +1,61 @@
+"""What every ``relay`` subcommand shares: its error type, parser, and input readers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
+
+__all__ = ["CANNOT_READ", "USAGE", "CommandError", "Commands", "Parser", "parse_json", "read_text"]
+
+USAGE = "USAGE"
+CANNOT_READ = "CANNOT_READ"
+
+
+class CommandError(Exception):
+    """A failure of the command itself (bad flags, unreadable input), with a stable code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line in the relay's error format."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``relay: error: USAGE: …`` with where to get help, and exit 2."""
+        self.exit(2, f"relay: error: {USAGE}: {message} (see `{self.prog} --help`)\n")
+
+
+if TYPE_CHECKING:
+    Commands: TypeAlias = argparse._SubParsersAction[Parser]
+else:
+    Commands = argparse._SubParsersAction
+
+
+def read_text(file: str) -> str:
+    """The text of ``file`` (``-`` for stdin), or a ``CANNOT_READ`` error saying why not."""
+    try:
+        if file == "-":
+            return sys.stdin.read()
+        return Path(file).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CommandError("BAD_REQUEST", f"{file} is not UTF-8 text") from None
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise CommandError(CANNOT_READ, f"cannot read {file}: {reason}") from None
+
+
+def parse_json(text: str, source: str) -> object:
+    """Parse ``text`` as JSON, or a ``BAD_REQUEST`` error naming the line and column."""
+    try:
+        data: object = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CommandError(
+            "BAD_REQUEST",
+            f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
+        ) from None
+    return data

@@ -1,0 +1,59 @@
+"""``relay serve``: run the hosted relay (Slack interactivity plus the ``/v1`` API)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from relay.cli.common import Commands
+from relay.config import NO_CREDENTIALS_HELP, Settings
+from relay.errors import RelayConfigError
+
+__all__ = ["add_serve"]
+
+# Flag → environment variable it overrides. Secrets are read from the environment only,
+# so they never show up in `ps` or shell history.
+_FLAGS: dict[str, str] = {
+    "port": "PORT",
+    "host": "RELAY_HOST",
+    "channel": "RELAY_CHANNEL",
+    "allowed_users": "RELAY_ALLOWED_USERS",
+    "timeout": "RELAY_TIMEOUT",
+    "api_tokens_file": "RELAY_API_TOKENS_FILE",
+    "redis_url": "REDIS_URL",
+    "slack_api_url": "SLACK_API_URL",
+    "max_wait": "RELAY_MAX_WAIT",
+    "retention": "RELAY_RETENTION",
+    "log_level": "RELAY_LOG_LEVEL",
+}
+
+
+def add_serve(commands: Commands) -> None:
+    """Register ``relay serve``."""
+    parser = commands.add_parser(
+        "serve",
+        help="run the relay: Slack interactivity and the /v1 API on one port",
+        description=(
+            "Run the hosted relay. Configuration comes from the environment (SLACK_BOT_TOKEN,"
+            " SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, RELAY_API_TOKENS, …); each flag below"
+            " overrides the variable it names."
+        ),
+    )
+    for flag, env in _FLAGS.items():
+        parser.add_argument(f"--{flag.replace('_', '-')}", metavar=env, help=f"overrides {env}")
+    parser.set_defaults(handler=_run_serve)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    from relay.server.main import run
+
+    overrides = {env: getattr(args, flag) for flag, env in _FLAGS.items()}
+    try:
+        settings = Settings.from_env(**overrides)
+    except RelayConfigError as exc:
+        if str(exc) == NO_CREDENTIALS_HELP:
+            sys.stderr.write(NO_CREDENTIALS_HELP)
+            return 2
+        raise
+    run(settings)
+    return 0

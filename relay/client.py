@@ -1,0 +1,280 @@
+"""``RelayProvider``: a seam provider that asks through a hosted relay's HTTP API.
+
+An agent anywhere registers it exactly like ``SlackProvider``. It creates the ask, then
+long-polls the same ask id until it ends, surviving dropped connections and relay restarts;
+on abort or cancellation it deletes the ask so the Slack message is withdrawn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Collection
+from datetime import datetime
+from typing import Any, TypeVar
+
+import aiohttp
+
+from relay.errors import (
+    AbortReason,
+    ErrorCode,
+    RelayConfigError,
+    UserInteractionError,
+    ask_aborted,
+    bad_request,
+)
+from relay.questions import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionRequest,
+    Responder,
+)
+
+__all__ = ["RelayProvider"]
+
+_log = logging.getLogger("relay.client")
+T = TypeVar("T")
+_RETRYABLE = (aiohttp.ClientConnectionError, aiohttp.ServerTimeoutError, asyncio.TimeoutError)
+
+
+class _Retry(Exception):
+    """The relay could not answer this time (restarting, overloaded); poll again."""
+
+
+class RelayProvider:
+    """Asks through a hosted relay (``relay serve``) at ``url`` with bearer ``token``."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        channel: str | None = None,
+        thread_ts: str | None = None,
+        allowed_users: Collection[str] | None = None,
+        timeout: float | None = None,
+        poll: float = 30.0,
+        give_up_after: float | None = None,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise RelayConfigError(
+                f"url must be the relay's http(s) URL (got {url!r})", setting="url"
+            )
+        if not token:
+            raise RelayConfigError(
+                "token is empty: pass one of the relay's API tokens", setting="token"
+            )
+        self._url = url.rstrip("/")
+        self._token = token
+        self._slack: dict[str, Any] = {}
+        if channel is not None:
+            self._slack["channel"] = channel
+        if thread_ts is not None:
+            self._slack["thread_ts"] = thread_ts
+        if allowed_users is not None:
+            self._slack["allowed_users"] = sorted(allowed_users)
+        if timeout is not None:
+            self._slack["timeout_s"] = timeout
+        self._poll = poll
+        self._give_up_after = give_up_after
+        self._session = session
+        self._own_session = session is None
+
+    async def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            )
+            self._own_session = True
+        return self._session
+
+    def _headers(self) -> dict[str, str]:
+        return {} if self._own_session else {"Authorization": f"Bearer {self._token}"}
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Create the ask on the relay and wait for its outcome."""
+        signal = request.signal
+        if signal is not None and signal.aborted:
+            raise ask_aborted()
+        body = request.to_dict()
+        if self._slack:
+            body["slack"] = self._slack
+        record = await self._abortable(self._create(body), request)
+        ask_id = str(record["id"])
+        try:
+            while record.get("status") == "pending":
+                record = await self._abortable(self._poll_until_done(ask_id), request)
+        except BaseException:
+            # Aborted, cancelled, or failed for good: withdraw the question in Slack.
+            await asyncio.shield(self._delete_quietly(ask_id))
+            raise
+        return _outcome(record)
+
+    async def _abortable(self, work: Awaitable[T], request: AskUserQuestionRequest) -> T:
+        signal = request.signal
+        task = asyncio.ensure_future(work)
+        if signal is None:
+            return await task
+        aborted = asyncio.ensure_future(signal.wait())
+        try:
+            done, _ = await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            aborted.cancel()
+            raise
+        if task in done:
+            aborted.cancel()
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        raise ask_aborted()
+
+    async def _create(self, body: dict[str, Any]) -> dict[str, Any]:
+        session = await self._client()
+        attempt = 0
+        while True:
+            try:
+                async with session.post(
+                    f"{self._url}/v1/asks",
+                    params={"wait": str(self._poll)},
+                    json=body,
+                    headers=self._headers(),
+                    timeout=aiohttp.ClientTimeout(total=self._poll + 30),
+                ) as response:
+                    return await _record(response)
+            except aiohttp.ClientConnectorError as exc:
+                # Nothing reached the relay, so retrying cannot create the ask twice.
+                attempt += 1
+                if attempt > 5:
+                    raise _unreachable(self._url, exc) from exc
+                await asyncio.sleep(_backoff(attempt))
+            except _Retry as exc:
+                attempt += 1
+                if attempt > 5:
+                    raise UserInteractionError(ErrorCode.PROVIDER_FAILED, str(exc)) from None
+                await asyncio.sleep(_backoff(attempt))
+
+    async def _poll_until_done(self, ask_id: str) -> dict[str, Any]:
+        session = await self._client()
+        attempt = 0
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        while True:
+            try:
+                async with session.get(
+                    f"{self._url}/v1/asks/{ask_id}",
+                    params={"wait": str(self._poll)},
+                    headers=self._headers(),
+                    timeout=aiohttp.ClientTimeout(total=self._poll + 30),
+                ) as response:
+                    return await _record(response)
+            except (*_RETRYABLE, _Retry) as exc:
+                # The relay restarted or the connection dropped: the ask lives on, poll again.
+                attempt += 1
+                waited = loop.time() - started
+                if self._give_up_after is not None and waited > self._give_up_after:
+                    raise _unreachable(self._url, exc) from None
+                _log.info("relay unreachable while waiting for ask %s (%s); retrying", ask_id, exc)
+                await asyncio.sleep(_backoff(attempt))
+
+    async def _delete_quietly(self, ask_id: str) -> None:
+        with contextlib.suppress(Exception):
+            session = await self._client()
+            async with session.delete(
+                f"{self._url}/v1/asks/{ask_id}",
+                headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=10),
+            ):
+                pass
+
+    async def aclose(self) -> None:
+        """Close the HTTP session this provider opened."""
+        if self._own_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def _backoff(attempt: int) -> float:
+    return float(min(5.0, 0.2 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2))  # noqa: S311
+
+
+def _unreachable(url: str, exc: BaseException) -> UserInteractionError:
+    return UserInteractionError(
+        ErrorCode.PROVIDER_FAILED,
+        f"cannot reach the relay at {url} ({exc or type(exc).__name__}); check RELAY_URL and"
+        " that relay serve is running",
+    )
+
+
+async def _record(response: aiohttp.ClientResponse) -> dict[str, Any]:
+    if response.status in (502, 503, 504) and response.content_type != "application/json":
+        raise _Retry(f"the relay answered HTTP {response.status}")
+    try:
+        data = await response.json(content_type=None)
+    except ValueError:
+        raise _Retry(f"the relay answered HTTP {response.status} without JSON") from None
+    if not isinstance(data, dict):
+        raise _Retry(f"the relay answered HTTP {response.status} with unexpected JSON")
+    if response.status < 300:
+        return data
+    raw_error = data.get("error")
+    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+    code = str(error.get("code") or "PROVIDER_FAILED")
+    message = str(error.get("message") or f"HTTP {response.status}")
+    if response.status == 503 and code == "UNAVAILABLE":
+        raise _Retry(message)
+    if code == "UNAUTHORIZED":
+        raise UserInteractionError(
+            ErrorCode.PROVIDER_FAILED, f"the relay refused the API token: {message}"
+        )
+    if code == "NOT_FOUND":
+        raise UserInteractionError(
+            ErrorCode.PROVIDER_FAILED,
+            f"the relay no longer knows this ask ({message}); was it restarted without Redis?",
+        )
+    if code in ("TOO_LARGE", "METHOD_NOT_ALLOWED", "UNSUPPORTED_MEDIA_TYPE"):
+        raise bad_request(message)
+    if code in ErrorCode.__members__:
+        raise UserInteractionError(code, message)
+    raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")
+
+
+def _outcome(record: dict[str, Any]) -> AskUserQuestionAnswer:
+    status = record.get("status")
+    if status == "answered":
+        answer = AskUserQuestionAnswer.from_dict(record.get("answer"))
+        audit = {r.get("id"): r for r in record.get("responses") or [] if isinstance(r, dict)}
+        return AskUserQuestionAnswer(tuple(_with_audit(a, audit.get(a.id)) for a in answer.answers))
+    raw_error = record.get("error")
+    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+    code = str(error.get("code") or ErrorCode.PROVIDER_FAILED)
+    message = str(error.get("message") or f"the ask ended as {status}")
+    reason: AbortReason | None = None
+    if code == ErrorCode.ASK_ABORTED:
+        given = error.get("reason")
+        if given in ("aborted", "timed_out", "closed"):
+            reason = given
+        else:
+            reason = "timed_out" if status == "timed_out" else "aborted"
+    raise UserInteractionError(code, message, reason=reason)
+
+
+def _with_audit(
+    item: AskUserQuestionAnswerItem, audit: dict[str, Any] | None
+) -> AskUserQuestionAnswerItem:
+    if not audit:
+        return item
+    by = audit.get("answered_by")
+    at = audit.get("answered_at")
+    return AskUserQuestionAnswerItem(
+        id=item.id,
+        selected=item.selected,
+        custom=item.custom,
+        answered_by=Responder.from_dict(by) if isinstance(by, dict) else None,
+        answered_at=datetime.fromisoformat(at) if isinstance(at, str) else None,
+    )
