@@ -1,0 +1,250 @@
+"""``relay serve`` settings, read from the environment (and flags), checked before start-up.
+
+Every problem is a ``RelayConfigError`` whose message names the variable and how to fix it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from relay.errors import RelayConfigError
+
+__all__ = ["ENV_VARS", "NO_CREDENTIALS_HELP", "Settings"]
+
+# Every environment variable ``relay serve`` reads, with what it is for.
+ENV_VARS: dict[str, str] = {
+    "SLACK_BOT_TOKEN": "the bot token (xoxb-…) from OAuth & Permissions",
+    "SLACK_SIGNING_SECRET": "the signing secret from Basic Information (HTTP mode)",
+    "SLACK_APP_TOKEN": "an app-level token (xapp-…, connections:write): use Socket Mode",
+    "SLACK_API_URL": "base URL of the Slack Web API (point it at relay.testing's fake)",
+    "RELAY_CHANNEL": "default channel id (C…) or user id (U…, a DM) to ask in",
+    "RELAY_ALLOWED_USERS": "comma-separated user ids allowed to answer (default: anyone)",
+    "RELAY_TIMEOUT": "seconds before an unanswered ask times out; 'none' waits forever",
+    "RELAY_API_TOKENS": "comma-separated bearer tokens for the /v1 API",
+    "RELAY_API_TOKENS_FILE": "a file with one bearer token per line (instead of the above)",
+    "RELAY_MAX_WAIT": "longest ?wait= a request may hold, in seconds (default 60)",
+    "RELAY_RETENTION": "seconds to keep finished asks for audit (default 7 days)",
+    "RELAY_MAX_BODY": "largest request body the API reads, in bytes (default 262144)",
+    "RELAY_HOST": "address to listen on (default 0.0.0.0)",
+    "PORT": "port to listen on (default 3000)",
+    "REDIS_URL": "Redis URL for state shared between replicas (default: in memory)",
+    "RELAY_LOG_LEVEL": "debug, info, warning or error (default info)",
+}
+
+NO_CREDENTIALS_HELP = """\
+relay: no Slack credentials are set, so there is nothing to connect to yet.
+
+  1. Create a Slack app from the manifest: https://api.slack.com/apps?new_app=1
+     → "From a manifest", and paste the output of `relay manifest --socket-mode`
+     (or deploy/slack-app-manifest.yaml).
+  2. Install it to your workspace, then set:
+       SLACK_BOT_TOKEN=xoxb-…   (OAuth & Permissions → Bot User OAuth Token)
+       SLACK_APP_TOKEN=xapp-…   (Basic Information → App-Level Tokens, scope connections:write)
+       RELAY_CHANNEL=C…         (a channel the bot was invited to)
+       RELAY_API_TOKENS=…       (any long random string; agents send it as a bearer token)
+  3. Run `relay serve` again.  For HTTP mode set SLACK_SIGNING_SECRET instead of
+     SLACK_APP_TOKEN and use `relay manifest --request-url https://<host>/slack/events`.
+"""
+
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything ``relay serve`` needs; build it with ``Settings.from_env``."""
+
+    bot_token: str
+    signing_secret: str | None = None
+    app_token: str | None = None
+    slack_api_url: str | None = None
+    channel: str | None = None
+    allowed_users: frozenset[str] | None = None
+    timeout: float | None = 900.0
+    api_tokens: tuple[str, ...] = field(default=(), repr=False)
+    max_wait: float = 60.0
+    retention: float = 7 * 24 * 3600.0
+    max_body: int = 256 * 1024
+    host: str = "0.0.0.0"  # noqa: S104 - a service in a container listens on every interface
+    port: int = 3000
+    redis_url: str | None = None
+    log_level: str = "info"
+
+    @property
+    def socket_mode(self) -> bool:
+        """Whether interactions arrive over Socket Mode instead of ``/slack/events``."""
+        return self.app_token is not None
+
+    def __repr__(self) -> str:
+        # Never print a token, not even by accident in a traceback.
+        return (
+            f"Settings(socket_mode={self.socket_mode}, channel={self.channel!r},"
+            f" port={self.port}, redis={'yes' if self.redis_url else 'no'})"
+        )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: str | None) -> Settings:
+        """Read settings from ``env`` (default ``os.environ``); flags in ``overrides`` win.
+
+        ``overrides`` are keyed by variable name (``PORT="8080"``); ``None`` means "not given".
+        """
+        source = dict(os.environ if env is None else env)
+        source.update({k: v for k, v in overrides.items() if v is not None})
+
+        def get(name: str) -> str | None:
+            value = source.get(name)
+            return value.strip() if value is not None and value.strip() else None
+
+        bot_token, secret, app_token = (
+            get("SLACK_BOT_TOKEN"),
+            get("SLACK_SIGNING_SECRET"),
+            get("SLACK_APP_TOKEN"),
+        )
+        if bot_token is None and secret is None and app_token is None:
+            raise RelayConfigError(NO_CREDENTIALS_HELP, setting="SLACK_BOT_TOKEN")
+        if bot_token is None:
+            raise RelayConfigError(
+                "SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from your"
+                " app's OAuth & Permissions page",
+                setting="SLACK_BOT_TOKEN",
+            )
+        if not bot_token.startswith(("xoxb-", "xoxp-")):
+            raise RelayConfigError(
+                "SLACK_BOT_TOKEN must be a bot token starting with xoxb- (check you did not"
+                " paste the signing secret or the app token)",
+                setting="SLACK_BOT_TOKEN",
+            )
+        if app_token is not None and not app_token.startswith("xapp-"):
+            raise RelayConfigError(
+                "SLACK_APP_TOKEN must be an app-level token starting with xapp- (Basic"
+                " Information → App-Level Tokens, scope connections:write)",
+                setting="SLACK_APP_TOKEN",
+            )
+        if app_token is None and secret is None:
+            raise RelayConfigError(
+                "set SLACK_SIGNING_SECRET (HTTP mode: Basic Information → Signing Secret) or"
+                " SLACK_APP_TOKEN (Socket Mode: an xapp- token)",
+                setting="SLACK_SIGNING_SECRET",
+            )
+        return cls(
+            bot_token=bot_token,
+            signing_secret=secret,
+            app_token=app_token,
+            slack_api_url=_url(get("SLACK_API_URL"), "SLACK_API_URL"),
+            channel=get("RELAY_CHANNEL"),
+            allowed_users=_ids(get("RELAY_ALLOWED_USERS")),
+            timeout=_timeout(get("RELAY_TIMEOUT")),
+            api_tokens=_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE")),
+            max_wait=_seconds(get("RELAY_MAX_WAIT"), "RELAY_MAX_WAIT", 60.0),
+            retention=_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0),
+            max_body=int(_number(get("RELAY_MAX_BODY"), "RELAY_MAX_BODY", 256 * 1024, whole=True)),
+            host=get("RELAY_HOST") or "0.0.0.0",  # noqa: S104
+            port=_port(get("PORT")),
+            redis_url=_redis(get("REDIS_URL")),
+            log_level=_log_level(get("RELAY_LOG_LEVEL")),
+        )
+
+
+def _number(raw: str | None, name: str, default: float, *, whole: bool = False) -> float:
+    if raw is None:
+        return default
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        kind = "a whole number" if whole else "a number"
+        raise RelayConfigError(f"{name} must be {kind} (got {raw!r})", setting=name) from None
+    if not math.isfinite(value) or value <= 0:
+        raise RelayConfigError(f"{name} must be greater than 0 (got {raw!r})", setting=name)
+    return value
+
+
+def _seconds(raw: str | None, name: str, default: float) -> float:
+    return _number(raw, name, default)
+
+
+def _timeout(raw: str | None) -> float | None:
+    if raw is not None and raw.lower() in ("none", "off", "never"):
+        return None
+    return _number(raw, "RELAY_TIMEOUT", 900.0)
+
+
+def _port(raw: str | None) -> int:
+    port = int(_number(raw, "PORT", 3000, whole=True))
+    if port > 65535:
+        raise RelayConfigError(f"PORT must be between 1 and 65535 (got {raw!r})", setting="PORT")
+    return port
+
+
+def _ids(raw: str | None) -> frozenset[str] | None:
+    if raw is None:
+        return None
+    ids = frozenset(part.strip() for part in raw.split(",") if part.strip())
+    bad = sorted(i for i in ids if not i[:1].isupper() or not i.isalnum())
+    if bad:
+        raise RelayConfigError(
+            f"RELAY_ALLOWED_USERS must be comma-separated Slack user ids like U0123ABCD"
+            f" (not names); these are not: {', '.join(bad)}",
+            setting="RELAY_ALLOWED_USERS",
+        )
+    return ids
+
+
+def _url(raw: str | None, name: str) -> str | None:
+    if raw is None:
+        return None
+    if not raw.startswith(("http://", "https://")):
+        raise RelayConfigError(f"{name} must be an http(s) URL (got {raw!r})", setting=name)
+    return raw if raw.endswith("/") else raw + "/"
+
+
+def _redis(raw: str | None) -> str | None:
+    if raw is not None and not raw.startswith(("redis://", "rediss://", "unix://")):
+        raise RelayConfigError(
+            "REDIS_URL must look like redis://host:6379/0 (or rediss:// for TLS)",
+            setting="REDIS_URL",
+        )
+    return raw
+
+
+def _log_level(raw: str | None) -> str:
+    level = (raw or "info").lower()
+    if level not in _LOG_LEVELS:
+        raise RelayConfigError(
+            f"RELAY_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)} (got {raw!r})",
+            setting="RELAY_LOG_LEVEL",
+        )
+    return level
+
+
+def _api_tokens(raw: str | None, path: str | None) -> tuple[str, ...]:
+    if raw is not None and path is not None:
+        raise RelayConfigError(
+            "set RELAY_API_TOKENS or RELAY_API_TOKENS_FILE, not both", setting="RELAY_API_TOKENS"
+        )
+    if path is not None:
+        try:
+            raw = ",".join(Path(path).read_text().splitlines())
+        except OSError as exc:
+            raise RelayConfigError(
+                f"RELAY_API_TOKENS_FILE cannot be read ({exc.strerror}): {path}",
+                setting="RELAY_API_TOKENS_FILE",
+            ) from None
+    tokens = tuple(t.strip() for t in (raw or "").split(",") if t.strip())
+    if not tokens:
+        raise RelayConfigError(
+            "RELAY_API_TOKENS is not set: the /v1 API needs at least one bearer token; make one"
+            ' with: python3 -c "import secrets; print(secrets.token_urlsafe(32))"',
+            setting="RELAY_API_TOKENS",
+        )
+    short = [i for i, t in enumerate(tokens) if len(t) < 16]
+    if short:
+        raise RelayConfigError(
+            "RELAY_API_TOKENS must be at least 16 characters each (a guessable token lets"
+            " anyone ask and read answers); make one with: python3 -c"
+            ' "import secrets; print(secrets.token_urlsafe(32))"',
+            setting="RELAY_API_TOKENS",
+        )
+    return tokens

@@ -1,0 +1,163 @@
+"""The relay API under ``/v1/``: create an ask, read it (long-polling), abort it."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+from relay.errors import HarnessError, bad_request
+from relay.questions import AskUserQuestionRequest, validate_request
+from relay.server.errors import ApiError
+from relay.server.records import record_json
+from relay.slack.provider import UNSET, SlackProvider, SlackTarget
+from relay.store.record import AskRecord
+
+__all__ = ["AskApi"]
+
+_SLACK_KEYS = frozenset({"channel", "thread_ts", "allowed_users", "timeout_s"})
+OWNER = "relay_owner"  # request key: the authenticated token's fingerprint
+
+
+class AskApi:
+    """Handlers for ``/v1/asks``; requests arrive authenticated, with ``request[OWNER]`` set."""
+
+    def __init__(self, *, provider: SlackProvider, max_wait: float, max_body: int) -> None:
+        self._provider = provider
+        self._max_wait = max_wait
+        self._max_body = max_body
+
+    def routes(self) -> list[web.RouteDef]:
+        """The routes to add to the application."""
+        return [
+            web.post("/v1/asks", self.create),
+            web.get("/v1/asks/{ask_id}", self.read),
+            web.delete("/v1/asks/{ask_id}", self.delete),
+        ]
+
+    async def create(self, request: web.Request) -> web.Response:
+        """``POST /v1/asks``: post the questions; with ``?wait=S`` hold until done or S pass."""
+        wait = self._wait_param(request)
+        body = await self._json_body(request)
+        ask_request, target = _read_ask(body)
+        try:
+            validate_request(ask_request)
+            record = await self._provider.start(ask_request, target=target, owner=request[OWNER])
+        except HarnessError as exc:
+            raise ApiError.of(exc) from None
+        if wait > 0:
+            record = await self._provider.wait(record.id, within=wait)
+        return web.json_response(
+            record_json(record), status=201, headers={"Location": f"/v1/asks/{record.id}"}
+        )
+
+    async def read(self, request: web.Request) -> web.Response:
+        """``GET /v1/asks/{id}``: the record; with ``?wait=S`` long-polls while pending."""
+        wait = self._wait_param(request)
+        record = await self._owned(request)
+        if record.pending and wait > 0:
+            record = await self._provider.wait(record.id, within=wait)
+        return web.json_response(record_json(record))
+
+    async def delete(self, request: web.Request) -> web.Response:
+        """``DELETE /v1/asks/{id}``: abort a pending ask; the final record either way."""
+        record = await self._owned(request)
+        if record.pending:
+            record = await self._provider.abort(record.id) or record
+        return web.json_response(record_json(record))
+
+    async def _owned(self, request: web.Request) -> AskRecord:
+        ask_id = request.match_info["ask_id"]
+        record = await self._provider.store.get(ask_id=ask_id)
+        # Someone else's ask is reported exactly like a missing one: ids reveal nothing.
+        if record is None or record.owner != request[OWNER]:
+            raise ApiError(
+                "NOT_FOUND",
+                f"no ask {ask_id} for this token (it never existed, expired, or belongs to"
+                " another token)",
+            )
+        return record
+
+    def _wait_param(self, request: web.Request) -> float:
+        raw = request.query.get("wait")
+        if raw is None:
+            return 0.0
+        try:
+            wait = float(raw)
+        except ValueError:
+            wait = math.nan
+        if not math.isfinite(wait) or wait < 0:
+            raise ApiError(
+                "BAD_REQUEST", f"wait must be a number of seconds, 0 or more (got {raw!r})"
+            )
+        return min(wait, self._max_wait)
+
+    async def _json_body(self, request: web.Request) -> object:
+        if request.content_length is not None and request.content_length > self._max_body:
+            raise ApiError("TOO_LARGE", self._too_large())
+        data = await request.content.read(self._max_body + 1)
+        if len(data) > self._max_body:
+            raise ApiError("TOO_LARGE", self._too_large())
+        try:
+            return json.loads(data)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ApiError("BAD_REQUEST", f"the body is not valid JSON: {exc}") from None
+
+    def _too_large(self) -> str:
+        return (
+            f"the body is larger than {self._max_body} bytes; shorten the detail"
+            " (or raise RELAY_MAX_BODY)"
+        )
+
+
+def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]:
+    """Read the strict wire form plus the optional ``slack`` routing object."""
+    if not isinstance(body, Mapping):
+        raise ApiError("BAD_REQUEST", "the body must be a JSON object with a questions list")
+    fields = dict(body)
+    slack = fields.pop("slack", None)
+    try:
+        request = AskUserQuestionRequest.from_dict(fields, strict=True)
+        target = _read_slack(slack) if slack is not None else None
+    except HarnessError as exc:
+        raise ApiError.of(exc) from None
+    return request, target
+
+
+def _read_slack(data: object) -> SlackTarget:
+    if not isinstance(data, Mapping):
+        raise bad_request("slack must be an object")
+    for key in data:
+        if key not in _SLACK_KEYS:
+            raise bad_request(f"slack.{key} is not a known field")
+    channel = data.get("channel")
+    thread_ts = data.get("thread_ts")
+    for name, value in (("channel", channel), ("thread_ts", thread_ts)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise bad_request(f"slack.{name} must be a non-empty string")
+    allowed: Any = UNSET
+    if "allowed_users" in data:
+        allowed = data["allowed_users"]
+        if allowed is not None and (
+            not isinstance(allowed, list) or not all(isinstance(u, str) and u for u in allowed)
+        ):
+            raise bad_request("slack.allowed_users must be a list of Slack user ids, or null")
+    timeout: Any = UNSET
+    if "timeout_s" in data:
+        timeout = data["timeout_s"]
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise bad_request("slack.timeout_s must be a positive number of seconds, or null")
+    return SlackTarget(
+        channel=channel or "",
+        thread_ts=thread_ts,
+        allowed_users=allowed,
+        timeout=timeout,
+    )

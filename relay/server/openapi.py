@@ -1,0 +1,285 @@
+"""The OpenAPI 3.1 description of the relay API, served at ``GET /openapi.json``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import relay
+
+__all__ = ["ERROR_CODES", "openapi_document"]
+
+ERROR_CODES = [
+    "BAD_REQUEST",
+    "EMPTY_QUESTIONS",
+    "BAD_INTENT",
+    "UNAUTHORIZED",
+    "NOT_FOUND",
+    "METHOD_NOT_ALLOWED",
+    "TOO_LARGE",
+    "PROVIDER_FAILED",
+    "UNAVAILABLE",
+    "INTERNAL",
+]
+
+_OPTION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["label"],
+    "properties": {"label": {"type": "string"}, "description": {"type": "string"}},
+}
+_QUESTION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["id", "question"],
+    "properties": {
+        "id": {"type": "string", "description": "Stable id, echoed in the answer."},
+        "question": {"type": "string", "maxLength": 2900},
+        "header": {"type": "string"},
+        "detail": {"type": "string", "description": "Markdown shown with the question."},
+        "options": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {"$ref": "#/components/schemas/Option"},
+        },
+        "multiSelect": {"type": "boolean", "default": False},
+        "intent": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["kind", "approve"],
+            "properties": {
+                "kind": {"type": "string", "enum": ["plan-review"]},
+                "approve": {"type": "string"},
+            },
+        },
+    },
+}
+_PERSON = {
+    "type": "object",
+    "required": ["id"],
+    "properties": {"id": {"type": "string"}, "name": {"type": "string"}},
+}
+_ASK_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["questions"],
+    "properties": {
+        "questions": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"$ref": "#/components/schemas/Question"},
+        },
+        "agent": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["id"],
+            "properties": {"id": {"type": "string"}, "name": {"type": "string"}},
+        },
+        "slack": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Where to ask; unset fields use the relay's defaults.",
+            "properties": {
+                "channel": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                "thread_ts": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                "allowed_users": {
+                    "type": ["array", "null"],
+                    "items": {"type": "string", "minLength": 1},
+                },
+                "timeout_s": {"type": ["number", "null"], "exclusiveMinimum": 0},
+            },
+        },
+    },
+}
+_ANSWER = {
+    "type": "object",
+    "required": ["answers"],
+    "properties": {
+        "answers": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "selected"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "selected": {"type": "array", "items": {"type": "string"}},
+                    "custom": {"type": "string"},
+                },
+            },
+        }
+    },
+}
+_RECORD = {
+    "type": "object",
+    "required": ["id", "status", "created_at"],
+    "properties": {
+        "id": {"type": "string"},
+        "status": {
+            "type": "string",
+            "enum": ["pending", "answered", "aborted", "timed_out", "failed"],
+        },
+        "created_at": {"type": "string", "format": "date-time"},
+        "deadline": {"type": "number", "description": "Epoch seconds when the ask times out."},
+        "answer": {"$ref": "#/components/schemas/Answer"},
+        "answered_by": {"$ref": "#/components/schemas/Person"},
+        "answered_at": {"type": "string", "format": "date-time"},
+        "responses": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "answered_by": {"$ref": "#/components/schemas/Person"},
+                    "answered_at": {"type": "string", "format": "date-time"},
+                },
+            },
+        },
+        "error": {"$ref": "#/components/schemas/ErrorBody"},
+    },
+}
+_ERROR_BODY = {
+    "type": "object",
+    "required": ["code", "message"],
+    "properties": {
+        "code": {"type": "string"},
+        "message": {"type": "string"},
+        "reason": {
+            "type": "string",
+            "enum": ["aborted", "timed_out", "closed"],
+            "description": "Why an ASK_ABORTED ask ended.",
+        },
+    },
+}
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {"$ref": "#/components/schemas/ErrorBody"}},
+}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+def _record(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AskRecord"}}},
+    }
+
+
+_WAIT = {
+    "name": "wait",
+    "in": "query",
+    "required": False,
+    "description": "Hold the request up to this many seconds (capped by RELAY_MAX_WAIT)"
+    " until the ask is no longer pending.",
+    "schema": {"type": "number", "minimum": 0},
+}
+_ASK_ID = {"name": "ask_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_COMMON = {"401": _error("Missing or unknown bearer token (UNAUTHORIZED)")}
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document; tests check it against the routes and their responses."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "relay",
+            "version": relay.__version__,
+            "description": "Ask a team of humans a question in Slack and get the answer back.",
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Option": _OPTION,
+                "Question": _QUESTION,
+                "Person": _PERSON,
+                "AskRequest": _ASK_REQUEST,
+                "Answer": _ANSWER,
+                "AskRecord": _RECORD,
+                "ErrorBody": _ERROR_BODY,
+                "Error": _ERROR,
+            },
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/v1/asks": {
+                "post": {
+                    "operationId": "createAsk",
+                    "summary": "Post questions to Slack; optionally wait for the outcome.",
+                    "parameters": [_WAIT],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/AskRequest"}
+                            }
+                        },
+                    },
+                    "responses": {
+                        "201": _record("The ask, as it stands after any wait"),
+                        "400": _error(
+                            "Malformed request (BAD_REQUEST, EMPTY_QUESTIONS, BAD_INTENT)"
+                        ),
+                        **_COMMON,
+                        "413": _error("Body over the size cap (TOO_LARGE)"),
+                        "502": _error("Slack refused the post (PROVIDER_FAILED)"),
+                        "503": _error("The store is unreachable (UNAVAILABLE)"),
+                    },
+                }
+            },
+            "/v1/asks/{ask_id}": {
+                "parameters": [_ASK_ID],
+                "get": {
+                    "operationId": "getAsk",
+                    "summary": "Read an ask; long-poll with ?wait= while it is pending.",
+                    "parameters": [_WAIT],
+                    "responses": {
+                        "200": _record("The ask"),
+                        "400": _error("Bad wait parameter (BAD_REQUEST)"),
+                        **_COMMON,
+                        "404": _error("No such ask for this token (NOT_FOUND)"),
+                        "503": _error("The store is unreachable (UNAVAILABLE)"),
+                    },
+                },
+                "delete": {
+                    "operationId": "abortAsk",
+                    "summary": "Abort a pending ask and withdraw its Slack messages.",
+                    "responses": {
+                        "200": _record("The ask after the abort (or as it ended before)"),
+                        **_COMMON,
+                        "404": _error("No such ask for this token (NOT_FOUND)"),
+                        "503": _error("The store is unreachable (UNAVAILABLE)"),
+                    },
+                },
+            },
+            "/healthz": {
+                "get": {
+                    "operationId": "health",
+                    "security": [],
+                    "responses": {"200": {"description": "The process is alive"}},
+                }
+            },
+            "/readyz": {
+                "get": {
+                    "operationId": "ready",
+                    "security": [],
+                    "responses": {
+                        "200": {"description": "Slack auth.test passed and the store answers"},
+                        "503": {"description": "Not ready; the body says which check failed"},
+                    },
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "operationId": "metrics",
+                    "security": [],
+                    "responses": {"200": {"description": "Prometheus text format"}},
+                }
+            },
+        },
+    }

@@ -1,0 +1,48 @@
+"""The API's JSON view of an ask record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relay.questions import AskUserQuestionAnswerItem
+from relay.store.record import AskRecord, AskStatus
+
+__all__ = ["record_json"]
+
+
+def _response(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": item.id}
+    if item.answered_by is not None:
+        out["answered_by"] = item.answered_by.to_dict()
+    if item.answered_at is not None:
+        out["answered_at"] = item.answered_at.isoformat()
+    return out
+
+
+def record_json(record: AskRecord) -> dict[str, Any]:
+    """The record as the relay API shows it (the documented ``AskRecord`` schema)."""
+    out: dict[str, Any] = {
+        "id": record.id,
+        "status": record.status.value,
+        "created_at": record.created_at.isoformat(),
+    }
+    if record.deadline is not None:
+        out["deadline"] = record.deadline
+    answered = [r for r in record.responses if r is not None]
+    if answered:
+        out["responses"] = [_response(r) for r in answered]
+    if record.status is AskStatus.ANSWERED:
+        out["answer"] = record.answer().to_dict()
+        last = max(
+            answered,
+            key=lambda r: r.answered_at.timestamp() if r.answered_at is not None else 0.0,
+        )
+        if last.answered_by is not None:
+            out["answered_by"] = last.answered_by.to_dict()
+        if last.answered_at is not None:
+            out["answered_at"] = last.answered_at.isoformat()
+    if record.error is not None:
+        out["error"] = {"code": record.error.code, "message": record.error.message}
+        if record.error.reason is not None:
+            out["error"]["reason"] = record.error.reason
+    return out

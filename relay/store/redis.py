@@ -1,0 +1,347 @@
+"""``RedisStore``: asks shared by every replica, surviving restarts (the ``redis`` extra).
+
+Layout, for ask ``{id}`` (prefix ``relay:`` by default):
+
+- ``relay:ask:{id}``, a hash: ``core`` (JSON of what never changes: request, target, owner,
+  times), ``n`` (questions), ``status``, ``error``, ``finished_at``, ``msg:{i}`` (where
+  question *i* was posted) and ``ans:{i}`` (its answer). It expires ``retention`` seconds after
+  the ask ends.
+- ``relay:deadlines``, a sorted set of pending asks by deadline (``+inf`` for none).
+- ``relay:done``, a pub/sub channel carrying the id of every ask that ends, so long-polls on
+  any replica wake at once.
+
+Every claim is one Lua script, so "first claim wins" holds across replicas; a per-question
+``HSETNX`` makes two clicks on two replicas race safely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+from datetime import datetime
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
+from relay.store.record import (
+    AnswerOutcome,
+    AnswerResult,
+    AskError,
+    AskRecord,
+    AskStatus,
+    MessageRef,
+    Target,
+    item_from_json,
+    item_to_json,
+)
+
+__all__ = ["RedisStore"]
+
+_log = logging.getLogger("relay.store.redis")
+
+# KEYS: ask hash, deadlines zset. ARGV: index, item json, finished_at, id, retention, channel
+_ANSWER = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  return {'not_pending', redis.call('HGETALL', KEYS[1])}
+end
+if redis.call('HSETNX', KEYS[1], 'ans:' .. ARGV[1], ARGV[2]) == 0 then
+  return {'already_answered', redis.call('HGETALL', KEYS[1])}
+end
+local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
+for i = 0, n - 1 do
+  if redis.call('HEXISTS', KEYS[1], 'ans:' .. i) == 0 then
+    return {'accepted', redis.call('HGETALL', KEYS[1])}
+  end
+end
+redis.call('HSET', KEYS[1], 'status', 'answered', 'finished_at', ARGV[3])
+redis.call('ZREM', KEYS[2], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('PUBLISH', ARGV[6], ARGV[4])
+return {'completed', redis.call('HGETALL', KEYS[1])}
+"""
+
+# KEYS: ask hash, deadlines zset. ARGV: status, error json, finished_at, id, retention, channel
+_FINISH = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
+if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  return {0, redis.call('HGETALL', KEYS[1])}
+end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'error', ARGV[2], 'finished_at', ARGV[3])
+redis.call('ZREM', KEYS[2], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('PUBLISH', ARGV[6], ARGV[4])
+return {1, redis.call('HGETALL', KEYS[1])}
+"""
+
+# KEYS: ask hash. ARGV: field, value
+_SET_IF_EXISTS = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+
+class RedisStore:
+    """Asks in Redis, shared by every replica; claims are atomic Lua scripts."""
+
+    durable = True
+
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        client: aioredis.Redis | None = None,
+        prefix: str = "relay:",
+        retention: float = 7 * 24 * 3600.0,
+    ) -> None:
+        if (url is None) == (client is None):
+            raise ValueError("pass exactly one of url= or client=")
+        self._redis: aioredis.Redis = client or aioredis.Redis.from_url(
+            url or "",
+            socket_connect_timeout=2.0,
+            socket_timeout=5.0,
+            health_check_interval=15,
+            retry_on_timeout=False,
+        )
+        self._prefix = prefix
+        self._deadlines = f"{prefix}deadlines"
+        self._channel = f"{prefix}done"
+        self._retention = max(1, int(retention))
+        self._answer = self._redis.register_script(_ANSWER)
+        self._finish = self._redis.register_script(_FINISH)
+        self._set_if_exists = self._redis.register_script(_SET_IF_EXISTS)
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._listener: asyncio.Task[None] | None = None
+        self._subscribed = asyncio.Event()
+        self._closed = False
+
+    def _key(self, ask_id: str) -> str:
+        return f"{self._prefix}ask:{ask_id}"
+
+    async def create(self, *, record: AskRecord) -> None:
+        """Store a new pending ask (all fields in one transaction: nothing half-written)."""
+        core = {
+            "id": record.id,
+            "request": record.request.to_dict(),
+            "target": record.target.to_dict(),
+            "created_at": record.created_at.isoformat(),
+            "deadline": record.deadline,
+            "owner": record.owner,
+            "meta": record.meta,
+        }
+        fields: dict[Any, Any] = {
+            "core": json.dumps(core, separators=(",", ":")),
+            "n": str(len(record.request.questions)),
+            "status": record.status.value,
+        }
+        for i, message in enumerate(record.messages):
+            if message is not None:
+                fields[f"msg:{i}"] = f"{message.channel} {message.ts}"
+        score = record.deadline if record.deadline is not None else math.inf
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hset(self._key(record.id), mapping=fields)
+            pipe.zadd(self._deadlines, {record.id: score})
+            await pipe.execute()
+
+    async def get(self, *, ask_id: str) -> AskRecord | None:
+        """The ask as it stands, or ``None``."""
+        return _decode(await self._redis.hgetall(self._key(ask_id)))
+
+    async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
+        """Remember where question ``index`` was posted (ignored if the ask is gone)."""
+        await self._set_if_exists(
+            keys=[self._key(ask_id)], args=[f"msg:{index}", f"{message.channel} {message.ts}"]
+        )
+
+    async def answer(
+        self, *, ask_id: str, index: int, item: AskUserQuestionAnswerItem
+    ) -> AnswerResult:
+        """Claim question ``index``'s answer atomically; completes the ask on the last one."""
+        at = item.answered_at.isoformat() if item.answered_at else ""
+        reply = await self._answer(
+            keys=[self._key(ask_id), self._deadlines],
+            args=[
+                index,
+                json.dumps(item_to_json(item), separators=(",", ":")),
+                at,
+                ask_id,
+                self._retention,
+                self._channel,
+            ],
+        )
+        outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
+        record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        return AnswerResult(outcome, record)
+
+    async def finish(
+        self, *, ask_id: str, status: AskStatus, error: AskError | None, at: datetime
+    ) -> tuple[bool, AskRecord | None]:
+        """Claim a final outcome atomically; the first claim wins."""
+        error_json = ""
+        if error is not None:
+            error_json = json.dumps(
+                {"code": error.code, "message": error.message, "reason": error.reason}
+            )
+        reply = await self._finish(
+            keys=[self._key(ask_id), self._deadlines],
+            args=[
+                status.value,
+                error_json,
+                at.isoformat(),
+                ask_id,
+                self._retention,
+                self._channel,
+            ],
+        )
+        record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        return bool(int(reply[0])), record
+
+    async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
+        """Wait for the ask to end (woken by pub/sub from any replica) or ``within`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = None if within is None else loop.time() + within
+        while True:
+            future: asyncio.Future[None] = loop.create_future()
+            waiters = self._waiters.setdefault(ask_id, [])
+            waiters.append(future)
+            try:
+                await self._ensure_listening()
+                # Subscribed before reading, so an ending between the two is never missed.
+                record = await self.get(ask_id=ask_id)
+                if record is None or not record.pending:
+                    return record
+                remaining = None if deadline is None else deadline - loop.time()
+                if remaining is not None and remaining <= 0:
+                    return record
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(future, remaining)
+            finally:
+                if future in waiters:
+                    waiters.remove(future)
+                if not waiters:
+                    self._waiters.pop(ask_id, None)
+
+    async def _ensure_listening(self) -> None:
+        if self._listener is None or self._listener.done():
+            self._subscribed.clear()
+            self._listener = asyncio.get_running_loop().create_task(
+                self._listen(), name="relay-redis-listener"
+            )
+        await asyncio.wait_for(self._subscribed.wait(), 5.0)
+
+    async def _listen(self) -> None:
+        backoff = 0.1
+        while not self._closed:
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self._channel)
+                self._subscribed.set()
+                # Anything may have ended while we were not listening: re-check everyone.
+                self._wake_all()
+                backoff = 0.1
+                async for message in pubsub.listen():
+                    if message.get("type") == "message":
+                        self._wake(_text(message["data"]))
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as exc:
+                _log.warning("lost the Redis subscription (%s); reconnecting", exc)
+                self._wake_all()
+                await asyncio.sleep(backoff)  # back off before reconnecting to a down Redis
+                backoff = min(backoff * 2, 2.0)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def _wake(self, ask_id: str) -> None:
+        for future in self._waiters.get(ask_id, ()):
+            if not future.done():
+                future.set_result(None)
+
+    def _wake_all(self) -> None:
+        for ask_id in list(self._waiters):
+            self._wake(ask_id)
+
+    async def due(self, *, now: float, limit: int = 100) -> list[str]:
+        """Pending asks whose deadline has passed (again, until someone settles them)."""
+        upper = "+inf" if math.isinf(now) else repr(now)
+        ids = await self._redis.zrangebyscore(self._deadlines, "-inf", upper, start=0, num=limit)
+        return [_text(i) for i in ids]
+
+    async def next_deadline(self) -> float | None:
+        """The earliest deadline of a pending ask."""
+        first = await self._redis.zrange(self._deadlines, 0, 0, withscores=True)
+        if not first:
+            return None
+        score = float(first[0][1])
+        return None if math.isinf(score) else score
+
+    async def count_pending(self) -> int:
+        """How many asks are pending, across every replica."""
+        return int(await self._redis.zcard(self._deadlines))
+
+    async def ping(self) -> None:
+        """Raise if Redis does not answer."""
+        await self._redis.ping()
+
+    async def aclose(self) -> None:
+        """Stop listening, wake waiters and close the connections; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listener
+        self._wake_all()
+        await self._redis.aclose()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pairs(flat: list[Any]) -> dict[str, str]:
+    it = iter(flat)
+    return {_text(k): _text(v) for k, v in zip(it, it, strict=True)}
+
+
+def _decode(fields: dict[Any, Any]) -> AskRecord | None:
+    if not fields:
+        return None
+    data = {_text(k): _text(v) for k, v in fields.items()}
+    if "core" not in data:
+        return None
+    core = json.loads(data["core"])
+    n = int(data["n"])
+    messages: list[MessageRef | None] = [None] * n
+    responses: list[AskUserQuestionAnswerItem | None] = [None] * n
+    for i in range(n):
+        if f"msg:{i}" in data:
+            channel, _, ts = data[f"msg:{i}"].partition(" ")
+            messages[i] = MessageRef(channel, ts)
+        if f"ans:{i}" in data:
+            responses[i] = item_from_json(json.loads(data[f"ans:{i}"]))
+    error = json.loads(data["error"]) if data.get("error") else None
+    return AskRecord(
+        id=core["id"],
+        request=AskUserQuestionRequest.from_dict(core["request"]),
+        target=Target.from_dict(core["target"]),
+        created_at=datetime.fromisoformat(core["created_at"]),
+        deadline=core.get("deadline"),
+        status=AskStatus(data["status"]),
+        messages=tuple(messages),
+        responses=tuple(responses),
+        error=AskError(error["code"], error["message"], error.get("reason")) if error else None,
+        owner=core.get("owner"),
+        finished_at=datetime.fromisoformat(data["finished_at"])
+        if data.get("finished_at")
+        else None,
+        meta=core.get("meta") or {},
+    )
