@@ -103,7 +103,15 @@ class RelayProvider:
         body = request.to_dict()
         if self._slack:
             body["slack"] = self._slack
-        record = await self._abortable(self._create(body), request)
+        creating = asyncio.ensure_future(self._create(body))
+        try:
+            record = await self._abortable(asyncio.shield(creating), request)
+        except BaseException:
+            # Aborted while the relay was posting: let it finish, then withdraw the ask.
+            with contextlib.suppress(Exception):
+                created = await asyncio.wait_for(asyncio.shield(creating), 60)
+                await asyncio.shield(self._delete_quietly(str(created["id"])))
+            raise
         ask_id = str(record["id"])
         try:
             while record.get("status") == "pending":
@@ -139,12 +147,12 @@ class RelayProvider:
         attempt = 0
         while True:
             try:
+                # No ?wait here: the ask id must be known at once, so an abort can delete it.
                 async with session.post(
                     f"{self._url}/v1/asks",
-                    params={"wait": str(self._poll)},
                     json=body,
                     headers=self._headers(),
-                    timeout=aiohttp.ClientTimeout(total=self._poll + 30),
+                    timeout=aiohttp.ClientTimeout(total=60),
                 ) as response:
                     return await _record(response)
             except aiohttp.ClientConnectorError as exc:

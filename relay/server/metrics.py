@@ -20,7 +20,9 @@ class Metrics:
     def __init__(self, *, store: AskStore) -> None:
         self._store = store
         self.registry = CollectorRegistry()
-        self.created = Counter("relay_asks_created", "Asks created.", registry=self.registry)
+        self.created = Counter(
+            "relay_asks_started", "Asks created and posted to Slack.", registry=self.registry
+        )
         self.outcomes = Counter(
             "relay_asks", "Asks ended, by outcome.", ["outcome"], registry=self.registry
         )

@@ -48,7 +48,8 @@ class MemoryStore:
             heapq.heappush(self._deadlines, (record.deadline, record.id))
 
     async def get(self, *, ask_id: str) -> AskRecord | None:
-        """The ask as it stands, or ``None``."""
+        """The ask as it stands, or ``None`` if unknown or finished over ``retention`` ago."""
+        self._forget_expired()
         return self._records.get(ask_id)
 
     async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
@@ -56,6 +57,7 @@ class MemoryStore:
         record = self._records.get(ask_id)
         if record is None:
             return
+        _check_index(record, index)
         messages = list(record.messages) or [None] * len(record.request.questions)
         messages[index] = message
         self._records[ask_id] = record.with_(messages=tuple(messages))
@@ -67,6 +69,7 @@ class MemoryStore:
         record = self._records.get(ask_id)
         if record is None:
             return AnswerResult("unknown", None)
+        _check_index(record, index)
         if not record.pending:
             return AnswerResult("not_pending", record)
         responses = list(record.responses) or [None] * len(record.request.questions)
@@ -89,6 +92,8 @@ class MemoryStore:
         self, *, ask_id: str, status: AskStatus, error: AskError | None, at: datetime
     ) -> tuple[bool, AskRecord | None]:
         """Claim a final outcome; the first claim wins."""
+        if status is AskStatus.PENDING:
+            raise ValueError("finish needs a final status, not pending")
         record = self._records.get(ask_id)
         if record is None or not record.pending:
             return False, record
@@ -173,3 +178,9 @@ class MemoryStore:
             record = self._records.get(ask_id)
             if record is not None and not record.pending:
                 del self._records[ask_id]
+
+
+def _check_index(record: AskRecord, index: int) -> None:
+    # A negative index would silently address another question from the end.
+    if not 0 <= index < len(record.request.questions):
+        raise IndexError(f"ask {record.id} has no question {index}")

@@ -4,14 +4,15 @@ Layout, for ask ``{id}`` (prefix ``relay:`` by default):
 
 - ``relay:ask:{id}``, a hash: ``core`` (JSON of what never changes: request, target, owner,
   times), ``n`` (questions), ``status``, ``error``, ``finished_at``, ``msg:{i}`` (where
-  question *i* was posted) and ``ans:{i}`` (its answer). It expires ``retention`` seconds after
-  the ask ends.
+  question *i* was posted, as JSON ``[channel, ts]``) and ``ans:{i}`` (its answer). It
+  expires ``retention`` seconds after the ask ends.
 - ``relay:deadlines``, a sorted set of pending asks by deadline (``+inf`` for none).
 - ``relay:done``, a pub/sub channel carrying the id of every ask that ends, so long-polls on
   any replica wake at once.
 
 Every claim is one Lua script, so "first claim wins" holds across replicas; a per-question
-``HSETNX`` makes two clicks on two replicas race safely.
+``HSETNX`` makes two clicks on two replicas race safely. A Redis that cannot be reached raises
+``StoreUnavailableError`` (a ``ConnectionError``), never a raw ``redis`` exception.
 """
 
 from __future__ import annotations
@@ -21,11 +22,16 @@ import contextlib
 import json
 import logging
 import math
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
 from relay.store.record import (
@@ -40,20 +46,34 @@ from relay.store.record import (
     item_to_json,
 )
 
-__all__ = ["RedisStore"]
+__all__ = ["RedisStore", "StoreUnavailableError"]
 
 _log = logging.getLogger("relay.store.redis")
 
-# KEYS: ask hash, deadlines zset. ARGV: index, item json, finished_at, id, retention, channel
+# KEYS: ask hash, deadlines zset. ARGV: score, id, core json, then field/value pairs.
+# Creating the same ask twice (a retried command) is a no-op; another ask's id is refused.
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'core') == ARGV[3] then return 1 end
+  return 0
+end
+redis.call('HSET', KEYS[1], 'core', ARGV[3], unpack(ARGV, 4))
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+return 1
+"""
+
+# KEYS: ask hash, deadlines zset. ARGV: index, item json, finished_at, id, retention ms, channel
 _ANSWER = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
+local index = tonumber(ARGV[1])
+if index < 0 or index >= n then return {'bad_index'} end
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
   return {'not_pending', redis.call('HGETALL', KEYS[1])}
 end
 if redis.call('HSETNX', KEYS[1], 'ans:' .. ARGV[1], ARGV[2]) == 0 then
   return {'already_answered', redis.call('HGETALL', KEYS[1])}
 end
-local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
 for i = 0, n - 1 do
   if redis.call('HEXISTS', KEYS[1], 'ans:' .. i) == 0 then
     return {'accepted', redis.call('HGETALL', KEYS[1])}
@@ -61,12 +81,13 @@ for i = 0, n - 1 do
 end
 redis.call('HSET', KEYS[1], 'status', 'answered', 'finished_at', ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[4])
-redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
 return {'completed', redis.call('HGETALL', KEYS[1])}
 """
 
-# KEYS: ask hash, deadlines zset. ARGV: status, error json, finished_at, id, retention, channel
+# KEYS: ask hash, deadlines zset. ARGV: status, error json, finished_at, id, retention ms,
+# channel
 _FINISH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
@@ -74,17 +95,41 @@ if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'error', ARGV[2], 'finished_at', ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[4])
-redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
 return {1, redis.call('HGETALL', KEYS[1])}
 """
 
-# KEYS: ask hash. ARGV: field, value
-_SET_IF_EXISTS = """
+# KEYS: ask hash. ARGV: index, message json
+_SET_MESSAGE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local index = tonumber(ARGV[1])
+if index < 0 or index >= tonumber(redis.call('HGET', KEYS[1], 'n')) then return -1 end
+redis.call('HSET', KEYS[1], 'msg:' .. ARGV[1], ARGV[2])
 return 1
 """
+
+
+class StoreUnavailableError(ConnectionError):
+    """Redis cannot be reached (down, restarting, unreachable) or this store is closed.
+
+    A ``ConnectionError``, so callers that handle network failures handle it too; retrying
+    later is the fix, since the store resumes by itself once Redis answers again.
+    """
+
+    code = "STORE_UNAVAILABLE"
+
+
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    """Translate redis-py's connection failures into ``StoreUnavailableError``."""
+    try:
+        yield
+    except (RedisConnectionError, RedisTimeoutError) as exc:
+        raise StoreUnavailableError(
+            f"the Redis store cannot be reached ({exc}); check that Redis is running and that"
+            " REDIS_URL points at it, then retry: the relay resumes once Redis answers"
+        ) from exc
 
 
 class RedisStore:
@@ -107,15 +152,22 @@ class RedisStore:
             socket_connect_timeout=2.0,
             socket_timeout=5.0,
             health_check_interval=15,
-            retry_on_timeout=False,
+            # One quick retry on a fresh connection heals pooled connections that a Redis
+            # restart closed; a Redis that is down still fails within milliseconds.
+            retry=Retry(
+                ExponentialWithJitterBackoff(base=0.01, cap=0.1),
+                retries=2,
+                supported_errors=(RedisConnectionError,),
+            ),
         )
         self._prefix = prefix
         self._deadlines = f"{prefix}deadlines"
         self._channel = f"{prefix}done"
-        self._retention = max(1, int(retention))
+        self._retention_ms = max(1, math.ceil(retention * 1000))
+        self._create = self._redis.register_script(_CREATE)
         self._answer = self._redis.register_script(_ANSWER)
         self._finish = self._redis.register_script(_FINISH)
-        self._set_if_exists = self._redis.register_script(_SET_IF_EXISTS)
+        self._set_message = self._redis.register_script(_SET_MESSAGE)
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._listener: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
@@ -125,7 +177,7 @@ class RedisStore:
         return f"{self._prefix}ask:{ask_id}"
 
     async def create(self, *, record: AskRecord) -> None:
-        """Store a new pending ask (all fields in one transaction: nothing half-written)."""
+        """Store a new pending ask (all fields in one script: nothing half-written)."""
         core = {
             "id": record.id,
             "request": record.request.to_dict(),
@@ -135,46 +187,57 @@ class RedisStore:
             "owner": record.owner,
             "meta": record.meta,
         }
-        fields: dict[Any, Any] = {
-            "core": json.dumps(core, separators=(",", ":")),
-            "n": str(len(record.request.questions)),
-            "status": record.status.value,
-        }
+        fields: list[str] = [
+            "n",
+            str(len(record.request.questions)),
+            "status",
+            record.status.value,
+        ]
         for i, message in enumerate(record.messages):
             if message is not None:
-                fields[f"msg:{i}"] = f"{message.channel} {message.ts}"
+                fields += [f"msg:{i}", _message_json(message)]
         score = record.deadline if record.deadline is not None else math.inf
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.hset(self._key(record.id), mapping=fields)
-            pipe.zadd(self._deadlines, {record.id: score})
-            await pipe.execute()
+        with _reachable():
+            created = await self._create(
+                keys=[self._key(record.id), self._deadlines],
+                args=[score, record.id, json.dumps(core, separators=(",", ":")), *fields],
+            )
+        if not int(created):
+            raise ValueError(f"ask {record.id} exists already")
 
     async def get(self, *, ask_id: str) -> AskRecord | None:
         """The ask as it stands, or ``None``."""
-        return _decode(await self._redis.hgetall(self._key(ask_id)))
+        with _reachable():
+            return _decode(await self._redis.hgetall(self._key(ask_id)))
 
     async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
         """Remember where question ``index`` was posted (ignored if the ask is gone)."""
-        await self._set_if_exists(
-            keys=[self._key(ask_id)], args=[f"msg:{index}", f"{message.channel} {message.ts}"]
-        )
+        with _reachable():
+            done = await self._set_message(
+                keys=[self._key(ask_id)], args=[index, _message_json(message)]
+            )
+        if int(done) < 0:
+            raise IndexError(f"ask {ask_id} has no question {index}")
 
     async def answer(
         self, *, ask_id: str, index: int, item: AskUserQuestionAnswerItem
     ) -> AnswerResult:
         """Claim question ``index``'s answer atomically; completes the ask on the last one."""
         at = item.answered_at.isoformat() if item.answered_at else ""
-        reply = await self._answer(
-            keys=[self._key(ask_id), self._deadlines],
-            args=[
-                index,
-                json.dumps(item_to_json(item), separators=(",", ":")),
-                at,
-                ask_id,
-                self._retention,
-                self._channel,
-            ],
-        )
+        with _reachable():
+            reply = await self._answer(
+                keys=[self._key(ask_id), self._deadlines],
+                args=[
+                    index,
+                    json.dumps(item_to_json(item), separators=(",", ":")),
+                    at,
+                    ask_id,
+                    self._retention_ms,
+                    self._channel,
+                ],
+            )
+        if _text(reply[0]) == "bad_index":
+            raise IndexError(f"ask {ask_id} has no question {index}")
         outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
         record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
         return AnswerResult(outcome, record)
@@ -183,22 +246,25 @@ class RedisStore:
         self, *, ask_id: str, status: AskStatus, error: AskError | None, at: datetime
     ) -> tuple[bool, AskRecord | None]:
         """Claim a final outcome atomically; the first claim wins."""
+        if status is AskStatus.PENDING:
+            raise ValueError("finish needs a final status, not pending")
         error_json = ""
         if error is not None:
             error_json = json.dumps(
                 {"code": error.code, "message": error.message, "reason": error.reason}
             )
-        reply = await self._finish(
-            keys=[self._key(ask_id), self._deadlines],
-            args=[
-                status.value,
-                error_json,
-                at.isoformat(),
-                ask_id,
-                self._retention,
-                self._channel,
-            ],
-        )
+        with _reachable():
+            reply = await self._finish(
+                keys=[self._key(ask_id), self._deadlines],
+                args=[
+                    status.value,
+                    error_json,
+                    at.isoformat(),
+                    ask_id,
+                    self._retention_ms,
+                    self._channel,
+                ],
+            )
         record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
         return bool(int(reply[0])), record
 
@@ -221,6 +287,8 @@ class RedisStore:
                     return record
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(future, remaining)
+                if self._closed:
+                    return record  # woken by aclose: the record as it last stood
             finally:
                 if future in waiters:
                     waiters.remove(future)
@@ -228,31 +296,39 @@ class RedisStore:
                     self._waiters.pop(ask_id, None)
 
     async def _ensure_listening(self) -> None:
+        if self._closed:
+            raise StoreUnavailableError("this Redis store is closed (the relay is stopping); retry")
         if self._listener is None or self._listener.done():
             self._subscribed.clear()
             self._listener = asyncio.get_running_loop().create_task(
                 self._listen(), name="relay-redis-listener"
             )
-        await asyncio.wait_for(self._subscribed.wait(), 5.0)
+        if not self._subscribed.is_set():
+            await self.ping()  # fail fast when Redis is down, rather than wait out the timeout
+            await asyncio.wait_for(self._subscribed.wait(), 5.0)
 
     async def _listen(self) -> None:
         backoff = 0.1
         while not self._closed:
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            pubsub = self._redis.pubsub()
             try:
                 await pubsub.subscribe(self._channel)
-                self._subscribed.set()
-                # Anything may have ended while we were not listening: re-check everyone.
-                self._wake_all()
-                backoff = 0.1
                 async for message in pubsub.listen():
-                    if message.get("type") == "message":
+                    kind = message.get("type")
+                    if kind == "message":
                         self._wake(_text(message["data"]))
+                    elif kind == "subscribe":
+                        # Confirmed, also when redis-py reconnected by itself: anything may have
+                        # ended while we were not listening, so every waiter re-checks.
+                        self._subscribed.set()
+                        self._wake_all()
+                        backoff = 0.1
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
+                # Waiters keep waiting (Redis cannot tell them anything now); the subscription
+                # confirmation after reconnecting wakes them to re-check.
                 _log.warning("lost the Redis subscription (%s); reconnecting", exc)
-                self._wake_all()
                 await asyncio.sleep(backoff)  # back off before reconnecting to a down Redis
                 backoff = min(backoff * 2, 2.0)
             finally:
@@ -271,12 +347,16 @@ class RedisStore:
     async def due(self, *, now: float, limit: int = 100) -> list[str]:
         """Pending asks whose deadline has passed (again, until someone settles them)."""
         upper = "+inf" if math.isinf(now) else repr(now)
-        ids = await self._redis.zrangebyscore(self._deadlines, "-inf", upper, start=0, num=limit)
+        with _reachable():
+            ids = await self._redis.zrangebyscore(
+                self._deadlines, "-inf", upper, start=0, num=limit
+            )
         return [_text(i) for i in ids]
 
     async def next_deadline(self) -> float | None:
         """The earliest deadline of a pending ask."""
-        first = await self._redis.zrange(self._deadlines, 0, 0, withscores=True)
+        with _reachable():
+            first = await self._redis.zrange(self._deadlines, 0, 0, withscores=True)
         if not first:
             return None
         score = float(first[0][1])
@@ -284,11 +364,13 @@ class RedisStore:
 
     async def count_pending(self) -> int:
         """How many asks are pending, across every replica."""
-        return int(await self._redis.zcard(self._deadlines))
+        with _reachable():
+            return int(await self._redis.zcard(self._deadlines))
 
     async def ping(self) -> None:
-        """Raise if Redis does not answer."""
-        await self._redis.ping()
+        """Raise ``StoreUnavailableError`` if Redis does not answer."""
+        with _reachable():
+            await self._redis.ping()
 
     async def aclose(self) -> None:
         """Stop listening, wake waiters and close the connections; idempotent."""
@@ -301,6 +383,10 @@ class RedisStore:
                 await self._listener
         self._wake_all()
         await self._redis.aclose()
+
+
+def _message_json(message: MessageRef) -> str:
+    return json.dumps([message.channel, message.ts], separators=(",", ":"))
 
 
 def _text(value: Any) -> str:
@@ -324,7 +410,7 @@ def _decode(fields: dict[Any, Any]) -> AskRecord | None:
     responses: list[AskUserQuestionAnswerItem | None] = [None] * n
     for i in range(n):
         if f"msg:{i}" in data:
-            channel, _, ts = data[f"msg:{i}"].partition(" ")
+            channel, ts = json.loads(data[f"msg:{i}"])
             messages[i] = MessageRef(channel, ts)
         if f"ans:{i}" in data:
             responses[i] = item_from_json(json.loads(data[f"ans:{i}"]))

@@ -1,0 +1,167 @@
+"""``relay serve`` started as users start it: a subprocess, configured by its environment."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from relay.testing import FakeSlack
+
+TOKEN = "token-for-agent-one-0123456789"
+OTHER_TOKEN = "token-for-agent-two-9876543210"
+BOT_TOKEN = "xoxb-1234-5678-secretbottoken"
+SECRET = "server-signing-secret"
+CHANNEL = "C0SERVER"
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Relay:
+    """A running ``relay serve`` process and how to talk to it."""
+
+    url: str
+    port: int
+    process: asyncio.subprocess.Process
+    env: dict[str, str]
+    log: list[str] = field(default_factory=list)
+    _reader: asyncio.Task[None] | None = None
+
+    def headers(self, token: str = TOKEN) -> dict[str, str]:
+        """The API's auth header."""
+        return {"Authorization": f"Bearer {token}"}
+
+    async def request(
+        self, method: str, path: str, *, token: str | None = TOKEN, **kw: Any
+    ) -> tuple[int, Any]:
+        """One API call; returns the status and the decoded JSON body."""
+        headers = kw.pop("headers", {})
+        if token is not None:
+            headers = {**self.headers(token), **headers}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(method, self.url + path, headers=headers, **kw) as response,
+        ):
+            text = await response.text()
+            try:
+                return response.status, await response.json(content_type=None)
+            except ValueError:
+                return response.status, text
+
+    async def wait_for_log(self, fragment: str, timeout: float = 10.0) -> str:
+        """The first log line containing ``fragment`` (waits for it)."""
+        try:
+            return await asyncio.wait_for(self._find(fragment), timeout)
+        except TimeoutError:
+            raise AssertionError(
+                f"no log line with {fragment!r} in {timeout} s; log:\n{''.join(self.log)}"
+            ) from None
+
+    async def _find(self, fragment: str) -> str:
+        while True:
+            for line in self.log:
+                if fragment in line:
+                    return line
+            if self._eof:
+                raise AssertionError(f"relay exited; log:\n{''.join(self.log)}")
+            self._changed.clear()
+            await self._changed.wait()
+
+    def __post_init__(self) -> None:
+        self._changed = asyncio.Event()
+        self._eof = False
+
+    async def _read(self) -> None:
+        assert self.process.stderr is not None
+        while line := await self.process.stderr.readline():
+            self.log.append(line.decode(errors="replace"))
+            self._changed.set()
+        self._eof = True
+        self._changed.set()
+
+    async def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Stop the process (SIGTERM: graceful; SIGKILL: a crash) and return its exit code."""
+        if self.process.returncode is None:
+            self.process.send_signal(sig)
+        code = await asyncio.wait_for(self.process.wait(), 15)
+        if self._reader is not None:
+            await self._reader
+        return code
+
+
+def relay_env(slack: FakeSlack, port: int, **extra: str) -> dict[str, str]:
+    """The environment a test relay runs with (nothing from the developer's shell)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SLACK_", "RELAY_")) and k not in ("REDIS_URL", "PORT")
+    }
+    env.update(
+        SLACK_BOT_TOKEN=BOT_TOKEN,
+        SLACK_SIGNING_SECRET=SECRET,
+        SLACK_API_URL=slack.base_url,
+        RELAY_API_TOKENS=f"{TOKEN},{OTHER_TOKEN}",
+        RELAY_CHANNEL=CHANNEL,
+        RELAY_MAX_WAIT="10",
+        PORT=str(port),
+        RELAY_HOST="127.0.0.1",
+    )
+    env.update(extra)
+    return env
+
+
+async def start_relay(env: dict[str, str], *args: str) -> Relay:
+    """Start ``relay serve`` and wait until it says it is listening."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "relay.cli",
+        "serve",
+        *args,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    port = int(env["PORT"])
+    relay = Relay(url=f"http://127.0.0.1:{port}", port=port, process=process, env=env)
+    relay._reader = asyncio.create_task(relay._read())
+    try:
+        await relay.wait_for_log("relay listening", timeout=20)
+    except BaseException:
+        await relay.stop(signal.SIGKILL)
+        raise
+    return relay
+
+
+@asynccontextmanager
+async def relay_server(
+    slack: FakeSlack, *, socket_mode: bool = False, **extra: str
+) -> AsyncIterator[Relay]:
+    """A ``relay serve`` process wired to ``slack`` (clicks go to its /slack/events)."""
+    port = free_port()
+    if socket_mode:
+        extra = {"SLACK_APP_TOKEN": "xapp-1-server", "SLACK_SIGNING_SECRET": "", **extra}
+    relay = await start_relay(relay_env(slack, port, **extra))
+    if not socket_mode:
+        slack.interactivity_url = f"{relay.url}/slack/events"
+    try:
+        yield relay
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            await relay.stop()

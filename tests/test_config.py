@@ -1,0 +1,137 @@
+"""`relay serve` settings: every mistake stops start-up with one line naming the variable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from relay import RelayConfigError
+from relay.config import ENV_VARS, NO_CREDENTIALS_HELP, Settings
+
+GOOD = {
+    "SLACK_BOT_TOKEN": "xoxb-1-abc",
+    "SLACK_SIGNING_SECRET": "shh",
+    "RELAY_API_TOKENS": "a-token-of-16-chars-or-more",
+}
+
+
+def test_defaults() -> None:
+    settings = Settings.from_env(GOOD)
+    assert settings.port == 3000
+    assert settings.timeout == 900.0
+    assert settings.socket_mode is False
+    assert settings.redis_url is None
+    assert settings.api_tokens == ("a-token-of-16-chars-or-more",)
+
+
+def test_flags_override_the_environment_and_none_means_not_given() -> None:
+    settings = Settings.from_env({**GOOD, "PORT": "4000"}, PORT="5000", RELAY_CHANNEL=None)
+    assert settings.port == 5000
+    assert settings.channel is None
+
+
+def test_every_setting_is_read() -> None:
+    settings = Settings.from_env(
+        {
+            **GOOD,
+            "SLACK_APP_TOKEN": "xapp-1-x",
+            "SLACK_API_URL": "http://127.0.0.1:9/api",
+            "RELAY_CHANNEL": "C1",
+            "RELAY_ALLOWED_USERS": "U1, U2",
+            "RELAY_TIMEOUT": "none",
+            "RELAY_MAX_WAIT": "30",
+            "RELAY_RETENTION": "60",
+            "RELAY_MAX_BODY": "1000",
+            "RELAY_HOST": "127.0.0.1",
+            "REDIS_URL": "redis://r:6379/0",
+            "RELAY_LOG_LEVEL": "DEBUG",
+        }
+    )
+    assert settings.socket_mode
+    assert settings.slack_api_url == "http://127.0.0.1:9/api/"
+    assert settings.allowed_users == frozenset({"U1", "U2"})
+    assert settings.timeout is None
+    assert (settings.max_wait, settings.retention, settings.max_body) == (30, 60, 1000)
+    assert settings.log_level == "debug"
+
+
+def test_tokens_come_from_a_file_and_never_show_in_repr(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    path.write_text("first-token-0123456789\n\nsecond-token-0123456789\n")
+    env = {k: v for k, v in GOOD.items() if k != "RELAY_API_TOKENS"}
+    settings = Settings.from_env({**env, "RELAY_API_TOKENS_FILE": str(path)})
+    assert settings.api_tokens == ("first-token-0123456789", "second-token-0123456789")
+    assert "token" not in repr(settings).lower().replace("socket_mode", "")
+    assert "xoxb" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("change", "variable"),
+    [
+        ({"SLACK_BOT_TOKEN": ""}, "SLACK_BOT_TOKEN"),
+        ({"SLACK_BOT_TOKEN": "shh-not-a-token"}, "SLACK_BOT_TOKEN"),
+        ({"SLACK_SIGNING_SECRET": ""}, "SLACK_SIGNING_SECRET"),
+        ({"SLACK_APP_TOKEN": "xoxb-wrong"}, "SLACK_APP_TOKEN"),
+        ({"RELAY_API_TOKENS": ""}, "RELAY_API_TOKENS"),
+        ({"RELAY_API_TOKENS": "short"}, "RELAY_API_TOKENS"),
+        ({"RELAY_API_TOKENS_FILE": "/nonexistent/tokens"}, "RELAY_API_TOKENS"),
+        ({"RELAY_TIMEOUT": "soon"}, "RELAY_TIMEOUT"),
+        ({"RELAY_TIMEOUT": "-5"}, "RELAY_TIMEOUT"),
+        ({"PORT": "http"}, "PORT"),
+        ({"PORT": "70000"}, "PORT"),
+        ({"RELAY_ALLOWED_USERS": "alice,bob"}, "RELAY_ALLOWED_USERS"),
+        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
+        ({"SLACK_API_URL": "slack.com/api"}, "SLACK_API_URL"),
+        ({"RELAY_LOG_LEVEL": "loud"}, "RELAY_LOG_LEVEL"),
+        ({"RELAY_MAX_BODY": "1.5"}, "RELAY_MAX_BODY"),
+    ],
+)
+def test_a_bad_setting_names_the_variable(change: dict[str, str], variable: str) -> None:
+    with pytest.raises(RelayConfigError) as info:
+        Settings.from_env({**GOOD, **change})
+    assert variable in str(info.value)
+    assert info.value.setting is not None
+    assert variable.startswith(info.value.setting.split("_FILE")[0])
+    assert "\n" not in str(info.value)
+
+
+def test_no_credentials_at_all_explains_what_to_create() -> None:
+    with pytest.raises(RelayConfigError) as info:
+        Settings.from_env({})
+    assert str(info.value) == NO_CREDENTIALS_HELP
+    assert "relay manifest" in NO_CREDENTIALS_HELP
+
+
+def test_every_documented_variable_is_read() -> None:
+    source = (Path(__file__).parents[1] / "relay" / "config.py").read_text()
+    for name in ENV_VARS:
+        assert f'get("{name}")' in source
+
+
+def serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "relay.cli", "serve"],
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_relay_serve_with_no_credentials_prints_the_setup_steps() -> None:
+    result = serve({})
+    assert result.returncode == 2
+    assert result.stderr == NO_CREDENTIALS_HELP
+    assert "Traceback" not in result.stderr
+
+
+def test_relay_serve_with_a_bad_setting_prints_one_line() -> None:
+    result = serve({**GOOD, "RELAY_TIMEOUT": "soon"})
+    assert result.returncode == 2
+    assert result.stderr == (
+        "relay: error: BAD_CONFIG: RELAY_TIMEOUT must be a number (got 'soon')\n"
+    )
