@@ -343,7 +343,7 @@ def test_the_image_is_built_from_a_pinned_python_311_slim_and_only_the_package()
     ]
     (install,) = [rest for rest in instructions("RUN") if "pip install" in rest]
     assert "--no-cache-dir" in install
-    assert '".[redis,server]"' in install
+    assert '".[redis]"' in install
 
 
 # --- Kubernetes ----------------------------------------------------------------------------
