@@ -23,6 +23,7 @@ ENV_VARS: dict[str, str] = {
     "SLACK_API_URL": "base URL of the Slack Web API (point it at relay.testing's fake)",
     "RELAY_CHANNEL": "default channel id (C…) or user id (U…, a DM) to ask in",
     "RELAY_ALLOWED_USERS": "comma-separated user ids allowed to answer (default: anyone)",
+    "RELAY_ALLOWED_GROUPS": "comma-separated user group ids (S…) whose members may answer",
     "RELAY_TIMEOUT": "seconds before an unanswered ask times out; 'none' waits forever",
     "RELAY_API_TOKENS": "comma-separated bearer tokens for the /v1 API",
     "RELAY_API_TOKENS_FILE": "a file with one bearer token per line (instead of the above)",
@@ -63,6 +64,7 @@ class Settings:
     slack_api_url: str | None = None
     channel: str | None = None
     allowed_users: frozenset[str] | None = None
+    allowed_groups: frozenset[str] | None = None
     timeout: float | None = 900.0
     api_tokens: tuple[str, ...] = field(default=(), repr=False)
     max_wait: float = 60.0
@@ -135,7 +137,12 @@ class Settings:
             app_token=app_token,
             slack_api_url=_url(get("SLACK_API_URL"), "SLACK_API_URL"),
             channel=get("RELAY_CHANNEL"),
-            allowed_users=_ids(get("RELAY_ALLOWED_USERS")),
+            allowed_users=_ids(
+                get("RELAY_ALLOWED_USERS"), "RELAY_ALLOWED_USERS", "user", "U0123ABCD"
+            ),
+            allowed_groups=_ids(
+                get("RELAY_ALLOWED_GROUPS"), "RELAY_ALLOWED_GROUPS", "user group", "S0123ABCD"
+            ),
             timeout=_timeout(get("RELAY_TIMEOUT")),
             api_tokens=_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE")),
             max_wait=_seconds(get("RELAY_MAX_WAIT"), "RELAY_MAX_WAIT", 60.0),
@@ -178,16 +185,16 @@ def _port(raw: str | None) -> int:
     return port
 
 
-def _ids(raw: str | None) -> frozenset[str] | None:
+def _ids(raw: str | None, name: str, what: str, example: str) -> frozenset[str] | None:
     if raw is None:
         return None
     ids = frozenset(part.strip() for part in raw.split(",") if part.strip())
     bad = sorted(i for i in ids if not i[:1].isupper() or not i.isalnum())
     if bad:
         raise RelayConfigError(
-            f"RELAY_ALLOWED_USERS must be comma-separated Slack user ids like U0123ABCD"
+            f"{name} must be comma-separated Slack {what} ids like {example}"
             f" (not names); these are not: {', '.join(bad)}",
-            setting="RELAY_ALLOWED_USERS",
+            setting=name,
         )
     return ids
 

@@ -279,3 +279,31 @@ async def test_one_structured_log_line_per_event_and_no_token_in_any_line(
     assert "DEBUG" in log  # the debug level really was on
     for secret in (BOT_TOKEN, TOKEN, OTHER_TOKEN, "server-signing-secret"):
         assert secret not in log
+
+
+async def test_the_api_sets_groups_and_prevents_self_approval(
+    env: tuple[FakeSlack, Relay],
+) -> None:
+    slack, relay = env
+    slack.usergroups = {"S0OPS": ["U0ALICE", "U0BOB"]}
+    body = {
+        **ASK,
+        "slack": {
+            "allowed_users": [],
+            "allowed_groups": ["S0OPS"],
+            "requester": "U0ALICE",
+            "prevent_self_approval": True,
+        },
+    }
+    status, created = await relay.request("POST", "/v1/asks", json=body)
+    assert status == 201
+    message = await slack.wait_for_message()
+    await slack.click(message, "prod", user="U0ALICE")
+    assert "someone else" in (await slack.wait_for_ephemeral(user="U0ALICE")).args["text"]
+    await slack.click(message, "prod", user="U0BOB")
+    _, record = await relay.request("GET", f"/v1/asks/{created['id']}?wait=5")
+    assert record["answered_by"]["id"] == "U0BOB"
+    status, reply = await relay.request(
+        "POST", "/v1/asks", json={**ASK, "slack": {"prevent_self_approval": "yes"}}
+    )
+    assert (status, reply["error"]["code"]) == (400, "BAD_REQUEST")

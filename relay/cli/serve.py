@@ -18,6 +18,7 @@ _FLAGS: dict[str, str] = {
     "host": "RELAY_HOST",
     "channel": "RELAY_CHANNEL",
     "allowed_users": "RELAY_ALLOWED_USERS",
+    "allowed_groups": "RELAY_ALLOWED_GROUPS",
     "timeout": "RELAY_TIMEOUT",
     "api_tokens_file": "RELAY_API_TOKENS_FILE",
     "redis_url": "REDIS_URL",

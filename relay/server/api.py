@@ -18,7 +18,17 @@ from relay.store.record import AskRecord
 
 __all__ = ["AskApi"]
 
-_SLACK_KEYS = frozenset({"channel", "thread_ts", "allowed_users", "timeout_s"})
+_SLACK_KEYS = frozenset(
+    {
+        "channel",
+        "thread_ts",
+        "allowed_users",
+        "allowed_groups",
+        "requester",
+        "prevent_self_approval",
+        "timeout_s",
+    }
+)
 OWNER = "relay_owner"  # request key: the authenticated token's fingerprint
 
 
@@ -135,16 +145,17 @@ def _read_slack(data: object) -> SlackTarget:
             raise bad_request(f"slack.{key} is not a known field")
     channel = data.get("channel")
     thread_ts = data.get("thread_ts")
-    for name, value in (("channel", channel), ("thread_ts", thread_ts)):
+    requester = data.get("requester")
+    for name, value in (("channel", channel), ("thread_ts", thread_ts), ("requester", requester)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise bad_request(f"slack.{name} must be a non-empty string")
-    allowed: Any = UNSET
-    if "allowed_users" in data:
-        allowed = data["allowed_users"]
-        if allowed is not None and (
-            not isinstance(allowed, list) or not all(isinstance(u, str) and u for u in allowed)
-        ):
-            raise bad_request("slack.allowed_users must be a list of Slack user ids, or null")
+    allowed = _id_list(data, "allowed_users", "user")
+    groups = _id_list(data, "allowed_groups", "user group")
+    prevent: Any = UNSET
+    if "prevent_self_approval" in data:
+        prevent = data["prevent_self_approval"]
+        if not isinstance(prevent, bool):
+            raise bad_request("slack.prevent_self_approval must be true or false")
     timeout: Any = UNSET
     if "timeout_s" in data:
         timeout = data["timeout_s"]
@@ -160,4 +171,18 @@ def _read_slack(data: object) -> SlackTarget:
         thread_ts=thread_ts,
         allowed_users=allowed,
         timeout=timeout,
+        allowed_groups=groups,
+        requester=requester,
+        prevent_self_approval=prevent,
     )
+
+
+def _id_list(data: Mapping[str, Any], key: str, what: str) -> Any:
+    if key not in data:
+        return UNSET
+    value = data[key]
+    if value is not None and (
+        not isinstance(value, list) or not all(isinstance(i, str) and i for i in value)
+    ):
+        raise bad_request(f"slack.{key} must be a list of Slack {what} ids, or null")
+    return value

@@ -83,6 +83,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         route=None if settings.channel else _no_default_channel,
         timeout=settings.timeout,
         allowed_users=settings.allowed_users,
+        allowed_groups=settings.allowed_groups,
         store=store,
         sweep_interval=1.0 if store.durable else None,
     )

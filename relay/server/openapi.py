@@ -85,6 +85,21 @@ _ASK_REQUEST = {
                     "type": ["array", "null"],
                     "items": {"type": "string", "minLength": 1},
                 },
+                "allowed_groups": {
+                    "type": ["array", "null"],
+                    "items": {"type": "string", "minLength": 1},
+                    "description": "User group ids (S…) whose members may answer too.",
+                },
+                "requester": {
+                    "type": "string",
+                    "minLength": 1,
+                    "pattern": "\\S",
+                    "description": "The Slack user on whose behalf the agent asks.",
+                },
+                "prevent_self_approval": {
+                    "type": "boolean",
+                    "description": "The requester may not answer their own ask.",
+                },
                 "timeout_s": {"type": ["number", "null"], "exclusiveMinimum": 0},
             },
         },

@@ -9,10 +9,12 @@ from relay.store.record import AskRecord, AskStatus
 
 __all__ = [
     "already_answered",
+    "cannot_check_groups",
     "cannot_record",
     "no_longer_pending",
     "not_allowed",
     "notice_text",
+    "own_ask",
 ]
 
 
@@ -41,6 +43,22 @@ def not_allowed() -> str:
     return (
         "You are not allowed to answer this question, so your click was not recorded."
         " It stays open for the people who may answer it."
+    )
+
+
+def own_ask() -> str:
+    """For the requester clicking on their own ask when self-approval is prevented."""
+    return (
+        "You asked for this approval, so someone else has to answer it; your click was"
+        " not recorded."
+    )
+
+
+def cannot_check_groups() -> str:
+    """For a click whose user-group membership could not be checked with Slack."""
+    return (
+        "The relay could not check your user group membership with Slack, so your click was"
+        " not recorded. Try again in a minute."
     )
 
 

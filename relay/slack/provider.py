@@ -46,6 +46,7 @@ from relay.questions import (
 )
 from relay.slack import notices
 from relay.slack.parse import Click, ClickKind, Notice, decide
+from relay.slack.people import Gatekeeper, ids
 from relay.slack.render import (
     RenderedQuestion,
     render_detail_reply,
@@ -103,6 +104,9 @@ class SlackTarget:
     thread_ts: str | None = None
     allowed_users: Collection[str] | _Unset | None = UNSET
     timeout: float | _Unset | None = UNSET
+    allowed_groups: Collection[str] | _Unset | None = UNSET
+    requester: str | None = None
+    prevent_self_approval: bool | _Unset = UNSET
 
 
 Route = Callable[[AskUserQuestionRequest], "SlackTarget | Awaitable[SlackTarget]"]
@@ -155,6 +159,8 @@ class SlackProvider:
         channel: str | None = None,
         timeout: float | None = 900.0,
         allowed_users: Collection[str] | None = None,
+        allowed_groups: Collection[str] | None = None,
+        prevent_self_approval: bool = False,
         route: Route | None = None,
         store: AskStore | None = None,
         base_url: str | None = None,
@@ -179,11 +185,6 @@ class SlackProvider:
                 "pass channel= (a channel id, or a user id for a DM) or a route= function",
                 setting="channel",
             )
-        if isinstance(allowed_users, str):
-            raise RelayConfigError(
-                "allowed_users must be a collection of user ids, not one string",
-                setting="allowed_users",
-            )
         if client is None:
             kwargs: dict[str, Any] = {"token": token}
             if base_url is not None:
@@ -196,7 +197,12 @@ class SlackProvider:
         self._signing_secret = signing_secret
         self._channel = channel
         self._timeout = _check_timeout(timeout, "timeout")
-        self._allowed = frozenset(allowed_users) if allowed_users is not None else None
+        self._allowed = ids(allowed_users, "allowed_users")
+        self._groups = ids(allowed_groups, "allowed_groups")
+        self._self_approval_prevented = prevent_self_approval
+        self.gatekeeper = Gatekeeper(client)
+        self._identity: tuple[str | None, str | None] | None = None
+        self._identity_lock = asyncio.Lock()
         self._route = route
         self._dm_channels: dict[str, str] = {}
         # Asks that an ask() call in this process is waiting for: closing rejects them.
@@ -351,18 +357,32 @@ class SlackProvider:
                 "there is no channel to ask in: name one (slack.channel in the API) or set"
                 " a default channel (channel= / RELAY_CHANNEL)"
             )
-        allowed = self._allowed if target.allowed_users is UNSET else target.allowed_users
-        if isinstance(allowed, str):
-            raise RelayConfigError(
-                "allowed_users must be a collection of user ids", setting="allowed_users"
-            )
+        users = self._allowed if target.allowed_users is UNSET else target.allowed_users
+        groups = self._groups if target.allowed_groups is UNSET else target.allowed_groups
+        prevent = target.prevent_self_approval
         timeout = self._timeout if target.timeout is UNSET else target.timeout
         return Target(
             channel=channel,
             thread_ts=target.thread_ts,
-            allowed_users=frozenset(allowed) if allowed is not None else None,
+            allowed_users=ids(users, "allowed_users"),
             timeout=_check_timeout(timeout, "timeout"),
+            allowed_groups=ids(groups, "allowed_groups"),
+            requester=target.requester,
+            prevent_self_approval=self._self_approval_prevented if prevent is UNSET else prevent,
         )
+
+    async def identity(self) -> tuple[str | None, str | None]:
+        """The bot's workspace (team) id and app id, from ``auth.test`` once per process."""
+        if self._identity is None:
+            async with self._identity_lock:
+                if self._identity is None:
+                    response = await self.client.auth_test()
+                    team, app = response.get("team_id"), response.get("app_id")
+                    self._identity = (
+                        str(team) if team else None,
+                        str(app) if app else None,
+                    )
+        return self._identity
 
     async def _open_channel(self, channel: str) -> str:
         """The channel to post in: a user id (U…/W…) becomes the id of the DM with them."""
@@ -458,6 +478,18 @@ class SlackProvider:
         if click.kind is ClickKind.TOGGLE:
             return
         try:
+            team, app = await self.identity()
+        except (SlackApiError, SlackClientError):
+            _log.exception("auth.test failed; cannot check which workspace a click came from")
+            self._notify(click, notices.cannot_record())
+            return
+        if (team is not None and click.team_id != team) or (
+            app is not None and click.api_app_id != app
+        ):
+            # Signed with our secret but from another workspace or app: never ours to answer.
+            self.events.emit("refused", click.ask_id, user=click.user_id, why="foreign_team_or_app")
+            return
+        try:
             record = await self.store.get(ask_id=click.ask_id)
         except Exception:
             _log.exception("store unreachable while handling a click on ask %s", click.ask_id)
@@ -480,10 +512,10 @@ class SlackProvider:
         if existing is not None:
             self._notify(click, notices.already_answered(existing))
             return
-        allowed = record.target.allowed_users
-        if allowed is not None and click.user_id not in allowed:
+        refusal = await self.gatekeeper.refusal(record.target, click.user_id)
+        if refusal is not None:
             self.events.emit("refused", record.id, user=click.user_id, why="not_allowed")
-            self._notify(click, notices.not_allowed())
+            self._notify(click, refusal)
             return
         question = record.request.questions[click.index]
         count = len(record.request.questions)

@@ -55,26 +55,44 @@ class Target:
     thread_ts: str | None = None
     allowed_users: frozenset[str] | None = None
     timeout: float | None = None
+    allowed_groups: frozenset[str] | None = None
+    requester: str | None = None
+    prevent_self_approval: bool = False
+
+    @property
+    def restricted(self) -> bool:
+        """Whether only some people may answer (an allowlist of users or groups is set)."""
+        return self.allowed_users is not None or self.allowed_groups is not None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {
             "channel": self.channel,
             "thread_ts": self.thread_ts,
-            "allowed_users": sorted(self.allowed_users) if self.allowed_users is not None else None,
+            "allowed_users": _sorted(self.allowed_users),
             "timeout": self.timeout,
+            "allowed_groups": _sorted(self.allowed_groups),
+            "requester": self.requester,
+            "prevent_self_approval": self.prevent_self_approval,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Target:
         """Read the JSON form."""
-        allowed = data.get("allowed_users")
+        users, groups = data.get("allowed_users"), data.get("allowed_groups")
         return cls(
             channel=data["channel"],
             thread_ts=data.get("thread_ts"),
-            allowed_users=frozenset(allowed) if allowed is not None else None,
+            allowed_users=frozenset(users) if users is not None else None,
             timeout=data.get("timeout"),
+            allowed_groups=frozenset(groups) if groups is not None else None,
+            requester=data.get("requester"),
+            prevent_self_approval=bool(data.get("prevent_self_approval", False)),
         )
+
+
+def _sorted(ids: frozenset[str] | None) -> list[str] | None:
+    return sorted(ids) if ids is not None else None
 
 
 @dataclass(frozen=True, slots=True)

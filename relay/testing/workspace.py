@@ -180,6 +180,7 @@ class Workspace:
                 "team_id": self.team_id,
                 "user_id": self.bot_user_id,
                 "bot_id": self.bot_id,
+                "app_id": self.api_app_id,
                 "is_enterprise_install": False,
             }
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from relay import AskUserQuestionRequest
 from relay.slack import SlackTarget
-from tests.slack_env import question, result, slack_env
+from tests.slack_env import first_button, question, result, slack_env
 
 
 async def test_someone_not_allowed_is_told_privately_and_the_ask_stays_pending() -> None:
@@ -39,3 +39,68 @@ async def test_a_route_can_narrow_who_answers_for_one_kind_of_question() -> None
         await env.slack.wait_for_ephemeral(user="U0ALICE")
         await env.slack.click(message, "yes", user="U0BOB")
         assert (await result(task)).answers[0].answered_by.id == "U0BOB"  # type: ignore[union-attr]
+
+
+async def test_members_of_an_allowed_group_may_answer_and_membership_is_cached() -> None:
+    async with slack_env(allowed_users=set(), allowed_groups={"S0DEPLOYERS"}) as env:
+        env.slack.usergroups = {"S0DEPLOYERS": ["U0BOB"]}
+        task = env.ask(question())
+        message = await env.message()
+        await env.slack.click(message, "prod", user="U0EVE")
+        notice = await env.slack.wait_for_ephemeral(user="U0EVE")
+        assert "not allowed to answer" in notice.args["text"]
+        await env.slack.click(message, "prod", user="U0BOB")
+        assert (await result(task)).answers[0].answered_by.id == "U0BOB"  # type: ignore[union-attr]
+        assert len(env.slack.calls_to("usergroups.users.list")) == 1  # cached for both clicks
+
+
+async def test_when_group_membership_cannot_be_checked_nobody_gets_in_by_it() -> None:
+    async with slack_env(allowed_groups={"S0GONE"}) as env:
+        task = env.ask(question())
+        message = await env.message()
+        await env.slack.click(message, "prod", user="U0BOB")  # the fake says no_such_subteam
+        notice = await env.slack.wait_for_ephemeral(user="U0BOB")
+        assert "could not check your user group membership" in notice.args["text"]
+        assert not task.done()
+
+
+async def test_the_requester_cannot_approve_their_own_ask() -> None:
+    def route(_: AskUserQuestionRequest) -> SlackTarget:
+        return SlackTarget(channel="C0DEPLOYS", requester="U0ALICE", prevent_self_approval=True)
+
+    async with slack_env(route=route) as env:
+        task = env.ask(question())
+        message = await env.message()
+        await env.slack.click(message, "prod", user="U0ALICE")
+        notice = await env.slack.wait_for_ephemeral(user="U0ALICE")
+        assert "someone else has to answer it" in notice.args["text"]
+        assert not task.done()
+        await env.slack.click(message, "prod", user="U0BOB")
+        assert (await result(task)).answers[0].answered_by.id == "U0BOB"  # type: ignore[union-attr]
+
+
+async def test_self_approval_is_allowed_unless_prevented() -> None:
+    def route(_: AskUserQuestionRequest) -> SlackTarget:
+        return SlackTarget(channel="C0DEPLOYS", requester="U0ALICE")
+
+    async with slack_env(route=route) as env:
+        task = env.ask(question())
+        await env.slack.click(await env.message(), "prod", user="U0ALICE")
+        assert (await result(task)).answers[0].selected == ("prod",)
+
+
+async def test_clicks_from_another_workspace_or_app_are_ignored() -> None:
+    async with slack_env() as env:
+        task = env.ask(question())
+        message = await env.message()
+        for field, value in (("team", {"id": "T0OTHER", "domain": "x"}), ("api_app_id", "A0OTHER")):
+            payload = env.slack.build_block_actions(message, first_button(message), user="U0ALICE")
+            payload[field] = value
+            reply = await env.slack.post_interaction(payload)
+            assert reply.status == 200
+        await env.slack.wait_for_call("auth.test")
+        assert not task.done()
+        assert not env.slack.ephemerals
+        assert not message.updated
+        await env.slack.click(message, "prod", user="U0ALICE")
+        await result(task)
