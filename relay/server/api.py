@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,7 @@ _SLACK_KEYS = frozenset(
         "timeout_s",
     }
 )
+_log = logging.getLogger("relay.server")
 OWNER = "relay_owner"  # request key: the authenticated token's fingerprint
 
 
@@ -69,6 +71,7 @@ class AskApi:
         wait = self._wait_param(request)
         record = await self._owned(request)
         if record.pending and wait > 0:
+            _log.debug("long-poll ask=%s wait=%g", record.id, wait)
             record = await self._provider.wait(record.id, within=wait)
         return web.json_response(record_json(record))
 

@@ -18,6 +18,7 @@ from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
 from relay.slack.app import slack_handler
 from relay.slack.provider import SlackProvider
+from relay.store.base import StoreUnavailable
 
 __all__ = ["build_app"]
 
@@ -92,7 +93,7 @@ def build_app(
                 f" {', '.join(sorted(exc.allowed_methods))}",
                 headers={"Allow": ", ".join(sorted(exc.allowed_methods))},
             )
-        except (ConnectionError, OSError, TimeoutError) as exc:
+        except (StoreUnavailable, ConnectionError, OSError, TimeoutError) as exc:
             _log.warning("store or network failure on %s %s: %s", request.method, request.path, exc)
             return error_response(
                 "UNAVAILABLE", "the relay's store is unreachable right now; retry shortly"

@@ -60,6 +60,7 @@ from relay.store import (
     AskStore,
     MemoryStore,
     MessageRef,
+    StoreUnavailable,
     Target,
     utcnow,
 )
@@ -279,7 +280,14 @@ class SlackProvider:
             responses=(None,) * count,
             owner=owner,
         )
-        await self.store.create(record=record)
+        try:
+            await self.store.create(record=record)
+        except StoreUnavailable as exc:
+            raise UserInteractionError(
+                ErrorCode.PROVIDER_FAILED,
+                f"the relay cannot record new asks right now ({exc}); nothing was posted, try"
+                " again shortly",
+            ) from exc
         self._waiting.add(ask_id)
         self.events.emit(
             "created",

@@ -8,7 +8,11 @@ from typing import Protocol, runtime_checkable
 from relay.questions import AskUserQuestionAnswerItem
 from relay.store.record import AnswerResult, AskError, AskRecord, AskStatus, MessageRef
 
-__all__ = ["AskStore"]
+__all__ = ["AskStore", "StoreUnavailable"]
+
+
+class StoreUnavailable(Exception):
+    """The store could not be reached, so the operation did not happen; retry later."""
 
 
 @runtime_checkable

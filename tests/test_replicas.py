@@ -1,0 +1,211 @@
+"""Two `relay serve` replicas on one Redis: any replica answers, waits for and expires any ask."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+import urllib.parse
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+from redis_server import RedisServer
+from slack_sdk.signature import SignatureVerifier
+
+from relay.testing import FakeMessage, FakeSlack
+from tests.server_env import SECRET, Relay, free_port, relay_env, start_relay
+from tests.slack_env import first_button
+
+ASK = {
+    "questions": [
+        {"id": "go", "question": "Ship it?", "options": [{"label": "yes"}, {"label": "no"}]}
+    ]
+}
+
+
+@dataclass
+class Cluster:
+    slack: FakeSlack
+    redis: RedisServer
+    a: Relay
+    b: Relay
+
+    async def restart(self, name: str, sig: int = signal.SIGKILL) -> Relay:
+        """Stop replica ``name`` (SIGKILL: a crash) and start it again on the same port."""
+        old: Relay = getattr(self, name)
+        await old.stop(sig)
+        new = await start_relay(old.env)
+        setattr(self, name, new)
+        return new
+
+
+async def start_pair(slack: FakeSlack, redis: RedisServer, **extra: str) -> tuple[Relay, Relay]:
+    env = {"REDIS_URL": redis.url, "RELAY_LOG_LEVEL": "debug", **extra}
+    a = await start_relay(relay_env(slack, free_port(), **env))
+    b = await start_relay(relay_env(slack, free_port(), **env))
+    return a, b
+
+
+@pytest.fixture
+async def cluster(redis_server: RedisServer) -> AsyncIterator[Cluster]:
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        for user in ("U0ALICE", "U0BOB"):
+            slack.add_user(user, name=user[2:].lower())
+        a, b = await start_pair(slack, redis_server)
+        slack.interactivity_url = f"{b.url}/slack/events"  # every click lands on B
+        cluster = Cluster(slack, redis_server, a, b)
+        try:
+            yield cluster
+        finally:
+            for relay in (cluster.a, cluster.b):
+                if relay.process.returncode is None:
+                    await relay.stop()
+
+
+async def deliver(relay: Relay, payload: dict[str, Any]) -> int:
+    """POST a click to one replica, signed as Slack signs it."""
+    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
+    stamp = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(
+            timestamp=stamp, body=body
+        ),
+    }
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{relay.url}/slack/events", data=body, headers=headers) as response,
+    ):
+        return response.status
+
+
+async def test_ask_on_a_click_on_b_answer_read_on_a(cluster: Cluster) -> None:
+    _, created = await cluster.a.request("POST", "/v1/asks", json=ASK)
+    message = await cluster.slack.wait_for_message()
+    waiting = asyncio.create_task(cluster.a.request("GET", f"/v1/asks/{created['id']}?wait=10"))
+    await cluster.slack.click(message, "yes", user="U0ALICE")
+    _, record = await asyncio.wait_for(waiting, 10)
+    assert record["status"] == "answered"
+    assert record["answered_by"]["id"] == "U0ALICE"
+    await cluster.slack.wait_until(lambda: message.updated)  # B updated A's message
+    assert "Answered by <@U0ALICE>" in str(message.blocks)
+
+
+async def test_a_long_poll_wakes_at_once_when_another_replica_claims(cluster: Cluster) -> None:
+    # Made on B, waited for on A, answered on B: only pub/sub can tell A in time.
+    _, created = await cluster.b.request("POST", "/v1/asks", json=ASK)
+    message = await cluster.slack.wait_for_message()
+    waiting = asyncio.create_task(cluster.a.request("GET", f"/v1/asks/{created['id']}?wait=10"))
+    await cluster.a.wait_for_log(f"long-poll ask={created['id']}")
+    clicked = time.monotonic()
+    await cluster.slack.click(message, "no", user="U0BOB")
+    _, record = await asyncio.wait_for(waiting, 10)
+    assert record["status"] == "answered"
+    assert time.monotonic() - clicked < 2.0  # woken by pub/sub, not by the 10 s wait running out
+
+
+async def test_a_crashed_replica_loses_nothing(cluster: Cluster) -> None:
+    _, created = await cluster.a.request("POST", "/v1/asks", json=ASK)
+    message = await cluster.slack.wait_for_message()
+    await cluster.a.stop(signal.SIGKILL)
+    await cluster.slack.click(message, "yes", user="U0ALICE")
+    _, record = await cluster.b.request("GET", f"/v1/asks/{created['id']}?wait=10")
+    assert record["status"] == "answered"
+    # A comes back and serves the same record.
+    a = await cluster.restart("a")
+    assert (await a.request("GET", f"/v1/asks/{created['id']}"))[1]["status"] == "answered"
+
+
+async def test_expiry_happens_exactly_once_with_both_replicas_running(cluster: Cluster) -> None:
+    body = {**ASK, "slack": {"timeout_s": 0.5}}
+    ids = [(await cluster.a.request("POST", "/v1/asks", json=body))[1]["id"] for _ in range(5)]
+    for ask_id in ids:
+        _, record = await cluster.b.request("GET", f"/v1/asks/{ask_id}?wait=10")
+        assert record["status"] == "timed_out"
+    await cluster.slack.wait_until(lambda: all(m.updated for m in cluster.slack.messages))
+    # Each message was withdrawn once: one replica won each expiry.
+    assert len(cluster.slack.calls_to("chat.update")) == len(ids)
+
+
+async def test_an_ask_expires_even_when_the_replica_that_made_it_is_gone(cluster: Cluster) -> None:
+    _, created = await cluster.a.request(
+        "POST", "/v1/asks", json={**ASK, "slack": {"timeout_s": 1}}
+    )
+    message = await cluster.slack.wait_for_message()
+    await cluster.a.stop(signal.SIGKILL)
+    _, record = await cluster.b.request("GET", f"/v1/asks/{created['id']}?wait=10")
+    assert record["status"] == "timed_out"
+    assert record["error"]["code"] == "ASK_ABORTED"
+    await cluster.slack.wait_until(lambda: message.updated)
+    assert "Timed out" in str(message.blocks)
+
+
+async def test_concurrent_clicks_on_both_replicas_have_one_outcome_each(cluster: Cluster) -> None:
+    count = 20
+    created = [(await cluster.a.request("POST", "/v1/asks", json=ASK))[1] for _ in range(count)]
+    messages: list[FakeMessage] = [
+        await cluster.slack.wait_for_message(count=i + 1) for i in range(count)
+    ]
+    clicks = []
+    for message in messages:
+        for relay, user in ((cluster.a, "U0ALICE"), (cluster.b, "U0BOB")):
+            payload = cluster.slack.build_block_actions(message, first_button(message), user=user)
+            clicks.append(deliver(relay, payload))
+    assert set(await asyncio.gather(*clicks)) == {200}
+    winners = []
+    for ask in created:
+        _, record = await cluster.b.request("GET", f"/v1/asks/{ask['id']}?wait=10")
+        assert record["status"] == "answered"
+        winners.append(record["answered_by"]["id"])
+    assert set(winners) <= {"U0ALICE", "U0BOB"}
+    # Every loser was told who won, privately; nothing else changed.
+    await cluster.slack.wait_until(lambda: len(cluster.slack.ephemerals) == count)
+    await cluster.slack.wait_until(lambda: len(cluster.slack.calls_to("chat.update")) == count)
+
+
+async def test_a_click_racing_a_delete_has_one_outcome(cluster: Cluster) -> None:
+    for _ in range(10):
+        _, created = await cluster.a.request("POST", "/v1/asks", json=ASK)
+        message = await cluster.slack.wait_for_message(count=len(cluster.slack.messages))
+        payload = cluster.slack.build_block_actions(message, first_button(message), user="U0BOB")
+        _, (_, deleted) = await asyncio.gather(
+            deliver(cluster.b, payload),
+            cluster.a.request("DELETE", f"/v1/asks/{created['id']}"),
+        )
+        _, final = await cluster.b.request("GET", f"/v1/asks/{created['id']}")
+        assert final["status"] in ("answered", "aborted")
+        assert deleted["status"] == final["status"]  # DELETE reports the outcome that won
+
+
+async def test_redis_down_fails_fast_and_service_resumes_when_it_returns(cluster: Cluster) -> None:
+    _, pending = await cluster.a.request("POST", "/v1/asks", json=ASK)
+    message = await cluster.slack.wait_for_message()
+    cluster.redis.stop(save=True)
+
+    started = time.monotonic()
+    status, body = await cluster.a.request("POST", "/v1/asks", json=ASK)
+    assert (status, body["error"]["code"]) == (502, "PROVIDER_FAILED")
+    assert "cannot record new asks" in body["error"]["message"]
+    assert time.monotonic() - started < 5
+    assert len(cluster.slack.messages) == 1  # nothing was posted
+    status, ready = await cluster.b.request("GET", "/readyz", token=None)
+    assert status == 503
+    assert "store" in ready
+    status, body = await cluster.b.request("GET", f"/v1/asks/{pending['id']}")
+    assert (status, body["error"]["code"]) == (503, "UNAVAILABLE")
+    await cluster.slack.click(message, "yes", user="U0ALICE")
+    notice = await cluster.slack.wait_for_ephemeral(user="U0ALICE")
+    assert "cannot record answers right now" in notice.args["text"]
+
+    cluster.redis.start()
+    assert (await cluster.b.request("GET", "/readyz", token=None))[0] == 200
+    await cluster.slack.click(message, "yes", user="U0ALICE")
+    _, record = await cluster.a.request("GET", f"/v1/asks/{pending['id']}?wait=10")
+    assert record["status"] == "answered"
+    status, _ = await cluster.a.request("POST", "/v1/asks", json=ASK)
+    assert status == 201
