@@ -209,8 +209,8 @@ class AskUserQuestionItem:
 
 
 @dataclass(frozen=True, slots=True)
-class AgentRef:
-    """Who is asking: shown to the human and usable for routing."""
+class _Party:
+    """Someone identified by an id and an optional display name."""
 
     id: str
     name: str | None = None
@@ -232,6 +232,11 @@ class AgentRef:
         """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
         r = _Reader(data, path, frozenset({"id", "name"}), strict=strict)
         return cls(id=r.text("id"), name=r.opt_str("name"))
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRef(_Party):
+    """Who is asking: shown to the human and usable for routing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,24 +284,8 @@ class AskUserQuestionRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Responder:
+class Responder(_Party):
     """The human who answered a question."""
-
-    id: str
-    name: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form."""
-        out: dict[str, Any] = {"id": self.id}
-        if self.name is not None:
-            out["name"] = self.name
-        return out
-
-    @classmethod
-    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
-        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
-        r = _Reader(data, path, frozenset({"id", "name"}), strict=strict)
-        return cls(id=r.text("id"), name=r.opt_str("name"))
 
 
 @dataclass(frozen=True, slots=True)
