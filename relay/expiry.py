@@ -21,6 +21,7 @@ from relay.store.base import AskStore
 __all__ = ["Expiry"]
 
 _log = logging.getLogger("relay.expiry")
+_RETRY_STUCK = 1.0
 
 
 class Expiry:
@@ -68,6 +69,10 @@ class Expiry:
                 self._next = min(self._next, time.time() + self._sweep)
             self._wake.clear()
             delay = self._next - time.time()
+            if nxt is not None and nxt <= time.time():
+                # Still due after a pass: it could not be settled just now. Retry it in a
+                # while, not in a busy loop.
+                delay = max(delay, _RETRY_STUCK)
             if delay > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), None if math.isinf(delay) else delay)

@@ -56,7 +56,9 @@ class AskStore(Protocol):
 
     async def due(self, *, now: float, limit: int = 100) -> list[str]:
         """Pending asks whose deadline is at or before ``now`` (epoch seconds; asks with no
-        deadline count as due at infinity). Each is returned once; the caller must settle it."""
+        deadline count as due at infinity). The caller settles them (``finish``); a store
+        may return an ask again until someone has (a shared store must, so that the asks of
+        a replica that died still time out)."""
         ...
 
     async def next_deadline(self) -> float | None:

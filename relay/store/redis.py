@@ -12,28 +12,29 @@ Layout, for ask ``{id}`` (prefix ``relay:`` by default):
 
 Every claim is one Lua script, so "first claim wins" holds across replicas; a per-question
 ``HSETNX`` makes two clicks on two replicas race safely. A Redis that cannot be reached raises
-``StoreUnavailableError`` (a ``ConnectionError``), never a raw ``redis`` exception.
+``StoreUnavailable``, never a raw ``redis`` exception.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
+from relay.store.base import StoreUnavailable
 from relay.store.record import (
     AnswerOutcome,
     AnswerResult,
@@ -46,7 +47,7 @@ from relay.store.record import (
     item_to_json,
 )
 
-__all__ = ["RedisStore", "StoreUnavailableError"]
+__all__ = ["RedisStore"]
 
 _log = logging.getLogger("relay.store.redis")
 
@@ -110,26 +111,26 @@ return 1
 """
 
 
-class StoreUnavailableError(ConnectionError):
-    """Redis cannot be reached (down, restarting, unreachable) or this store is closed.
-
-    A ``ConnectionError``, so callers that handle network failures handle it too; retrying
-    later is the fix, since the store resumes by itself once Redis answers again.
-    """
-
-    code = "STORE_UNAVAILABLE"
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-@contextlib.contextmanager
-def _reachable() -> Iterator[None]:
-    """Translate redis-py's connection failures into ``StoreUnavailableError``."""
-    try:
-        yield
-    except (RedisConnectionError, RedisTimeoutError) as exc:
-        raise StoreUnavailableError(
-            f"the Redis store cannot be reached ({exc}); check that Redis is running and that"
-            " REDIS_URL points at it, then retry: the relay resumes once Redis answers"
-        ) from exc
+def _translated(
+    method: Callable[P, Coroutine[Any, Any, R]],
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Turn Redis and socket errors into ``StoreUnavailable`` at the store's boundary."""
+
+    @functools.wraps(method)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(*args, **kwargs)
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(
+                f"Redis is unreachable: {exc}; check that it is running and that REDIS_URL"
+                " points at it, then retry (the relay resumes once Redis answers)"
+            ) from exc
+
+    return wrapper
 
 
 class RedisStore:
@@ -176,6 +177,7 @@ class RedisStore:
     def _key(self, ask_id: str) -> str:
         return f"{self._prefix}ask:{ask_id}"
 
+    @_translated
     async def create(self, *, record: AskRecord) -> None:
         """Store a new pending ask (all fields in one script: nothing half-written)."""
         core = {
@@ -197,51 +199,51 @@ class RedisStore:
             if message is not None:
                 fields += [f"msg:{i}", _message_json(message)]
         score = record.deadline if record.deadline is not None else math.inf
-        with _reachable():
-            created = await self._create(
-                keys=[self._key(record.id), self._deadlines],
-                args=[score, record.id, json.dumps(core, separators=(",", ":")), *fields],
-            )
+        created = await self._create(
+            keys=[self._key(record.id), self._deadlines],
+            args=[score, record.id, json.dumps(core, separators=(",", ":")), *fields],
+        )
         if not int(created):
             raise ValueError(f"ask {record.id} exists already")
 
+    @_translated
     async def get(self, *, ask_id: str) -> AskRecord | None:
         """The ask as it stands, or ``None``."""
-        with _reachable():
-            return _decode(await self._redis.hgetall(self._key(ask_id)))
+        return _decode(await self._redis.hgetall(self._key(ask_id)))
 
+    @_translated
     async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
         """Remember where question ``index`` was posted (ignored if the ask is gone)."""
-        with _reachable():
-            done = await self._set_message(
-                keys=[self._key(ask_id)], args=[index, _message_json(message)]
-            )
+        done = await self._set_message(
+            keys=[self._key(ask_id)], args=[index, _message_json(message)]
+        )
         if int(done) < 0:
             raise IndexError(f"ask {ask_id} has no question {index}")
 
+    @_translated
     async def answer(
         self, *, ask_id: str, index: int, item: AskUserQuestionAnswerItem
     ) -> AnswerResult:
         """Claim question ``index``'s answer atomically; completes the ask on the last one."""
         at = item.answered_at.isoformat() if item.answered_at else ""
-        with _reachable():
-            reply = await self._answer(
-                keys=[self._key(ask_id), self._deadlines],
-                args=[
-                    index,
-                    json.dumps(item_to_json(item), separators=(",", ":")),
-                    at,
-                    ask_id,
-                    self._retention_ms,
-                    self._channel,
-                ],
-            )
+        reply = await self._answer(
+            keys=[self._key(ask_id), self._deadlines],
+            args=[
+                index,
+                json.dumps(item_to_json(item), separators=(",", ":")),
+                at,
+                ask_id,
+                self._retention_ms,
+                self._channel,
+            ],
+        )
         if _text(reply[0]) == "bad_index":
             raise IndexError(f"ask {ask_id} has no question {index}")
         outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
         record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
         return AnswerResult(outcome, record)
 
+    @_translated
     async def finish(
         self, *, ask_id: str, status: AskStatus, error: AskError | None, at: datetime
     ) -> tuple[bool, AskRecord | None]:
@@ -253,21 +255,21 @@ class RedisStore:
             error_json = json.dumps(
                 {"code": error.code, "message": error.message, "reason": error.reason}
             )
-        with _reachable():
-            reply = await self._finish(
-                keys=[self._key(ask_id), self._deadlines],
-                args=[
-                    status.value,
-                    error_json,
-                    at.isoformat(),
-                    ask_id,
-                    self._retention_ms,
-                    self._channel,
-                ],
-            )
+        reply = await self._finish(
+            keys=[self._key(ask_id), self._deadlines],
+            args=[
+                status.value,
+                error_json,
+                at.isoformat(),
+                ask_id,
+                self._retention_ms,
+                self._channel,
+            ],
+        )
         record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
         return bool(int(reply[0])), record
 
+    @_translated
     async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
         """Wait for the ask to end (woken by pub/sub from any replica) or ``within`` seconds."""
         loop = asyncio.get_running_loop()
@@ -297,7 +299,7 @@ class RedisStore:
 
     async def _ensure_listening(self) -> None:
         if self._closed:
-            raise StoreUnavailableError("this Redis store is closed (the relay is stopping); retry")
+            raise StoreUnavailable("this Redis store is closed (the relay is stopping); retry")
         if self._listener is None or self._listener.done():
             self._subscribed.clear()
             self._listener = asyncio.get_running_loop().create_task(
@@ -344,33 +346,31 @@ class RedisStore:
         for ask_id in list(self._waiters):
             self._wake(ask_id)
 
+    @_translated
     async def due(self, *, now: float, limit: int = 100) -> list[str]:
         """Pending asks whose deadline has passed (again, until someone settles them)."""
         upper = "+inf" if math.isinf(now) else repr(now)
-        with _reachable():
-            ids = await self._redis.zrangebyscore(
-                self._deadlines, "-inf", upper, start=0, num=limit
-            )
+        ids = await self._redis.zrangebyscore(self._deadlines, "-inf", upper, start=0, num=limit)
         return [_text(i) for i in ids]
 
+    @_translated
     async def next_deadline(self) -> float | None:
         """The earliest deadline of a pending ask."""
-        with _reachable():
-            first = await self._redis.zrange(self._deadlines, 0, 0, withscores=True)
+        first = await self._redis.zrange(self._deadlines, 0, 0, withscores=True)
         if not first:
             return None
         score = float(first[0][1])
         return None if math.isinf(score) else score
 
+    @_translated
     async def count_pending(self) -> int:
         """How many asks are pending, across every replica."""
-        with _reachable():
-            return int(await self._redis.zcard(self._deadlines))
+        return int(await self._redis.zcard(self._deadlines))
 
+    @_translated
     async def ping(self) -> None:
-        """Raise ``StoreUnavailableError`` if Redis does not answer."""
-        with _reachable():
-            await self._redis.ping()
+        """Raise ``StoreUnavailable`` if Redis does not answer."""
+        await self._redis.ping()
 
     async def aclose(self) -> None:
         """Stop listening, wake waiters and close the connections; idempotent."""

@@ -1,0 +1,919 @@
+"""The ``AskStore`` contract, run against ``MemoryStore`` and ``RedisStore`` alike.
+
+Every contract test takes ``stores``: the store under test, and ``replica()``, another process's
+view of the same asks (a second ``RedisStore`` on the same Redis and prefix; for the in-process
+``MemoryStore``, the same store). Tests after the contract cover what only Redis has: replicas
+racing, and Redis going away and coming back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis_server import RedisServer
+from strategies import answer_items, any_text, requests
+
+from relay import (
+    AgentRef,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Responder,
+)
+from relay.store import (
+    AskError,
+    AskRecord,
+    AskStatus,
+    AskStore,
+    MemoryStore,
+    MessageRef,
+    StoreUnavailable,
+    Target,
+)
+from relay.store.redis import RedisStore
+
+# ---- fixtures and builders --------------------------------------------------------------------
+
+
+@dataclass
+class Stores:
+    """The store under test, and more views of the same asks (replicas) on demand."""
+
+    kind: str
+    url: str | None = None
+    prefix: str = field(default_factory=lambda: f"test:{uuid.uuid4().hex}:")
+    opened: list[AskStore] = field(default_factory=list)
+
+    def open(self, *, retention: float | None = None) -> AskStore:
+        """A new store of this kind (for Redis, on this test's prefix)."""
+        extra: dict[str, Any] = {} if retention is None else {"retention": retention}
+        store: AskStore
+        if self.kind == "memory":
+            store = MemoryStore(**extra)
+        else:
+            store = RedisStore(url=self.url, prefix=self.prefix, **extra)
+        self.opened.append(store)
+        return store
+
+    @property
+    def main(self) -> AskStore:
+        """The store under test."""
+        return self.opened[0] if self.opened else self.open()
+
+    def replica(self) -> AskStore:
+        """Another process's view of ``main``'s asks."""
+        main = self.main
+        return main if self.kind == "memory" else self.open()
+
+    async def aclose(self) -> None:
+        for store in self.opened:
+            await store.aclose()
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def stores(request: pytest.FixtureRequest) -> AsyncIterator[Stores]:
+    """Each contract test runs once per store kind; Redis ones get a server of their own."""
+    url = request.getfixturevalue("redis_url") if request.param == "redis" else None
+    built = Stores(kind=request.param, url=url)
+    try:
+        yield built
+    finally:
+        await built.aclose()
+
+
+@pytest.fixture
+async def redis_stores(redis_url: str) -> AsyncIterator[Stores]:
+    """Redis only: ``main`` and as many replicas as a test opens."""
+    built = Stores(kind="redis", url=redis_url)
+    try:
+        yield built
+    finally:
+        await built.aclose()
+
+
+def new_ask(*, questions: int = 1, deadline: float | None = None, **changes: Any) -> AskRecord:
+    """A pending ask as ``SlackProvider.ask`` creates it: every slot empty, nothing final."""
+    request = AskUserQuestionRequest(
+        tuple(
+            AskUserQuestionItem(
+                id=f"q{i}",
+                question=f"Ship release {i}?",
+                options=(AskUserQuestionOption("Yes"), AskUserQuestionOption("No", "hold it")),
+            )
+            for i in range(questions)
+        ),
+        agent=AgentRef("agent-7", "Release bot"),
+    )
+    record = AskRecord(
+        id=uuid.uuid4().hex,
+        request=request,
+        target=Target(
+            channel="C0123",
+            thread_ts="1700000000.000100",
+            allowed_users=frozenset({"U1", "U2"}),
+            timeout=600.0,
+        ),
+        created_at=datetime(2025, 3, 4, 5, 6, 7, 891011, tzinfo=UTC),
+        deadline=deadline,
+        messages=(None,) * questions,
+        responses=(None,) * questions,
+        owner="team-release",
+        meta={"trace": "t-1", "attempt": 2},
+    )
+    return record.with_(**changes)
+
+
+def reply(index: int = 0, *, by: str = "U1", label: str = "Yes") -> AskUserQuestionAnswerItem:
+    """A click's answer, with its audit fields."""
+    return AskUserQuestionAnswerItem(
+        id=f"q{index}",
+        selected=(label,),
+        answered_by=Responder(by, f"name of {by}"),
+        answered_at=datetime.now(UTC),
+    )
+
+
+def audit(record: AskRecord | None) -> list[tuple[Responder | None, datetime | None] | None]:
+    """The audit fields of every response (``==`` on records leaves them out)."""
+    assert record is not None
+    return [None if r is None else (r.answered_by, r.answered_at) for r in record.responses]
+
+
+def assert_same(got: AskRecord | None, want: AskRecord) -> None:
+    """Equal, including what ``AskRecord.__eq__`` ignores (meta, audit fields)."""
+    assert got == want
+    assert got is not None
+    assert got.meta == want.meta
+    assert audit(got) == audit(want)
+
+
+def aborted(message: str = "the agent gave up") -> AskError:
+    return AskError("ASK_ABORTED", message, "aborted")
+
+
+async def still_waiting(task: asyncio.Task[Any], *, window: float = 0.15) -> bool:
+    """Whether ``task`` is still running after ``window`` seconds (it must not end by itself)."""
+    done, _ = await asyncio.wait({task}, timeout=window)
+    return not done
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, within: float) -> None:
+    """Wait for a clock-driven change (record retention) that sends no event; fail if late."""
+    deadline = time.monotonic() + within
+    while not await check():
+        assert time.monotonic() < deadline, f"not true within {within} s"
+        await asyncio.sleep(0.02)
+
+
+# ---- create and get ---------------------------------------------------------------------------
+
+
+async def test_a_created_ask_reads_back_equal_in_every_field(stores: Stores) -> None:
+    record = new_ask(questions=3, deadline=time.time() + 60, owner="team-a")
+    record = record.with_(messages=(MessageRef("C1", "1.1"), None, MessageRef("D 2", "2 .2")))
+    await stores.main.create(record=record)
+    for store in (stores.main, stores.replica()):
+        assert_same(await store.get(ask_id=record.id), record)
+
+
+async def test_an_unknown_ask_reads_as_none(stores: Stores) -> None:
+    assert await stores.main.get(ask_id="no-such-ask") is None
+
+
+async def test_creating_an_ask_whose_id_is_taken_is_refused_and_keeps_the_first(
+    stores: Stores,
+) -> None:
+    first = new_ask(questions=2)
+    await stores.main.create(record=first)
+    await stores.main.answer(ask_id=first.id, index=0, item=reply(0))
+    with pytest.raises(ValueError, match="exists already"):
+        await stores.replica().create(record=new_ask(questions=1, id=first.id, owner="intruder"))
+    got = await stores.main.get(ask_id=first.id)
+    assert got is not None
+    assert got.owner == "team-release"
+    assert got.responses[0] == reply(0)
+    assert await stores.main.count_pending() == 1
+
+
+# Whole-second offsets: CPython 3.11's fromisoformat drops an offset's microseconds.
+_offsets = st.integers(-23 * 3600, 23 * 3600).map(lambda s: timezone(timedelta(seconds=s)))
+_times = st.datetimes(
+    min_value=datetime(1000, 1, 1),
+    max_value=datetime(9000, 1, 1),
+    timezones=st.none() | st.just(UTC) | _offsets,
+)
+
+
+@st.composite
+def records(draw: st.DrawFn) -> AskRecord:
+    """An ask made of odd text anywhere text goes (unicode, lone surrogates, JSON look-alikes)."""
+    request = draw(requests(any_text))
+    n = len(request.questions)
+    return AskRecord(
+        id=uuid.uuid4().hex,
+        request=request,
+        target=Target(
+            channel=draw(any_text),
+            thread_ts=draw(st.none() | any_text),
+            allowed_users=draw(st.none() | st.frozensets(any_text, max_size=3)),
+            timeout=draw(st.none() | st.floats(allow_nan=False)),
+        ),
+        created_at=draw(_times),
+        deadline=draw(st.none() | st.floats(allow_nan=False, allow_infinity=False)),
+        messages=tuple(
+            draw(st.none() | st.builds(MessageRef, any_text, any_text)) for _ in range(n)
+        ),
+        responses=(None,) * n,
+        owner=draw(st.none() | any_text),
+        meta=draw(st.dictionaries(any_text, any_text | st.integers(), max_size=3)),
+    )
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(record=records(), item=answer_items(any_text), data=st.data())
+async def test_any_ask_and_answer_survive_the_round_trip(
+    stores: Stores, record: AskRecord, item: AskUserQuestionAnswerItem, data: st.DataObject
+) -> None:
+    store = stores.main
+    await store.create(record=record)
+    assert_same(await store.get(ask_id=record.id), record)
+    if not record.request.questions:
+        return
+    index = data.draw(st.integers(0, len(record.request.questions) - 1))
+    result = await store.answer(ask_id=record.id, index=index, item=item)
+    want = list(record.responses)
+    want[index] = item
+    got = await store.get(ask_id=record.id)
+    assert got is not None
+    assert got.responses == tuple(want)
+    assert audit(got) == audit(record.with_(responses=tuple(want)))
+    assert result.record == got
+    assert got.messages == record.messages
+
+
+# ---- set_message ------------------------------------------------------------------------------
+
+
+async def test_set_message_remembers_where_each_question_was_posted(stores: Stores) -> None:
+    record = new_ask(questions=2)
+    await stores.main.create(record=record)
+    await stores.replica().set_message(ask_id=record.id, index=1, message=MessageRef("C9", "9.9"))
+    got = await stores.main.get(ask_id=record.id)
+    assert got is not None
+    assert got.messages == (None, MessageRef("C9", "9.9"))
+    await stores.main.set_message(ask_id=record.id, index=0, message=MessageRef("C8", "8.8"))
+    got = await stores.main.get(ask_id=record.id)
+    assert got is not None
+    assert got.messages == (MessageRef("C8", "8.8"), MessageRef("C9", "9.9"))
+
+
+async def test_set_message_on_an_unknown_ask_does_nothing(stores: Stores) -> None:
+    await stores.main.set_message(ask_id="gone", index=0, message=MessageRef("C1", "1.1"))
+    assert await stores.main.get(ask_id="gone") is None
+
+
+@pytest.mark.parametrize("index", [-1, 2])
+async def test_a_question_index_out_of_range_is_refused(stores: Stores, index: int) -> None:
+    record = new_ask(questions=2)
+    await stores.main.create(record=record)
+    with pytest.raises(IndexError):
+        await stores.main.set_message(ask_id=record.id, index=index, message=MessageRef("C", "1"))
+    with pytest.raises(IndexError):
+        await stores.main.answer(ask_id=record.id, index=index, item=reply(0))
+    assert_same(await stores.main.get(ask_id=record.id), record)
+
+
+# ---- answer -----------------------------------------------------------------------------------
+
+
+async def test_answers_are_accepted_then_complete_the_ask_on_the_last_question(
+    stores: Stores,
+) -> None:
+    store, other = stores.main, stores.replica()
+    record = new_ask(questions=2, deadline=time.time() + 60)
+    await store.create(record=record)
+
+    first = reply(0, by="U1")
+    result = await store.answer(ask_id=record.id, index=0, item=first)
+    assert result.outcome == "accepted"
+    assert result.record is not None
+    assert result.record.pending
+    assert result.record.responses == (first, None)
+    assert audit(result.record) == [(first.answered_by, first.answered_at), None]
+    assert await store.count_pending() == 1
+
+    late = reply(0, by="U2", label="No")
+    result = await other.answer(ask_id=record.id, index=0, item=late)
+    assert result.outcome == "already_answered"
+    assert result.record is not None
+    assert result.record.responses[0] == first
+    assert audit(result.record)[0] == (first.answered_by, first.answered_at)
+
+    last = reply(1, by="U2", label="No")
+    result = await other.answer(ask_id=record.id, index=1, item=last)
+    assert result.outcome == "completed"
+    want = record.with_(
+        status=AskStatus.ANSWERED, responses=(first, last), finished_at=last.answered_at
+    )
+    assert result.record is not None
+    assert_same(result.record, want)
+    assert_same(await store.get(ask_id=record.id), want)
+    assert await store.count_pending() == 0
+    assert await store.next_deadline() is None
+
+    result = await store.answer(ask_id=record.id, index=1, item=reply(1, by="U3"))
+    assert result.outcome == "not_pending"
+    assert result.record is not None
+    assert_same(result.record, want)
+
+
+async def test_answering_an_unknown_ask_says_so(stores: Stores) -> None:
+    result = await stores.main.answer(ask_id="nope", index=0, item=reply(0))
+    assert (result.outcome, result.record) == ("unknown", None)
+
+
+async def test_an_answer_after_the_ask_finished_is_not_recorded(stores: Stores) -> None:
+    record = new_ask(questions=1)
+    await stores.main.create(record=record)
+    won, final = await stores.main.finish(
+        ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    )
+    assert won
+    result = await stores.replica().answer(ask_id=record.id, index=0, item=reply(0))
+    assert result.outcome == "not_pending"
+    assert result.record == final
+    assert final is not None
+    assert_same(await stores.main.get(ask_id=record.id), final)
+
+
+# ---- finish -----------------------------------------------------------------------------------
+
+
+async def test_the_first_finish_wins_and_later_ones_get_the_final_record(stores: Stores) -> None:
+    record = new_ask(questions=2, deadline=time.time() - 1)
+    await stores.main.create(record=record)
+    await stores.main.answer(ask_id=record.id, index=0, item=reply(0))
+    at = datetime(2025, 3, 4, 5, 7, 0, tzinfo=UTC)
+    error = AskError("ASK_ABORTED", "no answer within 600 s", "timed_out")
+
+    won, final = await stores.replica().finish(
+        ask_id=record.id, status=AskStatus.TIMED_OUT, error=error, at=at
+    )
+    assert won
+    assert final is not None
+    assert (final.status, final.error, final.finished_at) == (AskStatus.TIMED_OUT, error, at)
+    assert final.responses[0] == reply(0)
+    assert_same(await stores.main.get(ask_id=record.id), final)
+    assert await stores.main.count_pending() == 0
+
+    again = await stores.main.finish(
+        ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    )
+    assert again == (False, final)
+    assert again[1] is not None
+    assert_same(again[1], final)
+    assert await stores.main.count_pending() == 0
+
+
+async def test_finish_without_an_error_records_none(stores: Stores) -> None:
+    record = new_ask()
+    await stores.main.create(record=record)
+    won, final = await stores.main.finish(
+        ask_id=record.id, status=AskStatus.FAILED, error=None, at=datetime.now(UTC)
+    )
+    assert won
+    assert final is not None
+    assert final.error is None
+    assert_same(await stores.main.get(ask_id=record.id), final)
+
+
+async def test_finishing_an_unknown_ask_wins_nothing(stores: Stores) -> None:
+    assert await stores.main.finish(
+        ask_id="nope", status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    ) == (False, None)
+
+
+async def test_finishing_an_answered_ask_is_refused(stores: Stores) -> None:
+    record = new_ask()
+    await stores.main.create(record=record)
+    done = await stores.main.answer(ask_id=record.id, index=0, item=reply(0))
+    assert done.outcome == "completed"
+    assert await stores.replica().finish(
+        ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    ) == (False, done.record)
+
+
+async def test_finish_needs_a_final_status(stores: Stores) -> None:
+    record = new_ask()
+    await stores.main.create(record=record)
+    with pytest.raises(ValueError, match="final status"):
+        await stores.main.finish(
+            ask_id=record.id, status=AskStatus.PENDING, error=None, at=datetime.now(UTC)
+        )
+    assert_same(await stores.main.get(ask_id=record.id), record)
+    assert await stores.main.count_pending() == 1
+
+
+# ---- races: exactly one outcome ---------------------------------------------------------------
+
+
+async def test_answers_racing_finishes_settle_each_ask_exactly_once(stores: Stores) -> None:
+    views = [stores.main, stores.replica(), stores.replica()]
+    for round_ in range(30):
+        record = new_ask(questions=1)
+        await stores.main.create(record=record)
+        at = datetime.now(UTC)
+        claims: list[Coroutine[Any, Any, Any]] = []
+        for i, view in enumerate(views):
+            claims.append(view.answer(ask_id=record.id, index=0, item=reply(0, by=f"U{i}")))
+            status = AskStatus.TIMED_OUT if i % 2 else AskStatus.ABORTED
+            claims.append(view.finish(ask_id=record.id, status=status, error=aborted(), at=at))
+        if round_ % 2:
+            claims.reverse()
+        results = await asyncio.gather(*claims)
+
+        answered = [r for r in results if not isinstance(r, tuple) and r.outcome == "completed"]
+        finished = [r for r in results if isinstance(r, tuple) and r[0]]
+        assert len(answered) + len(finished) == 1, results
+        final = await stores.main.get(ask_id=record.id)
+        assert final is not None
+        winner = answered[0].record if answered else finished[0][1]
+        assert_same(final, winner)
+        for r in results:
+            if isinstance(r, tuple):
+                assert r[1] == final
+            elif r.outcome != "completed":
+                assert r.outcome in ("not_pending", "already_answered")
+                assert r.record == final
+    assert await stores.main.count_pending() == 0
+
+
+async def test_finishes_racing_finishes_have_exactly_one_winner(stores: Stores) -> None:
+    views = [stores.main, stores.replica()]
+    for _ in range(30):
+        record = new_ask(questions=2)
+        await stores.main.create(record=record)
+        statuses = [AskStatus.ABORTED, AskStatus.TIMED_OUT, AskStatus.FAILED] * 3
+        results = await asyncio.gather(
+            *(
+                views[i % 2].finish(
+                    ask_id=record.id, status=s, error=aborted(f"claim {i}"), at=datetime.now(UTC)
+                )
+                for i, s in enumerate(statuses)
+            )
+        )
+        winners = [final for won, final in results if won]
+        assert len(winners) == 1
+        assert all(final == winners[0] for _, final in results)
+        assert_same(await stores.main.get(ask_id=record.id), winners[0])  # type: ignore[arg-type]
+    assert await stores.main.count_pending() == 0
+
+
+# ---- wait -------------------------------------------------------------------------------------
+
+
+async def test_wait_returns_a_final_ask_at_once(stores: Stores) -> None:
+    record = new_ask()
+    await stores.main.create(record=record)
+    _, final = await stores.main.finish(
+        ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    )
+    got = await asyncio.wait_for(stores.replica().wait(ask_id=record.id, within=None), 5)
+    assert got == final
+
+
+async def test_wait_on_an_unknown_ask_returns_none_at_once(stores: Stores) -> None:
+    assert await asyncio.wait_for(stores.main.wait(ask_id="nope", within=None), 5) is None
+
+
+async def test_wait_gives_up_after_within_seconds_with_the_pending_record(stores: Stores) -> None:
+    record = new_ask()
+    await stores.main.create(record=record)
+    started = time.monotonic()
+    got = await asyncio.wait_for(stores.main.wait(ask_id=record.id, within=0.3), 5)
+    waited = time.monotonic() - started
+    assert_same(got, record)
+    assert 0.29 <= waited < 2.0
+    assert_same(await stores.main.wait(ask_id=record.id, within=0), record)
+
+
+@pytest.mark.parametrize("how", ["answer", "finish"])
+async def test_wait_wakes_as_soon_as_the_ask_ends_elsewhere(stores: Stores, how: str) -> None:
+    record = new_ask(questions=2)
+    await stores.main.create(record=record)
+    waiters = [
+        asyncio.create_task(view.wait(ask_id=record.id, within=30))
+        for view in (stores.main, stores.main, stores.replica())
+    ]
+    for waiter in waiters:
+        assert await still_waiting(waiter)
+
+    other = stores.replica()
+    # Answering one of two questions does not end the ask: nobody wakes for good.
+    await other.answer(ask_id=record.id, index=0, item=reply(0))
+    for waiter in waiters:
+        assert await still_waiting(waiter)
+
+    ended = time.monotonic()
+    if how == "answer":
+        final = (await other.answer(ask_id=record.id, index=1, item=reply(1))).record
+    else:
+        _, final = await other.finish(
+            ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+        )
+    results = await asyncio.wait_for(asyncio.gather(*waiters), 5)
+    assert time.monotonic() - ended < 1.0  # woken by the ending, not by ``within``
+    assert final is not None
+    assert not final.pending
+    for got in results:
+        assert_same(got, final)
+
+
+async def test_aclose_wakes_waiters_with_the_record_as_it_stands(stores: Stores) -> None:
+    store = stores.open()
+    record = new_ask()
+    await store.create(record=record)
+    waiter = asyncio.create_task(store.wait(ask_id=record.id, within=30))
+    assert await still_waiting(waiter)
+    await store.aclose()
+    got = await asyncio.wait_for(waiter, 5)
+    assert got is not None
+    assert got.pending
+    assert got.id == record.id
+    await store.aclose()  # idempotent
+
+
+# ---- due, next_deadline, count_pending --------------------------------------------------------
+
+
+async def test_an_empty_store_has_nothing_pending_or_due(stores: Stores) -> None:
+    store = stores.main
+    assert await store.due(now=time.time()) == []
+    assert await store.due(now=math.inf) == []
+    assert await store.next_deadline() is None
+    assert await store.count_pending() == 0
+
+
+async def test_due_lists_pending_asks_past_their_deadline_earliest_first(stores: Stores) -> None:
+    now = time.time()
+    late = new_ask(deadline=now - 10)
+    later = new_ask(deadline=now - 20)
+    exact = new_ask(deadline=now)
+    future = new_ask(deadline=now + 3600)
+    endless = new_ask(deadline=None)
+    for record in (late, later, exact, future, endless):
+        await stores.main.create(record=record)
+    assert await stores.main.count_pending() == 5
+    assert await stores.main.next_deadline() == later.deadline
+    assert await stores.replica().due(now=now) == [later.id, late.id, exact.id]
+
+
+async def test_asks_without_a_deadline_are_due_only_at_infinity(stores: Stores) -> None:
+    endless = new_ask(deadline=None)
+    future = new_ask(deadline=time.time() + 3600)
+    await stores.main.create(record=endless)
+    await stores.main.create(record=future)
+    assert await stores.main.due(now=time.time() + 10**9) == [future.id]
+    assert endless.id in await stores.main.due(now=math.inf)
+    assert await stores.main.count_pending() == 2
+
+
+async def test_only_deadlines_count_for_next_deadline(stores: Stores) -> None:
+    await stores.main.create(record=new_ask(deadline=None))
+    assert await stores.main.next_deadline() is None
+    soon, later = new_ask(deadline=time.time() + 60.125), new_ask(deadline=time.time() + 3600)
+    await stores.main.create(record=later)
+    await stores.main.create(record=soon)
+    assert await stores.replica().next_deadline() == soon.deadline  # exactly, not rounded
+    await stores.main.finish(
+        ask_id=soon.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    )
+    assert await stores.main.next_deadline() == later.deadline
+
+
+async def test_due_returns_at_most_limit_and_the_rest_once_those_are_settled(
+    stores: Stores,
+) -> None:
+    now = time.time()
+    asks = [new_ask(deadline=now - 100 + i) for i in range(5)]
+    for record in asks:
+        await stores.main.create(record=record)
+    seen: list[str] = []
+    while len(seen) < len(asks):
+        batch = await stores.main.due(now=now, limit=2)
+        assert 1 <= len(batch) <= 2
+        seen += batch
+        for ask_id in batch:
+            assert await stores.replica().finish(
+                ask_id=ask_id, status=AskStatus.TIMED_OUT, error=None, at=datetime.now(UTC)
+            )
+    assert seen == [a.id for a in asks]
+    assert await stores.main.due(now=now) == []
+    assert await stores.main.count_pending() == 0
+
+
+async def test_settled_asks_are_never_due_and_no_longer_count(stores: Stores) -> None:
+    now = time.time()
+    answered, aborted_, partly = (new_ask(questions=2, deadline=now - 5) for _ in range(3))
+    for record in (answered, aborted_, partly):
+        await stores.main.create(record=record)
+    await stores.main.answer(ask_id=answered.id, index=0, item=reply(0))
+    await stores.main.answer(ask_id=answered.id, index=1, item=reply(1))
+    await stores.replica().finish(
+        ask_id=aborted_.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    )
+    await stores.main.answer(ask_id=partly.id, index=0, item=reply(0))
+    assert await stores.main.count_pending() == 1
+    assert await stores.main.next_deadline() == partly.deadline
+    assert await stores.main.due(now=math.inf) == [partly.id]
+
+
+async def test_memory_due_hands_each_ask_out_once() -> None:
+    store = MemoryStore()
+    record = new_ask(deadline=time.time() - 1)
+    await store.create(record=record)
+    assert await store.due(now=time.time()) == [record.id]
+    assert await store.due(now=time.time()) == []
+    assert await store.next_deadline() is None  # handed out: the caller settles it
+    assert await store.count_pending() == 1
+
+
+async def test_redis_due_offers_an_ask_again_until_some_replica_settles_it(
+    redis_stores: Stores,
+) -> None:
+    # Deliberately unlike MemoryStore: a replica handed an ask may die before settling it,
+    # so every replica's sweep sees it until one of them claims the outcome.
+    record = new_ask(deadline=time.time() - 1)
+    await redis_stores.main.create(record=record)
+    replica = redis_stores.replica()
+    assert await redis_stores.main.due(now=time.time()) == [record.id]
+    assert await replica.due(now=time.time()) == [record.id]
+    assert await replica.next_deadline() == record.deadline
+    await replica.finish(
+        ask_id=record.id, status=AskStatus.TIMED_OUT, error=None, at=datetime.now(UTC)
+    )
+    assert await redis_stores.main.due(now=time.time()) == []
+    assert await redis_stores.main.next_deadline() is None
+
+
+# ---- retention --------------------------------------------------------------------------------
+
+
+async def test_finished_asks_are_kept_for_the_retention_then_forgotten(stores: Stores) -> None:
+    store = stores.open(retention=0.3)
+    answered, ended, pending = new_ask(), new_ask(), new_ask()
+    for record in (answered, ended, pending):
+        await store.create(record=record)
+    await store.answer(ask_id=answered.id, index=0, item=reply(0))
+    await store.finish(ask_id=ended.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC))
+    for record in (answered, ended):
+        got = await store.get(ask_id=record.id)
+        assert got is not None
+        assert not got.pending
+
+    async def forgotten() -> bool:
+        return all([await store.get(ask_id=r.id) is None for r in (answered, ended)])
+
+    await eventually(forgotten, within=5)
+    assert_same(await store.get(ask_id=pending.id), pending)  # pending asks never expire
+    assert (await store.answer(ask_id=ended.id, index=0, item=reply(0))).outcome == "unknown"
+    assert await store.wait(ask_id=answered.id, within=1) is None
+    assert await store.count_pending() == 1
+
+
+async def test_the_default_retention_keeps_finished_asks(stores: Stores) -> None:
+    record = new_ask()
+    await stores.main.create(record=record)
+    await stores.main.finish(
+        ask_id=record.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC)
+    )
+    await stores.main.create(record=new_ask())  # MemoryStore forgets expired asks on create
+    got = await stores.main.get(ask_id=record.id)
+    assert got is not None
+    assert got.status is AskStatus.ABORTED
+
+
+async def test_redis_sets_the_retention_as_the_ttl_of_finished_asks_only(
+    redis_stores: Stores,
+) -> None:
+    store = redis_stores.open(retention=90.9)
+    finished, pending = new_ask(), new_ask()
+    await store.create(record=finished)
+    await store.create(record=pending)
+    await store.finish(
+        ask_id=finished.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC)
+    )
+    client = aioredis.Redis.from_url(redis_stores.url or "")
+    try:
+        prefix = redis_stores.prefix
+        assert 90_000 < await client.pttl(f"{prefix}ask:{finished.id}") <= 90_900
+        assert await client.pttl(f"{prefix}ask:{pending.id}") == -1  # no expiry while pending
+    finally:
+        await client.aclose()
+
+
+# ---- the rest of the protocol -----------------------------------------------------------------
+
+
+async def test_the_store_is_an_ask_store_and_says_whether_it_is_durable(stores: Stores) -> None:
+    assert isinstance(stores.main, AskStore)
+    assert stores.main.durable is (stores.kind == "redis")
+
+
+async def test_ping_answers_and_aclose_is_idempotent(stores: Stores) -> None:
+    store = stores.open()
+    await store.ping()
+    await store.aclose()
+    await store.aclose()
+
+
+# ---- Redis only: replicas ---------------------------------------------------------------------
+
+
+async def test_replicas_racing_to_answer_one_question_record_exactly_one(
+    redis_stores: Stores,
+) -> None:
+    replicas = [redis_stores.open() for _ in range(6)]
+    for _ in range(20):
+        record = new_ask(questions=2)
+        await replicas[0].create(record=record)
+        clicks = [reply(0, by=f"U{i}") for i in range(len(replicas))]
+        results = await asyncio.gather(
+            *(
+                r.answer(ask_id=record.id, index=0, item=c)
+                for r, c in zip(replicas, clicks, strict=True)
+            )
+        )
+        outcomes = sorted(r.outcome for r in results)
+        assert outcomes == ["accepted"] + ["already_answered"] * (len(replicas) - 1)
+        winner = next(c for c, r in zip(clicks, results, strict=True) if r.outcome == "accepted")
+        got = await replicas[-1].get(ask_id=record.id)
+        assert got is not None
+        assert audit(got)[0] == (winner.answered_by, winner.answered_at)
+        for r in results:
+            assert r.record is not None
+            assert audit(r.record)[0] == (winner.answered_by, winner.answered_at)
+
+
+async def test_a_waiter_on_one_replica_is_woken_by_pubsub_when_another_finishes(
+    redis_stores: Stores,
+) -> None:
+    a, b = redis_stores.open(), redis_stores.open()
+    record = new_ask()
+    await a.create(record=record)
+    waiter = asyncio.create_task(b.wait(ask_id=record.id, within=30))
+    assert await still_waiting(waiter)
+    ended = time.monotonic()
+    _, final = await a.finish(
+        ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    )
+    got = await asyncio.wait_for(waiter, 5)
+    assert time.monotonic() - ended < 0.5
+    assert got == final
+
+
+async def test_re_sending_the_same_create_is_harmless(redis_stores: Stores) -> None:
+    # redis-py may resend a command whose reply was lost; the ask must not be refused then.
+    record = new_ask()
+    await redis_stores.main.create(record=record)
+    await redis_stores.main.create(record=record)
+    assert_same(await redis_stores.main.get(ask_id=record.id), record)
+    assert await redis_stores.main.count_pending() == 1
+
+
+# ---- Redis only: Redis going away and coming back ---------------------------------------------
+
+
+async def _keys(url: str, prefix: str) -> set[str]:
+    client = aioredis.Redis.from_url(url, decode_responses=True)
+    try:
+        return {k async for k in client.scan_iter(match=f"{prefix}*")}
+    finally:
+        await client.aclose()
+
+
+async def test_a_stopped_redis_fails_every_call_fast_and_clearly_and_writes_nothing(
+    redis_server: RedisServer, redis_stores: Stores
+) -> None:
+    store = redis_stores.main
+    kept = new_ask(deadline=time.time() + 60)
+    await store.create(record=kept)
+    redis_server.stop(save=True)
+
+    lost = new_ask()
+    calls: list[Callable[[], Awaitable[object]]] = [
+        lambda: store.create(record=lost),
+        lambda: store.get(ask_id=kept.id),
+        lambda: store.set_message(ask_id=kept.id, index=0, message=MessageRef("C", "1")),
+        lambda: store.answer(ask_id=kept.id, index=0, item=reply(0)),
+        lambda: store.finish(
+            ask_id=kept.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC)
+        ),
+        lambda: store.wait(ask_id=kept.id, within=10),
+        lambda: store.due(now=time.time()),
+        store.next_deadline,
+        store.count_pending,
+        store.ping,
+    ]
+    for call in calls:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="REDIS_URL") as caught:
+            await asyncio.wait_for(call(), 10)
+        assert time.monotonic() - started < 3.0
+        assert caught.value.__cause__ is not None  # the Redis error, kept for the logs
+
+    redis_server.start()
+    assert await _keys(redis_stores.url or "", redis_stores.prefix) == {
+        f"{redis_stores.prefix}ask:{kept.id}",
+        f"{redis_stores.prefix}deadlines",
+    }
+    assert_same(await store.get(ask_id=kept.id), kept)
+    assert await store.get(ask_id=lost.id) is None
+    assert await store.count_pending() == 1
+
+
+async def test_the_same_store_works_again_once_redis_is_back(
+    redis_server: RedisServer, redis_stores: Stores
+) -> None:
+    store = redis_stores.main
+    await store.create(record=new_ask())
+    redis_server.stop()
+    with pytest.raises(StoreUnavailable):
+        await store.ping()
+    redis_server.start()  # empty again: this one keeps no data
+    # No request fails after the restart, not even on connections the pool had open before.
+    record = new_ask(questions=1)
+    await store.create(record=record)
+    assert (await store.answer(ask_id=record.id, index=0, item=reply(0))).outcome == "completed"
+    assert await store.count_pending() == 0
+
+
+async def test_a_waiter_rides_out_a_redis_restart_and_gets_the_final_record(
+    redis_server: RedisServer, redis_stores: Stores
+) -> None:
+    a, b = redis_stores.open(), redis_stores.open()
+    record = new_ask()
+    await a.create(record=record)
+    waiter = asyncio.create_task(b.wait(ask_id=record.id, within=30))
+    assert await still_waiting(waiter)
+
+    redis_server.stop(save=True)
+    assert await still_waiting(waiter, window=0.5)  # an outage is not an outcome
+    redis_server.start()
+
+    _, final = await a.finish(
+        ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    )
+    assert final is not None
+    assert await asyncio.wait_for(waiter, 10) == final
+
+
+async def test_an_ending_published_while_a_replica_was_disconnected_still_wakes_it(
+    redis_server: RedisServer, redis_stores: Stores
+) -> None:
+    b = redis_stores.open()
+    record = new_ask()
+    await b.create(record=record)
+    waiter = asyncio.create_task(b.wait(ask_id=record.id, within=30))
+    assert await still_waiting(waiter)
+
+    # Restart Redis and end the ask from another process while this event loop is blocked:
+    # b cannot have re-subscribed yet, so the ending's message reaches nobody. b must notice
+    # that it re-subscribed and re-check, rather than wait out ``within``.
+    redis_server.stop(save=True)
+    redis_server.start()
+    ended: list[tuple[bool, AskRecord | None]] = []
+
+    async def finish_elsewhere() -> None:
+        other = RedisStore(url=redis_stores.url, prefix=redis_stores.prefix)
+        try:
+            ended.append(
+                await other.finish(
+                    ask_id=record.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC)
+                )
+            )
+        finally:
+            await other.aclose()
+
+    thread = threading.Thread(target=asyncio.run, args=(finish_elsewhere(),))
+    thread.start()
+    thread.join(10)  # blocks this loop on purpose
+    assert ended
+    assert ended[0][0]
+
+    assert await asyncio.wait_for(waiter, 10) == ended[0][1]
