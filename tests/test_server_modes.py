@@ -1,0 +1,153 @@
+"""`relay serve` in Socket Mode, `relay ask` straight to Slack, and RelayProvider failing over."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+from redis_server import RedisServer
+
+from relay import AskUserQuestionRequest
+from relay.client import RelayProvider
+from relay.store.redis import RedisStore
+from relay.testing import FakeSlack
+from tests.server_env import TOKEN, free_port, relay_env, relay_server, start_relay
+from tests.slack_env import question, result, slack_env
+
+ASK = {"questions": [{"id": "go", "question": "Ship it?", "options": [{"label": "yes"}]}]}
+
+
+async def test_relay_serve_in_socket_mode_needs_no_public_url() -> None:
+    async with (
+        FakeSlack(signing_secret="unused") as slack,
+        relay_server(slack, socket_mode=True) as relay,
+    ):
+        await slack.wait_for_socket(timeout=10)
+        status, created = await relay.request("POST", "/v1/asks", json=ASK)
+        assert status == 201
+        message = await slack.wait_for_message()
+        await slack.click(message, "yes", user="U0ALICE")  # delivered over the WebSocket
+        _, record = await relay.request("GET", f"/v1/asks/{created['id']}?wait=10")
+        assert record["status"] == "answered"
+        # No HTTP endpoint for Slack exists in Socket Mode.
+        status, _ = await relay.request("POST", "/slack/events", token=None, data="x")
+        assert status == 404
+
+
+async def test_relay_ask_straight_to_slack_over_socket_mode() -> None:
+    async with FakeSlack(signing_secret="unused") as slack:
+        env = {
+            **relay_env(slack, free_port()),
+            "SLACK_APP_TOKEN": "xapp-1-cli",
+            "RELAY_CHANNEL": "C0CLI",
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "ask",
+            "-q",
+            "Proceed?",
+            "-o",
+            "yes",
+            "-o",
+            "no",
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        await slack.wait_for_socket(timeout=20)
+        message = await slack.wait_for_message(timeout=20)
+        assert message.channel == "C0CLI"
+        await slack.click(message, "no", user="U0BOB")
+        out, err = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 0, err.decode()
+        assert json.loads(out) == {"answers": [{"id": "answer", "selected": ["no"]}]}
+
+
+class Proxy:
+    """A load balancer in miniature: forwards every request to the current backend."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
+        try:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.request(
+                    request.method,
+                    self.backend + request.path_qs,
+                    headers=headers,
+                    data=await request.read(),
+                ) as upstream,
+            ):
+                body = await upstream.read()
+                return web.Response(
+                    status=upstream.status, body=body, content_type=upstream.content_type
+                )
+        except aiohttp.ClientError:
+            return web.Response(status=502, text="bad gateway")
+
+    async def __aenter__(self) -> Proxy:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(signing_secret="server-signing-secret") as fake:
+        yield fake
+
+
+async def test_relay_provider_gets_its_answer_from_another_replica_when_its_own_dies(
+    slack: FakeSlack, redis_server: RedisServer
+) -> None:
+    a = await start_relay(relay_env(slack, free_port(), REDIS_URL=redis_server.url))
+    b = await start_relay(relay_env(slack, free_port(), REDIS_URL=redis_server.url))
+    slack.interactivity_url = f"{b.url}/slack/events"
+    try:
+        async with Proxy(a.url) as proxy:
+            provider = RelayProvider(proxy.url, TOKEN, poll=1.0)
+            task = asyncio.create_task(provider.ask(AskUserQuestionRequest([question()])))
+            message = await slack.wait_for_message()
+            await a.stop(signal.SIGKILL)  # the replica the agent talks to dies mid-wait
+            proxy.backend = b.url  # the load balancer routes to the survivor
+            await slack.click(message, "prod", user="U0ALICE")
+            answer = await asyncio.wait_for(task, 30)
+            assert answer.answers[0].selected == ("prod",)
+            await provider.aclose()
+    finally:
+        for relay in (a, b):
+            if relay.process.returncode is None:
+                await relay.stop()
+
+
+async def test_the_in_process_provider_works_on_redis_too(redis_server: RedisServer) -> None:
+    store = RedisStore(url=redis_server.url)
+    async with slack_env(store=store) as env:
+        task = env.ask(question())
+        message = await env.message()
+        assert await store.count_pending() == 1
+        await env.slack.click(message, "staging", user="U0ALICE")
+        assert (await result(task)).answers[0].selected == ("staging",)
+    await store.aclose()
