@@ -161,11 +161,14 @@ class RelayProvider:
                 if attempt > 5:
                     raise _unreachable(self._url, exc) from exc
                 await asyncio.sleep(_backoff(attempt))
-            except _Retry as exc:
-                attempt += 1
-                if attempt > 5:
-                    raise UserInteractionError(ErrorCode.PROVIDER_FAILED, str(exc)) from None
-                await asyncio.sleep(_backoff(attempt))
+            except (_Retry, *_RETRYABLE) as exc:
+                # The request may have reached the relay and posted the question: retrying
+                # could ask twice, so say so instead.
+                raise UserInteractionError(
+                    ErrorCode.PROVIDER_FAILED,
+                    f"the relay's reply to creating the ask was lost ({exc or type(exc).__name__});"
+                    " it may have been posted: check Slack before asking again",
+                ) from None
 
     async def _poll_until_done(self, ask_id: str) -> dict[str, Any]:
         session = await self._client()

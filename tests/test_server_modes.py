@@ -77,9 +77,12 @@ class Proxy:
     def __init__(self, backend: str) -> None:
         self.backend = backend
         self.url = ""
+        self.polling = asyncio.Event()  # set once a client long-polls through the proxy
         self._runner: web.AppRunner | None = None
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
+        if request.method == "GET" and request.path.startswith("/v1/asks/"):
+            self.polling.set()
         headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
         try:
             async with (
@@ -130,6 +133,7 @@ async def test_relay_provider_gets_its_answer_from_another_replica_when_its_own_
             provider = RelayProvider(proxy.url, TOKEN, poll=1.0)
             task = asyncio.create_task(provider.ask(AskUserQuestionRequest([question()])))
             message = await slack.wait_for_message()
+            await asyncio.wait_for(proxy.polling.wait(), 10)  # the ask exists; A holds a poll
             await a.stop(signal.SIGKILL)  # the replica the agent talks to dies mid-wait
             proxy.backend = b.url  # the load balancer routes to the survivor
             await slack.click(message, "prod", user="U0ALICE")

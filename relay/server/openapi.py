@@ -25,25 +25,27 @@ _OPTION = {
     "type": "object",
     "additionalProperties": False,
     "required": ["label"],
-    "properties": {"label": {"type": "string"}, "description": {"type": "string"}},
+    "properties": {"label": {"type": "string"}, "description": {"type": ["string", "null"]}},
 }
+# Optional request fields may also be null, which the relay reads as unset.
 _QUESTION = {
     "type": "object",
     "additionalProperties": False,
     "required": ["id", "question"],
     "properties": {
         "id": {"type": "string", "description": "Stable id, echoed in the answer."},
-        "question": {"type": "string", "maxLength": 2900},
-        "header": {"type": "string"},
-        "detail": {"type": "string", "description": "Markdown shown with the question."},
+        # The relay refuses a question whose escaped text exceeds Slack's 3,000 per section.
+        "question": {"type": "string", "maxLength": 3000},
+        "header": {"type": ["string", "null"]},
+        "detail": {"type": ["string", "null"], "description": "Markdown shown with the question."},
         "options": {
-            "type": "array",
+            "type": ["array", "null"],
             "maxItems": 100,
             "items": {"$ref": "#/components/schemas/Option"},
         },
-        "multiSelect": {"type": "boolean", "default": False},
+        "multiSelect": {"type": ["boolean", "null"], "default": False},
         "intent": {
-            "type": "object",
+            "type": ["object", "null"],
             "additionalProperties": False,
             "required": ["kind", "approve"],
             "properties": {
@@ -69,18 +71,19 @@ _ASK_REQUEST = {
             "items": {"$ref": "#/components/schemas/Question"},
         },
         "agent": {
-            "type": "object",
+            "type": ["object", "null"],
             "additionalProperties": False,
             "required": ["id"],
-            "properties": {"id": {"type": "string"}, "name": {"type": "string"}},
+            "properties": {"id": {"type": "string"}, "name": {"type": ["string", "null"]}},
         },
         "slack": {
-            "type": "object",
+            "type": ["object", "null"],
             "additionalProperties": False,
-            "description": "Where to ask; unset fields use the relay's defaults.",
+            "description": "Where to ask; unset (or null) fields use the relay's defaults.",
             "properties": {
-                "channel": {"type": "string", "minLength": 1, "pattern": "\\S"},
-                "thread_ts": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                # null, like leaving a field out, means the relay's default.
+                "channel": {"type": ["string", "null"], "minLength": 1, "pattern": "\\S"},
+                "thread_ts": {"type": ["string", "null"], "minLength": 1, "pattern": "\\S"},
                 "allowed_users": {
                     "type": ["array", "null"],
                     "items": {"type": "string", "minLength": 1},
@@ -91,7 +94,7 @@ _ASK_REQUEST = {
                     "description": "User group ids (S…) whose members may answer too.",
                 },
                 "requester": {
-                    "type": "string",
+                    "type": ["string", "null"],
                     "minLength": 1,
                     "pattern": "\\S",
                     "description": "The Slack user on whose behalf the agent asks.",

@@ -79,13 +79,18 @@ def _route(block: str) -> tuple[str, int, str] | None:
     if len(parts) != 4 or parts[0] != BLOCK_PREFIX:
         return None
     _, ask_id, index, part = parts
-    if not ask_id or len(ask_id) > _MAX_ID or not index.isdigit() or len(index) > 4:
+    if not ask_id or len(ask_id) > _MAX_ID or not _digits(index):
         return None
     return ask_id, int(index), part
 
 
+def _digits(text: str) -> bool:
+    # ASCII only: str.isdigit() also accepts "²" (which int() rejects) and "١" (which it reads).
+    return text.isascii() and text.isdigit() and len(text) <= 4
+
+
 def _index(value: object) -> int | None:
-    if isinstance(value, str) and value.isdigit() and len(value) <= 4:
+    if isinstance(value, str) and _digits(value):
         return int(value)
     return None
 
@@ -141,6 +146,8 @@ def parse_click(payload: object) -> Click | None:
     text = _typed(payload, ask_id, index)
     if action_id.startswith(ACTION_OPTION + "."):
         kind, option = ClickKind.OPTION, _index(action.get("value"))
+        if action_id != f"{ACTION_OPTION}.{option}":
+            option = None  # option i's button is relay.option.i with value "i"; no other is ours
     elif action_id == ACTION_SELECT:
         kind, option = ClickKind.OPTION, _option_index(action.get("selected_option"))
     elif action_id in (ACTION_CHECKS, ACTION_MULTI):

@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Collection
 
+import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -51,7 +52,7 @@ class Gatekeeper:
         for group in sorted(target.allowed_groups or ()):
             try:
                 members = await self.members(group)
-            except (SlackApiError, SlackClientError):
+            except (SlackApiError, SlackClientError, aiohttp.ClientError, TimeoutError):
                 # Fail closed: when membership cannot be checked, nobody is let in by it.
                 return notices.cannot_check_groups()
             if user in members:

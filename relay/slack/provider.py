@@ -15,18 +15,24 @@ import logging
 import math
 import secrets
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Collection, Coroutine
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from relay.errors import (
     ErrorCode,
@@ -126,15 +132,49 @@ def _check_timeout(value: float | None, name: str) -> float | None:
     return float(value)
 
 
+class _RateLimitRetry(AsyncRateLimitErrorRetryHandler):
+    """Retries 429s like slack-sdk's handler, except that a post waits exactly ``Retry-After``.
+
+    slack-sdk adds up to a second of jitter to spread concurrent retries apart; posts are
+    already queued one at a time per channel (``_post_message``), where the jitter would only
+    stretch a burst of asks to one channel to ~1.5 s per message instead of Slack's 1.
+    """
+
+    async def prepare_for_next_attempt_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        """Sleep ``Retry-After`` for a post, else as slack-sdk does; then retry."""
+        if response is None or not request.url.endswith("/chat.postMessage"):
+            await super().prepare_for_next_attempt_async(
+                state=state, request=request, response=response, error=error
+            )
+            return
+        values = [v for k, v in response.headers.items() if k.lower() == "retry-after"]
+        wait = values[0][0] if values and values[0] else "1"
+        state.next_attempt_requested = True
+        await asyncio.sleep(float(wait) if wait.isdigit() else 1.0)
+        state.increment_current_attempt()
+
+
 def _default_retry_handlers(client: AsyncWebClient) -> None:
     """Make sure 429s, connection errors and 5xx are retried, keeping the user's own handlers."""
     kinds = {type(h) for h in client.retry_handlers}
     if AsyncConnectionErrorRetryHandler not in kinds:
         client.retry_handlers.append(AsyncConnectionErrorRetryHandler(max_retry_count=2))
-    if AsyncRateLimitErrorRetryHandler not in kinds:
-        client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=5))
+    if not any(isinstance(h, AsyncRateLimitErrorRetryHandler) for h in client.retry_handlers):
+        client.retry_handlers.append(_RateLimitRetry(max_retry_count=5))
     if AsyncServerErrorRetryHandler not in kinds:
         client.retry_handlers.append(AsyncServerErrorRetryHandler(max_retry_count=2))
+
+
+# What a Web API call raises: Slack's refusals, and the network's failures (timeouts, refused
+# or dropped connections), which slack-sdk passes on as they are once its retries give up.
+SLACK_FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, TimeoutError)
 
 
 def provider_failed(exc: Exception, *, doing: str) -> UserInteractionError:
@@ -144,7 +184,7 @@ def provider_failed(exc: Exception, *, doing: str) -> UserInteractionError:
         advice = _SLACK_ADVICE.get(error, "see Slack's documentation for this error")
         message = f"Slack refused {doing}: {error} ({advice})"
     else:
-        message = f"could not reach Slack for {doing}: {exc}"
+        message = f"could not reach Slack {doing}: {exc or type(exc).__name__}"
     return UserInteractionError(ErrorCode.PROVIDER_FAILED, message)
 
 
@@ -206,6 +246,10 @@ class SlackProvider:
         self._identity_lock = asyncio.Lock()
         self._route = route
         self._dm_channels: dict[str, str] = {}
+        # One post at a time per channel (see _post_message); unused locks are dropped.
+        self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         # Asks that an ask() call in this process is waiting for: closing rejects them.
         self._waiting: set[str] = set()
         self._expiry = Expiry(store=self.store, expire=self.expire, sweep_interval=sweep_interval)
@@ -214,6 +258,9 @@ class SlackProvider:
         self._closed = False
         self._app: AsyncApp | None = None
         self._socket: Any = None
+        # The HTTP session lent to a client that has none (see _lend_session).
+        self._session: aiohttp.ClientSession | None = None
+        self._session_returned = False
 
     # ---- the seam -------------------------------------------------------------------------
 
@@ -260,6 +307,7 @@ class SlackProvider:
         """
         if self._closed:
             raise ask_closed()
+        self._lend_session()
         resolved = await self._resolve(request, target)
         ask_id = secrets.token_urlsafe(12)
         deadline = time.time() + resolved.timeout if resolved.timeout is not None else None
@@ -307,7 +355,7 @@ class SlackProvider:
                 with contextlib.suppress(Exception):
                     await posting
                 raise
-        except (SlackApiError, SlackClientError) as exc:
+        except SLACK_FAILURES as exc:
             self._waiting.discard(ask_id)
             error = provider_failed(exc, doing="to post the question")
             await self._end(
@@ -407,8 +455,8 @@ class SlackProvider:
         """Post every question; the record after, with late messages withdrawn if it ended."""
         channel = await self._open_channel(record.target.channel)
         for index, message in enumerate(rendered):
-            response = await self.client.chat_postMessage(
-                channel=channel,
+            response = await self._post_message(
+                channel,
                 thread_ts=record.target.thread_ts,
                 text=message.text,
                 blocks=message.blocks,
@@ -423,15 +471,26 @@ class SlackProvider:
             parts = len(message.detail_overflow)
             for part, piece in enumerate(message.detail_overflow, start=1):
                 reply = render_detail_reply(piece, part=part, parts=parts)
-                await self.client.chat_postMessage(
-                    channel=channel, thread_ts=record.target.thread_ts or ts, **reply
-                )
+                await self._post_message(channel, thread_ts=record.target.thread_ts or ts, **reply)
         self.events.emit("posted", record.id, channel=channel, messages=len(rendered))
         current = await self.store.get(ask_id=record.id)
         if current is not None and not current.pending:
             # It ended (closed, aborted) while a post was in flight: withdraw what landed late.
             await self._withdraw(current)
         return current
+
+    async def _post_message(self, channel: str, **fields: Any) -> AsyncSlackResponse:
+        """``chat.postMessage``, one at a time per channel.
+
+        Slack takes about one message per second per channel and answers the rest 429; posts
+        sent together would be refused together, retried together and, with many, run out of
+        retries. Queued, each waits its turn and needs at most a retry or two.
+        """
+        lock = self._post_locks.get(channel)
+        if lock is None:
+            lock = self._post_locks[channel] = asyncio.Lock()
+        async with lock:
+            return await self.client.chat_postMessage(channel=channel, **fields)
 
     async def _end(
         self,
@@ -443,6 +502,7 @@ class SlackProvider:
         method: str | None = None,
     ) -> AskRecord | None:
         """Claim a final outcome other than an answer; the winner withdraws the messages."""
+        self._lend_session()
         won, record = await self.store.finish(
             ask_id=ask_id, status=status, error=error, at=utcnow()
         )
@@ -475,9 +535,10 @@ class SlackProvider:
             await self.client.chat_update(
                 channel=message.channel, ts=message.ts, text=final.text, blocks=final.blocks
             )
-        except (SlackApiError, SlackClientError) as exc:
+        except SLACK_FAILURES as exc:
             # The outcome is already recorded and returned; a stale message is only cosmetic.
-            self.events.emit("slack_error", ask_id, method="chat.update", error=str(exc))
+            error = str(exc) or type(exc).__name__
+            self.events.emit("slack_error", ask_id, method="chat.update", error=error)
 
     # ---- clicks ---------------------------------------------------------------------------
 
@@ -485,9 +546,10 @@ class SlackProvider:
         """Apply one click: answer its question, or tell the clicker privately why not."""
         if click.kind is ClickKind.TOGGLE:
             return
+        self._lend_session()
         try:
             team, app = await self.identity()
-        except (SlackApiError, SlackClientError):
+        except SLACK_FAILURES:
             _log.exception("auth.test failed; cannot check which workspace a click came from")
             self._notify(click, notices.cannot_record())
             return
@@ -579,8 +641,8 @@ class SlackProvider:
             await self.client.chat_postEphemeral(
                 channel=channel, user=user, text=text, thread_ts=thread_ts
             )
-        except (SlackApiError, SlackClientError) as exc:
-            _log.warning("could not tell %s privately: %s", user, exc)
+        except SLACK_FAILURES as exc:
+            _log.warning("could not tell %s privately: %s", user, exc or type(exc).__name__)
 
     # ---- Slack transport --------------------------------------------------------------------
 
@@ -638,6 +700,28 @@ class SlackProvider:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
+    def _lend_session(self) -> None:
+        """Lend the client one HTTP session for the provider's life, if it has none.
+
+        Without a ``session``, ``AsyncWebClient`` opens a new aiohttp session, and so a new
+        connection, for every call; ``aclose`` takes the lent session back and closes it.
+        Calls keep the client's timeout and, as before, no cap on how many run at once.
+        """
+        if self._session is None and not self._session_returned and self.client.session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.client.timeout),
+                connector=aiohttp.TCPConnector(limit=0),
+            )
+            self.client.session = self._session
+
+    async def _return_session(self) -> None:
+        self._session_returned = True
+        if self._session is not None:
+            if self.client.session is self._session:
+                self.client.session = None
+            await self._session.close()
+            self._session = None
+
     def start_expiry(self) -> None:
         """Start timing out due asks now, also those other replicas created (needs a loop)."""
         self._expiry.start()
@@ -663,6 +747,7 @@ class SlackProvider:
         if self._socket is not None:
             await self._socket.close_async()
             self._socket = None
+        await self._return_session()
 
     async def __aenter__(self) -> SlackProvider:
         return self

@@ -1,0 +1,273 @@
+"""The server under test in a process of its own, driven by its parent over stdin/stdout.
+
+``python -m bench.server relay|bolt|floor --slack-url URL [--cpu N]`` serves a
+``SlackProvider``'s aiohttp app (or bare Bolt, or the floor) on a free loopback port, prints
+``{"port": …}`` and then answers one JSON line per command line read:
+
+- ``ask N``: N more agents call ``ask()`` (in waves); answered once all N are posted;
+- ``stats``: CPU seconds, RSS, asks answered and pending, timers and tasks of the loop;
+- ``gc``: a full collection; ``idle S``: CPU used while sleeping S seconds;
+- ``slack_url URL``: send further Web API calls to URL;
+- ``trace_requests N``: bytes tracemalloc sees for building N requests alone;
+- ``trace_ask N``: like ``ask N`` with tracemalloc on: bytes still held per ask, by file;
+- ``quit``.
+
+Keeping the fake Slack and the load generator in another process keeps their CPU time and
+memory out of the figures; ``--cpu`` pins the server to one CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import resource
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bench.common import (
+    BOT_TOKEN,
+    CHANNEL,
+    SECRET,
+    bare_bolt_app,
+    floor_app,
+    pin_to_cpu,
+    request,
+    rss_bytes,
+    serve,
+)
+from relay.events import AskEvent
+from relay.slack import SlackProvider
+
+_WAVE = 200
+
+
+class Agents:
+    """Agents blocked in ``provider.ask()``, started in waves so that posts stay bounded."""
+
+    def __init__(self, provider: SlackProvider) -> None:
+        self.provider = provider
+        self.started = 0
+        self.answered = 0
+        self.failed = 0
+        self.posted = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._wave_done = asyncio.Event()
+        provider.events.subscribe(self._observe)
+
+    def _observe(self, event: AskEvent) -> None:
+        if event.name == "posted":
+            self.posted += 1
+            self._check()
+
+    def _check(self) -> None:
+        if self.posted + self.failed >= self.started:
+            self._wave_done.set()
+
+    async def _agent(self, number: int) -> None:
+        try:
+            await self.provider.ask(request(number))
+            self.answered += 1
+        except Exception:
+            self.failed += 1
+            self._check()
+
+    async def ask(self, count: int) -> float:
+        """Start ``count`` more agents; the seconds until all of them were posted."""
+        began = time.perf_counter()
+        target = self.started + count
+        while self.started < target:
+            wave = min(_WAVE, target - self.started)
+            self._wave_done.clear()
+            for number in range(self.started, self.started + wave):
+                task = asyncio.create_task(self._agent(number))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            self.started += wave
+            await asyncio.wait_for(self._wave_done.wait(), timeout=120)
+        return time.perf_counter() - began
+
+    async def close(self) -> None:
+        """Let every agent finish (the provider's close ends the pending asks)."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def run(kind: str, slack_url: str) -> None:
+    """Serve, then obey commands until ``quit`` or end of input."""
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=slack_url)
+    provider: SlackProvider | None = None
+    agents: Agents | None = None
+    if kind == "relay":
+        provider = SlackProvider(client=client, signing_secret=SECRET, channel=CHANNEL)
+        agents = Agents(provider)
+        app = provider.web_app()
+    elif kind == "bolt":
+        app = bare_bolt_app(client).web_app(path="/slack/events")
+    else:
+        app = floor_app()
+    runner, port = await serve(app)
+    reply({"port": port})
+    loop = asyncio.get_running_loop()
+    try:
+        while line := await loop.run_in_executor(None, sys.stdin.readline):
+            command, *rest = line.split()
+            if command == "quit":
+                break
+            if command == "slack_url":
+                client.base_url = rest[0]
+                reply({"slack_url": rest[0]})
+                continue
+            reply(await obey(command, rest, agents))
+    finally:
+        if provider is not None:
+            await provider.aclose()
+        if agents is not None:
+            await agents.close()
+        await runner.cleanup()
+
+
+async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str, Any]:
+    """Carry out one command; its answer."""
+    if command == "stats":
+        loop = asyncio.get_running_loop()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        out: dict[str, Any] = {
+            "cpu": time.process_time(),
+            "user_cpu": usage.ru_utime,
+            "system_cpu": usage.ru_stime,
+            "context_switches": usage.ru_nvcsw + usage.ru_nivcsw,
+            "rss": rss_bytes(),
+            # Timers the loop holds: a timer per pending ask would show here.
+            "timers": len(getattr(loop, "_scheduled", ())),
+            "tasks": len(asyncio.all_tasks()),
+        }
+        if agents is not None:
+            out.update(
+                answered=agents.answered,
+                failed=agents.failed,
+                posted=agents.posted,
+                pending=await agents.provider.store.count_pending(),
+            )
+        return out
+    if command == "gc":
+        gc.collect()
+        return {"rss": rss_bytes()}
+    if command == "idle":
+        seconds = float(args[0])
+        cpu = time.process_time()
+        await asyncio.sleep(seconds)
+        return {"cpu": time.process_time() - cpu, "seconds": seconds}
+    if command == "trace_requests":
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        held = [request(n) for n in range(int(args[0]))]
+        size = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        del held
+        return {"bytes": size}
+    if agents is None:
+        raise SystemExit(f"{command} needs the relay")
+    if command == "ask":
+        return {"seconds": await agents.ask(int(args[0])), "posted": agents.posted}
+    if command == "trace_ask":
+        count = int(args[0])
+        gc.collect()
+        tracemalloc.start(1)
+        before = tracemalloc.take_snapshot()
+        seconds = await agents.ask(count)
+        await asyncio.sleep(0.5)  # let connections to the fake settle back into the pool
+        gc.collect()
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        by_file: Counter[str] = Counter()
+        for stat in after.compare_to(before, "filename"):
+            by_file[_short(stat.traceback[0].filename)] += stat.size_diff
+        return {
+            "seconds": seconds,
+            "bytes": sum(by_file.values()),
+            "by_file": dict(by_file.most_common(15)),
+        }
+    raise SystemExit(f"unknown command {command!r}")
+
+
+def _short(filename: str) -> str:
+    for marker in ("site-packages/", "/relay/", "/lib/python3"):
+        if marker in filename:
+            return (
+                filename.split(marker, 1)[1]
+                if marker != "/relay/"
+                else "relay/" + (filename.split(marker, 1)[1])
+            )
+    return filename
+
+
+def reply(data: dict[str, Any]) -> None:
+    """One JSON line to the parent."""
+    sys.stdout.write(json.dumps(data) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    """Parse the command line and serve."""
+    parser = argparse.ArgumentParser(description="a server under test (see bench/server.py)")
+    parser.add_argument("kind", choices=["relay", "bolt", "floor"])
+    parser.add_argument("--slack-url", required=True)
+    parser.add_argument("--cpu", type=int, default=None)
+    args = parser.parse_args()
+    if args.cpu is not None:
+        pin_to_cpu(args.cpu)
+    asyncio.run(run(args.kind, args.slack_url))
+
+
+class Child:
+    """The parent's handle on a ``bench.server`` process."""
+
+    def __init__(self, process: asyncio.subprocess.Process, port: int) -> None:
+        self.process = process
+        self.port = port
+
+    @classmethod
+    async def start(cls, kind: str, *, slack_url: str, cpu: int | None = None) -> Child:
+        """Start a server process and wait for its port."""
+        command = [sys.executable, "-m", "bench.server", kind, "--slack-url", slack_url]
+        if cpu is not None:
+            command += ["--cpu", str(cpu)]
+        process = await asyncio.create_subprocess_exec(
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
+        child = cls(process, 0)
+        child.port = int((await child._read())["port"])
+        return child
+
+    async def _read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = await self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the server exited with {await self.process.wait()}")
+        data: dict[str, Any] = json.loads(line)
+        return data
+
+    async def command(self, *words: object) -> dict[str, Any]:
+        """Send one command; its answer."""
+        assert self.process.stdin is not None
+        self.process.stdin.write((" ".join(map(str, words)) + "\n").encode())
+        await self.process.stdin.drain()
+        return await self._read()
+
+    async def stop(self) -> None:
+        """Kill it: its figures are taken, and a graceful close would withdraw every pending
+        ask, one ``chat.update`` each, which is not what is being measured."""
+        if self.process.returncode is None:
+            self.process.kill()
+        await self.process.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Every benchmark's smoke mode runs end to end, so that the benchmarks cannot rot.
+
+Each runs as users run it (``python -m bench.<name> --smoke``) and must exit 0 and write its
+JSON; nothing about speed is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ["click_latency", "throughput", "pending_memory", "replicas", "slack_economy"]
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_benchmark_smoke_mode_runs(name: str) -> None:
+    result = subprocess.run(  # noqa: S603 - our interpreter and module
+        [sys.executable, "-m", f"bench.{name}", "--smoke"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    written = json.loads((ROOT / "bench" / "results" / f"{name}_smoke.json").read_text())
+    assert written["smoke"] is True
+    assert written["targets"], "each benchmark reports its targets"
+    assert all(t["met"] is None for t in written["targets"].values()), "smoke judges no speed"
