@@ -4,8 +4,9 @@ Every ask gets five clicks (three people, two of them clicking twice) sent to a 
 replica in a random order, with bounded concurrency; 100 asks race their clicks against a
 timeout and 100 against a DELETE. Person *i* always clicks option *i*, so that the answer
 recorded shows whose click it came from. Afterwards: exactly one outcome per ask, the
-recorded responder is the one whose click won, every other click was told so privately, and
-neither replica holds more file descriptors (or pending asks) than before.
+recorded responder is the one whose click won, every other click was told so privately, no
+ask is pending, and neither replica holds descriptors beyond those it held after a warm-up
+round, but for its (bounded) pools of connections to Redis and Slack.
 """
 
 from __future__ import annotations
