@@ -20,7 +20,6 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
-from .actions import HumanActions
 from .faults import ApiReply, Fault, FaultPlan, RateLimiter
 from .human import Humans
 from .records import ClickResult, FakeMessage, RecordedCall
@@ -34,7 +33,7 @@ _JSON_STRING_FIELDS = ("blocks", "attachments", "metadata")
 _APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 
 
-class FakeSlack(CallLog, HumanActions):
+class FakeSlack(CallLog, Humans):
     """A fake Slack workspace served over real HTTP on ``127.0.0.1`` (a free port).
 
     Answers the Web API like Slack (validation and errors included), records every call,
@@ -70,7 +69,8 @@ class FakeSlack(CallLog, HumanActions):
         self._faults = FaultPlan()
         self._limiter = RateLimiter()
         self._sockets = SocketModeServer(api_app_id=api_app_id, changed=self._changes.notify)
-        self._humans = Humans(
+        Humans.__init__(
+            self,
             workspace=self._workspace,
             deliver=self.post_interaction,
             response_url_base=lambda: f"{self.url}response/",

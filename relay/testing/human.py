@@ -115,6 +115,18 @@ class Humans:
         located = find_button(blocks, text, block_id=block_id, action_id=action_id)
         return await self._use(message, located, user=user, version=version)
 
+    async def submit(
+        self, message: FakeMessage, *, user: str, version: int | None = None
+    ) -> ClickResult:
+        """``user`` clicks the ``Submit`` button."""
+        return await self.click(message, "Submit", user=user, version=version)
+
+    async def skip(
+        self, message: FakeMessage, *, user: str, version: int | None = None
+    ) -> ClickResult:
+        """``user`` clicks the ``Skip`` button."""
+        return await self.click(message, "Skip", user=user, version=version)
+
     async def select(
         self,
         message: FakeMessage,
