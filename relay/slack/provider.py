@@ -59,6 +59,7 @@ from relay.slack.render import (
     render_outcome,
     render_question,
 )
+from relay.slack.webapi import LeanCalls
 from relay.store import (
     AskError,
     AskRecord,
@@ -233,6 +234,8 @@ class SlackProvider:
             client = AsyncWebClient(**kwargs)
         _default_retry_handlers(client)
         self.client = client
+        # chat.update and chat.postEphemeral, the calls a click makes (see relay.slack.webapi).
+        self._lean = LeanCalls(client)
         self.store: AskStore = store if store is not None else MemoryStore()
         self.events = events if events is not None else Events()
         self._signing_secret = signing_secret
@@ -532,8 +535,14 @@ class SlackProvider:
 
     async def _update(self, ask_id: str, message: MessageRef, final: RenderedQuestion) -> None:
         try:
-            await self.client.chat_update(
-                channel=message.channel, ts=message.ts, text=final.text, blocks=final.blocks
+            await self._lean.call(
+                "chat.update",
+                {
+                    "channel": message.channel,
+                    "ts": message.ts,
+                    "text": final.text,
+                    "blocks": final.blocks,
+                },
             )
         except SLACK_FAILURES as exc:
             # The outcome is already recorded and returned; a stale message is only cosmetic.
@@ -638,9 +647,10 @@ class SlackProvider:
 
     async def _ephemeral(self, channel: str, user: str, thread_ts: str | None, text: str) -> None:
         try:
-            await self.client.chat_postEphemeral(
-                channel=channel, user=user, text=text, thread_ts=thread_ts
-            )
+            fields = {"channel": channel, "user": user, "text": text}
+            if thread_ts is not None:
+                fields["thread_ts"] = thread_ts
+            await self._lean.call("chat.postEphemeral", fields)
         except SLACK_FAILURES as exc:
             _log.warning("could not tell %s privately: %s", user, exc or type(exc).__name__)
 

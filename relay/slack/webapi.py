@@ -1,0 +1,151 @@
+"""Web API calls on a click's hot path, sent without slack-sdk's per-call machinery.
+
+Every answered click costs one ``chat.update``. Through ``AsyncWebClient.api_call`` that
+call spent about as much CPU in slack-sdk (argument merging, header building, debug-log
+strings formatted whether or not debug logging is on) as aiohttp spent sending it, which
+kept the relay's click throughput well under bare Bolt's (see BENCHMARKS.md).
+``LeanCalls.call`` sends the very same request (the client's URL, token, headers, default
+parameters, session, proxy and SSL settings; a JSON body) and treats failures the way
+slack-sdk does: the client's own retry handlers decide on retries and waits, and a refusal
+raises ``SlackApiError`` with an ``AsyncSlackResponse``. A successful call skips the retry
+handlers, which only act on failures. Without a live session (the provider lends one while
+it runs) the call goes through slack-sdk as before.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urljoin
+
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+__all__ = ["LeanCalls", "encode_json"]
+
+# As slack-sdk: stop a misbehaving retry handler from looping forever.
+_MAX_ATTEMPTS = 100
+
+
+def encode_json(fields: dict[str, Any]) -> bytes:
+    """The JSON body slack-sdk would send for ``fields`` (``json.dumps``' defaults)."""
+    return json.dumps(fields).encode()
+
+
+class LeanCalls:
+    """Sends JSON-bodied Web API calls for ``client`` with little per-call overhead."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+        self._urls: dict[tuple[str, str], str] = {}
+        self._headers_for: tuple[object, ...] | None = None
+        self._headers: dict[str, str] = {}
+
+    async def call(self, method: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Call ``method`` with ``fields`` as its JSON body; the response data.
+
+        Raises ``SlackApiError`` when Slack refuses the call and the network's errors
+        (``aiohttp.ClientError``, ``TimeoutError``) once the client's retry handlers give up.
+        """
+        client = self.client
+        session = client.session
+        if session is None or session.closed:
+            response = await client.api_call(method, json=dict(fields))
+            return dict(response.data) if isinstance(response.data, dict) else {}
+        body = {**client.default_params, **fields} if client.default_params else fields
+        url = self._url(method)
+        headers = self._current_headers()
+        options: dict[str, Any] = {}
+        if client.proxy:
+            options["proxy"] = client.proxy
+        if client.ssl is not None:
+            options["ssl"] = client.ssl
+        payload = encode_json(body)
+        state = RetryState()
+        retry_request: HttpRequest | None = None
+        for _ in range(_MAX_ATTEMPTS):
+            state.next_attempt_requested = False
+            try:
+                async with session.post(url, data=payload, headers=headers, **options) as res:
+                    raw = await res.read()
+                    status, reply_headers = res.status, res.headers
+                    is_json = res.content_type == "application/json"
+            except Exception as exc:
+                retry_request = retry_request or _retry_request(url, headers, body)
+                for handler in client.retry_handlers:
+                    if await handler.can_retry_async(
+                        state=state, request=retry_request, response=None, error=exc
+                    ):
+                        await handler.prepare_for_next_attempt_async(
+                            state=state, request=retry_request, response=None, error=exc
+                        )
+                        break
+                if state.next_attempt_requested:
+                    continue
+                raise
+            data = _decode(raw) if is_json else {}
+            if status == 200 and data.get("ok"):
+                return data
+            retry_request = retry_request or _retry_request(url, headers, body)
+            retry_response = HttpResponse(
+                status_code=status,
+                headers=reply_headers,  # type: ignore[arg-type]
+                body=data,
+            )
+            for handler in client.retry_handlers:
+                if await handler.can_retry_async(
+                    state=state, request=retry_request, response=retry_response
+                ):
+                    await handler.prepare_for_next_attempt_async(
+                        state=state, request=retry_request, response=retry_response
+                    )
+                    break
+            if state.next_attempt_requested:
+                continue
+            refused = AsyncSlackResponse(
+                client=client,
+                http_verb="POST",
+                api_url=url,
+                req_args={"json": body},
+                data=data,
+                headers=dict(reply_headers),
+                status_code=status,
+            )
+            refused.validate()  # type: ignore[no-untyped-call]  # raises SlackApiError, as slack-sdk does
+            return data
+        raise RuntimeError(f"{method}: the client's retry handlers never stopped retrying")
+
+    def _url(self, method: str) -> str:
+        key = (self.client.base_url, method)
+        url = self._urls.get(key)
+        if url is None:
+            url = self._urls[key] = urljoin(key[0], method)
+        return url
+
+    def _current_headers(self) -> dict[str, str]:
+        """slack-sdk's headers for a JSON call, rebuilt when the token or headers change."""
+        client = self.client
+        key = (client.token, *client.headers.items())
+        if key != self._headers_for:
+            headers: dict[str, str] = {}
+            if client.token:
+                headers["Authorization"] = f"Bearer {client.token}"
+            headers.update(client.headers)
+            headers["Content-Type"] = "application/json;charset=utf-8"
+            self._headers, self._headers_for = headers, key
+        return self._headers
+
+
+def _decode(raw: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _retry_request(url: str, headers: dict[str, str], body: dict[str, Any]) -> HttpRequest:
+    return HttpRequest(method="POST", url=url, headers=dict(headers), body_params=body)

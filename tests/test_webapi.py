@@ -1,0 +1,151 @@
+"""relay.slack.webapi: the lean Web API calls send what slack-sdk sends and fail as it fails."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from relay.slack.provider import _default_retry_handlers
+from relay.slack.webapi import LeanCalls
+from relay.testing import FakeSlack
+from tests.redis_server import free_port
+
+TOKEN = "xoxb-1-webapi"
+
+
+@asynccontextmanager
+async def lean(slack: FakeSlack, **options: Any) -> AsyncIterator[LeanCalls]:
+    """LeanCalls for a client of ``slack`` with the provider's retry handlers and a session."""
+    client = AsyncWebClient(token=TOKEN, base_url=slack.base_url, **options)
+    _default_retry_handlers(client)
+    async with aiohttp.ClientSession() as session:
+        client.session = session
+        yield LeanCalls(client)
+
+
+async def posted(calls: LeanCalls) -> str:
+    data = await calls.call("chat.postMessage", {"channel": "C1", "text": "Deploy?"})
+    return str(data["ts"])
+
+
+async def test_an_update_lands_with_its_blocks_token_and_default_params() -> None:
+    async with FakeSlack() as slack, lean(slack, team_id="T0TEAM") as calls:
+        ts = await posted(calls)
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "Approved ✓"}}]
+        data = await calls.call(
+            "chat.update", {"channel": "C1", "ts": ts, "text": "Approved", "blocks": blocks}
+        )
+        assert data["ok"] is True
+        (update,) = slack.calls_to("chat.update")
+        assert update.token == TOKEN
+        assert update.args == {
+            "channel": "C1",
+            "ts": ts,
+            "text": "Approved",
+            "blocks": blocks,
+            "team_id": "T0TEAM",
+        }
+        assert "Approved ✓" in json.dumps(slack.messages[0].blocks, ensure_ascii=False)
+
+
+async def test_a_refusal_raises_slack_api_error_after_one_call() -> None:
+    async with FakeSlack() as slack, lean(slack) as calls:
+        slack.fail("chat.update", error="message_not_found")
+        with pytest.raises(SlackApiError) as info:
+            await calls.call("chat.update", {"channel": "C1", "ts": "1.1", "text": "x"})
+        assert info.value.response["error"] == "message_not_found"
+        assert info.value.response.status_code == 200
+        assert [c.error for c in slack.calls_to("chat.update")] == ["message_not_found"]
+
+
+async def test_429_waits_retry_after_then_succeeds() -> None:
+    async with FakeSlack() as slack, lean(slack) as calls:
+        ts = await posted(calls)
+        slack.fail("chat.update", status=429, retry_after=1, times=1)
+        began = time.monotonic()
+        await calls.call("chat.update", {"channel": "C1", "ts": ts, "text": "done"})
+        assert time.monotonic() - began >= 1.0
+        assert [c.status for c in slack.calls_to("chat.update")] == [429, 200]
+
+
+async def test_server_errors_are_retried_as_slack_sdk_retries_them() -> None:
+    async with FakeSlack() as slack, lean(slack) as calls:
+        ts = await posted(calls)
+        slack.fail("chat.update", status=503, times=2)
+        await calls.call("chat.update", {"channel": "C1", "ts": ts, "text": "done"})
+        assert [c.status for c in slack.calls_to("chat.update")] == [503, 503, 200]
+        # One more failure than the handler retries: the 5xx surfaces as SlackApiError.
+        slack.fail("chat.update", status=500, times=3)
+        with pytest.raises(SlackApiError) as info:
+            await calls.call("chat.update", {"channel": "C1", "ts": ts, "text": "again"})
+        assert info.value.response.status_code == 500
+
+
+async def test_an_unreachable_slack_raises_the_network_error_after_the_retries() -> None:
+    client = AsyncWebClient(token=TOKEN, base_url=f"http://127.0.0.1:{free_port()}/api/")
+    _default_retry_handlers(client)
+    async with aiohttp.ClientSession() as session:
+        client.session = session
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await LeanCalls(client).call("chat.update", {"channel": "C1", "ts": "1", "text": "x"})
+
+
+async def test_without_a_session_the_call_goes_through_slack_sdk() -> None:
+    async with FakeSlack() as slack:
+        client = AsyncWebClient(token=TOKEN, base_url=slack.base_url)
+        calls = LeanCalls(client)
+        ts = await posted(calls)
+        await calls.call("chat.update", {"channel": "C1", "ts": ts, "text": "done"})
+        assert [c.method for c in slack.calls] == ["chat.postMessage", "chat.update"]
+        slack.fail("chat.update", error="cant_update_message")
+        with pytest.raises(SlackApiError):
+            await calls.call("chat.update", {"channel": "C1", "ts": ts, "text": "x"})
+
+
+async def test_the_request_is_the_one_slack_sdk_sends() -> None:
+    """Headers (token, user agent, the client's own) and body match slack-sdk's, byte for
+    byte in the JSON, so that Slack cannot tell the two paths apart."""
+    seen: list[tuple[str, dict[str, str], Any]] = []
+
+    async def record(request: web.Request) -> web.Response:
+        headers = {k: v for k, v in request.headers.items() if k in _COMPARED}
+        seen.append((request.path, headers, json.loads(await request.read())))
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post("/api/{method}", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        client = AsyncWebClient(
+            token=TOKEN,
+            base_url=f"http://127.0.0.1:{port}/api/",
+            headers={"X-Operator": "ops"},
+            user_agent_prefix="relay-test",
+            team_id="T0TEAM",
+        )
+        fields = {"channel": "C1", "ts": "1.2", "text": "é", "blocks": [{"type": "divider"}]}
+        await client.chat_update(**fields)  # type: ignore[arg-type]
+        async with aiohttp.ClientSession() as session:
+            client.session = session
+            await LeanCalls(client).call("chat.update", fields)
+    finally:
+        await runner.cleanup()
+    assert len(seen) == 2
+    assert seen[0] == seen[1]
+    assert seen[1][1]["Authorization"] == f"Bearer {TOKEN}"
+    assert seen[1][1]["User-Agent"].startswith("relay-test")
+
+
+_COMPARED = ("Authorization", "Content-Type", "User-Agent", "X-Operator")
