@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relay.errors import RelayConfigError
+from relay.tuning import DEFAULT_GC_THRESHOLD
 
 __all__ = ["ENV_VARS", "NO_CREDENTIALS_HELP", "Settings"]
 
@@ -34,6 +35,8 @@ ENV_VARS: dict[str, str] = {
     "PORT": "port to listen on (default 3000)",
     "REDIS_URL": "Redis URL for state shared between replicas (default: in memory)",
     "RELAY_LOG_LEVEL": "debug, info, warning or error (default info)",
+    "RELAY_GC_THRESHOLD": "Python's first-generation GC threshold (default 50000; 'python'"
+    " keeps CPython's own)",
 }
 
 NO_CREDENTIALS_HELP = """\
@@ -74,6 +77,7 @@ class Settings:
     port: int = 3000
     redis_url: str | None = None
     log_level: str = "info"
+    gc_threshold: int | None = DEFAULT_GC_THRESHOLD
 
     @property
     def socket_mode(self) -> bool:
@@ -152,6 +156,7 @@ class Settings:
             port=_port(get("PORT")),
             redis_url=_redis(get("REDIS_URL")),
             log_level=_log_level(get("RELAY_LOG_LEVEL")),
+            gc_threshold=_gc_threshold(get("RELAY_GC_THRESHOLD")),
         )
 
 
@@ -214,6 +219,12 @@ def _redis(raw: str | None) -> str | None:
             setting="REDIS_URL",
         )
     return raw
+
+
+def _gc_threshold(raw: str | None) -> int | None:
+    if raw is not None and raw.lower() == "python":
+        return None
+    return int(_number(raw, "RELAY_GC_THRESHOLD", DEFAULT_GC_THRESHOLD, whole=True))
 
 
 def _log_level(raw: str | None) -> str:

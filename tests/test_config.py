@@ -48,6 +48,7 @@ def test_every_setting_is_read() -> None:
             "RELAY_HOST": "127.0.0.1",
             "REDIS_URL": "redis://r:6379/0",
             "RELAY_LOG_LEVEL": "DEBUG",
+            "RELAY_GC_THRESHOLD": "20000",
         }
     )
     assert settings.socket_mode
@@ -56,6 +57,12 @@ def test_every_setting_is_read() -> None:
     assert settings.timeout is None
     assert (settings.max_wait, settings.retention, settings.max_body) == (30, 60, 1000)
     assert settings.log_level == "debug"
+    assert settings.gc_threshold == 20000
+
+
+def test_the_gc_threshold_defaults_high_and_python_keeps_cpythons() -> None:
+    assert Settings.from_env(GOOD).gc_threshold == 50_000
+    assert Settings.from_env({**GOOD, "RELAY_GC_THRESHOLD": "Python"}).gc_threshold is None
 
 
 def test_tokens_come_from_a_file_and_never_show_in_repr(tmp_path: Path) -> None:
@@ -87,6 +94,8 @@ def test_tokens_come_from_a_file_and_never_show_in_repr(tmp_path: Path) -> None:
         ({"SLACK_API_URL": "slack.com/api"}, "SLACK_API_URL"),
         ({"RELAY_LOG_LEVEL": "loud"}, "RELAY_LOG_LEVEL"),
         ({"RELAY_MAX_BODY": "1.5"}, "RELAY_MAX_BODY"),
+        ({"RELAY_GC_THRESHOLD": "0"}, "RELAY_GC_THRESHOLD"),
+        ({"RELAY_GC_THRESHOLD": "lots"}, "RELAY_GC_THRESHOLD"),
     ],
 )
 def test_a_bad_setting_names_the_variable(change: dict[str, str], variable: str) -> None:

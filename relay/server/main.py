@@ -17,6 +17,7 @@ from relay.server.app import build_app
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
+from relay.tuning import tune_gc
 
 __all__ = ["RedactingFilter", "configure_logging", "run", "serve"]
 
@@ -128,4 +129,6 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
 def run(settings: Settings) -> None:
     """Configure logging and serve until stopped (the body of ``relay serve``)."""
     configure_logging(settings)
+    if settings.gc_threshold is not None:
+        tune_gc(settings.gc_threshold)  # many pending asks make CPython's defaults costly
     asyncio.run(serve(settings))
