@@ -301,11 +301,17 @@ def rss_bytes() -> int:
 
 
 def pin_to_cpu(cpu: int) -> bool:
-    """Run this process on one CPU only (when the machine has it); whether it was pinned."""
-    if not hasattr(os, "sched_setaffinity") or cpu not in os.sched_getaffinity(0):
+    """Run this process on one CPU only (when the machine has it); whether it was pinned.
+
+    A child inherits its parent's pinning, so a server started by a load generator pinned
+    to CPU 1 may still ask for CPU 0: whether the machine has it is what counts."""
+    if not hasattr(os, "sched_setaffinity") or cpu >= (os.cpu_count() or 1):
         return False
-    os.sched_setaffinity(0, {cpu})
-    return True
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:  # not a CPU this process may use (a container's cpuset, say)
+        return False
+    return os.sched_getaffinity(0) == {cpu}
 
 
 def arguments(description: str) -> argparse.Namespace:

@@ -7,6 +7,8 @@
 - ``ask N``: N more agents call ``ask()`` (in waves); answered once all N are posted;
 - ``stats``: CPU seconds, RSS, asks answered and pending, timers and tasks of the loop;
 - ``gc``: a full collection; ``idle S``: CPU used while sleeping S seconds;
+- ``gc_mode relay|python``: the collector settings ``relay serve`` starts with
+  (``relay.tuning.tune_gc``, the default here for every kind of server) or CPython's own;
 - ``slack_url URL``: send further Web API calls to URL;
 - ``trace_requests N``: bytes tracemalloc sees for building N requests alone;
 - ``trace_ask N``: like ``ask N`` with tracemalloc on: bytes still held per ask, by file;
@@ -22,6 +24,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import resource
 import sys
 import time
@@ -44,8 +47,30 @@ from bench.common import (
 )
 from relay.events import AskEvent
 from relay.slack import SlackProvider
+from relay.tuning import tune_gc
 
 _WAVE = 200
+_PYTHON_GC = gc.get_threshold()
+
+
+class Collections:
+    """Counts the collector's passes per generation and the seconds they took."""
+
+    def __init__(self) -> None:
+        self.count = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._began = 0.0
+        gc.callbacks.append(self._observe)
+
+    def _observe(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.count[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.perf_counter() - self._began
+
+
+COLLECTIONS: Collections | None = None  # set in the server process only
 
 
 class Agents:
@@ -146,6 +171,10 @@ async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str
             # Timers the loop holds: a timer per pending ask would show here.
             "timers": len(getattr(loop, "_scheduled", ())),
             "tasks": len(asyncio.all_tasks()),
+            "gc_count": list(COLLECTIONS.count) if COLLECTIONS else None,
+            "gc_seconds": list(COLLECTIONS.seconds) if COLLECTIONS else None,
+            "gc_threshold": list(gc.get_threshold()),
+            "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         }
         if agents is not None:
             out.update(
@@ -155,6 +184,12 @@ async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str
                 pending=await agents.provider.store.count_pending(),
             )
         return out
+    if command == "gc_mode":
+        gc.unfreeze()
+        gc.set_threshold(*_PYTHON_GC)
+        if args[0] == "relay":
+            tune_gc()
+        return {"gc_threshold": list(gc.get_threshold())}
     if command == "gc":
         gc.collect()
         return {"rss": rss_bytes()}
@@ -223,6 +258,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.cpu is not None:
         pin_to_cpu(args.cpu)
+    global COLLECTIONS
+    COLLECTIONS = Collections()
+    tune_gc()  # as relay serve does (``gc_mode python`` undoes it)
     asyncio.run(run(args.kind, args.slack_url))
 
 

@@ -9,6 +9,11 @@ acks) and the floor get the very same signed bytes. The relay's rate counts unti
 the rounds the Web API is a stub that answers at once (see ``WebApiStub``). Rounds rotate
 the order of the three; the median round of each is reported.
 
+Every server runs with the garbage-collector settings ``relay serve`` starts with
+(``relay.tuning.tune_gc``). Further rounds switch the relay and bare Bolt back to CPython's
+own settings, to show what that setting is worth: with thousands of asks pending, a full
+collection walks every one of them, and CPython's defaults run one every few thousand clicks.
+
     .venv/bin/python -m bench.throughput [--smoke]
 """
 
@@ -49,10 +54,11 @@ class Sizes:
     per_round: int  # clicks per round and target
     rounds: int
     warmup: int  # clicks per target before the first round
+    python_gc_rounds: int  # further rounds of relay and bare Bolt with CPython's GC settings
 
 
-FULL = Sizes(pending=10_000, per_round=5_000, rounds=3, warmup=500)
-SMOKE = Sizes(pending=20, per_round=50, rounds=1, warmup=10)
+FULL = Sizes(pending=10_000, per_round=5_000, rounds=3, warmup=500, python_gc_rounds=2)
+SMOKE = Sizes(pending=20, per_round=50, rounds=1, warmup=10, python_gc_rounds=1)
 
 
 async def one_round(
@@ -81,6 +87,9 @@ async def one_round(
         "server_cpu_share": cpu / seconds,
         "server_cpu_us_per_click": cpu / len(bodies) * 1e6,
         "clicks_per_cpu_second": len(bodies) / cpu if cpu else float("nan"),
+        "gc_passes": [a - b for a, b in zip(after["gc_count"], before["gc_count"], strict=True)],
+        "gc_seconds": sum(after["gc_seconds"]) - sum(before["gc_seconds"]),
+        "gc_threshold": after["gc_threshold"],
     }
     if relay:
         out["answered"] = after["answered"] - before["answered"]
@@ -91,7 +100,8 @@ async def one_round(
 async def measure(sizes: Sizes) -> dict[str, Any]:
     """Fill the relay, then run alternating rounds; the figures."""
     pinned = pin_to_cpu(1)
-    clickable = sizes.warmup + sizes.rounds * sizes.per_round
+    batches = sizes.rounds + sizes.python_gc_rounds
+    clickable = sizes.warmup + batches * sizes.per_round
     async with FakeSlack(signing_secret=SECRET) as slack:
         relay = await Child.start("relay", slack_url=slack.base_url, cpu=0)
         bolt = await Child.start("bolt", slack_url=slack.base_url, cpu=0)
@@ -111,15 +121,27 @@ async def measure(sizes: Sizes) -> dict[str, Any]:
             for child in servers.values():
                 await child.command("slack_url", f"http://127.0.0.1:{stub_port}/api/")
             warm, rest = bodies[: sizes.warmup], bodies[sizes.warmup :]
+            batch = iter(
+                rest[i * sizes.per_round : (i + 1) * sizes.per_round] for i in range(batches)
+            )
             for name, child in servers.items():
                 await one_round(api, child, warm, relay=name == "relay")
             rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
             names = list(servers)
             for r in range(sizes.rounds):
-                batch = rest[r * sizes.per_round : (r + 1) * sizes.per_round]
+                clicks = next(batch)
                 for name in names[r % 3 :] + names[: r % 3]:
                     rounds[name].append(
-                        await one_round(api, servers[name], batch, relay=name == "relay")
+                        await one_round(api, servers[name], clicks, relay=name == "relay")
+                    )
+            python_gc: dict[str, list[dict[str, Any]]] = {"bolt": [], "relay": []}
+            for name in python_gc:
+                await servers[name].command("gc_mode", "python")
+            for r in range(sizes.python_gc_rounds):
+                clicks = next(batch)
+                for name in ("bolt", "relay") if r % 2 == 0 else ("relay", "bolt"):
+                    python_gc[name].append(
+                        await one_round(api, servers[name], clicks, relay=name == "relay")
                     )
             final = await relay.command("stats")
             await stub.cleanup()
@@ -137,6 +159,7 @@ async def measure(sizes: Sizes) -> dict[str, Any]:
     return {
         "sizes": sizes.__dict__,
         "pinned": pinned,
+        "server_cpus": final.get("cpus"),
         "connections": CONNECTIONS,
         "fill_seconds_clickable": filled["seconds"],
         "pending_at_end": final["pending"],
@@ -145,6 +168,11 @@ async def measure(sizes: Sizes) -> dict[str, Any]:
         "median_clicks_per_second": median,
         "median_clicks_per_cpu_second": per_cpu,
         "relay_over_bolt": median["relay"] / median["bolt"],
+        "python_gc_rounds": python_gc,
+        "python_gc_median_clicks_per_second": {
+            name: statistics.median(r["clicks_per_second"] for r in results)
+            for name, results in python_gc.items()
+        },
         "relay_over_bolt_per_cpu": per_cpu["relay"] / per_cpu["bolt"],
     }
 
@@ -152,24 +180,40 @@ async def measure(sizes: Sizes) -> dict[str, Any]:
 def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
     """Print the tables; the target and whether it is met."""
     labels = {"bolt": "bare Bolt", "relay": "relay", "floor": "floor"}
-    rows = []
-    for name, label in labels.items():
-        for i, r in enumerate(result["rounds"][name], start=1):
-            rows.append(
-                [
-                    label,
-                    i,
-                    r["clicks"],
-                    r["clicks_per_second"],
-                    r["server_cpu_share"] * 100,
-                    r["server_cpu_us_per_click"],
-                    r["clicks_per_cpu_second"],
-                ]
-            )
+    headers = ["server", "round", "clicks", "clicks/s", "CPU %", "CPU us/click"]
+    headers += ["clicks/CPU-s", "GC passes (0/1/2)", "GC ms"]
+
+    def rows_of(runs: dict[str, list[dict[str, Any]]]) -> list[list[object]]:
+        return [
+            [
+                labels[name],
+                i,
+                r["clicks"],
+                r["clicks_per_second"],
+                r["server_cpu_share"] * 100,
+                r["server_cpu_us_per_click"],
+                r["clicks_per_cpu_second"],
+                "/".join(map(str, r["gc_passes"])),
+                r["gc_seconds"] * 1e3,
+            ]
+            for name in labels
+            for i, r in enumerate(runs.get(name, []), start=1)
+        ]
+
+    pending = f"{result['sizes']['pending']:,} asks pending"
     print_table(
-        f"Throughput, one core, {result['sizes']['pending']:,} asks pending",
-        ["server", "round", "clicks", "clicks/s", "CPU %", "CPU us/click", "clicks/CPU-s"],
-        rows,
+        f"Throughput, one core, {pending}, relay serve's GC settings (threshold"
+        f" {result['rounds']['relay'][0]['gc_threshold'][0]:,})",
+        headers,
+        rows_of(result["rounds"]),
+    )
+    python = result["python_gc_median_clicks_per_second"]
+    print_table(
+        f"The same with CPython's GC settings (threshold"
+        f" {result['python_gc_rounds']['relay'][0]['gc_threshold'][0]:,}), for comparison:"
+        f" relay / bare Bolt {python['relay'] / python['bolt']:.3f}",
+        headers,
+        rows_of(result["python_gc_rounds"]),
     )
     ratio = result["relay_over_bolt"]
     met = None if smoke else ratio >= 0.85
