@@ -109,7 +109,8 @@ class RelayProvider:
         except BaseException:
             # Aborted while the relay was posting: let it finish, then withdraw the ask.
             with contextlib.suppress(Exception):
-                created = await asyncio.wait_for(asyncio.shield(creating), 60)
+                async with asyncio.timeout(60):
+                    created = await asyncio.shield(creating)
                 await asyncio.shield(self._delete_quietly(str(created["id"])))
             raise
         ask_id = str(record["id"])

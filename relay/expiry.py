@@ -40,6 +40,7 @@ class Expiry:
         self._wake = asyncio.Event()
         self._next = math.inf
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def add(self, deadline: float) -> None:
         """Note a new deadline; wakes the task if it is earlier than the one it sleeps until."""
@@ -53,11 +54,15 @@ class Expiry:
         self._ensure_running()
 
     def _ensure_running(self) -> None:
+        if self._stopping:
+            return
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="relay-expiry")
 
     async def _run(self) -> None:
-        while True:
+        # Stopping is a flag as well as a cancellation: a client library that swallows a
+        # CancelledError mid-call (and raises something else) must not keep the loop alive.
+        while not self._stopping:
             try:
                 await self._expire_due()
                 nxt = await self._store.next_deadline()
@@ -67,6 +72,8 @@ class Expiry:
             self._next = math.inf if nxt is None else nxt
             if self._sweep is not None:
                 self._next = min(self._next, time.time() + self._sweep)
+            if self._stopping:
+                return
             self._wake.clear()
             delay = self._next - time.time()
             if nxt is not None and nxt <= time.time():
@@ -74,8 +81,11 @@ class Expiry:
                 # while, not in a busy loop.
                 delay = max(delay, _RETRY_STUCK)
             if delay > 0:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for turns a cancellation that
+                # lands as its timer fires into a TimeoutError, and aclose would wait forever.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), None if math.isinf(delay) else delay)
+                    async with asyncio.timeout(None if math.isinf(delay) else delay):
+                        await self._wake.wait()
 
     async def _expire_due(self) -> None:
         while True:
@@ -90,6 +100,8 @@ class Expiry:
 
     async def aclose(self) -> None:
         """Stop the task."""
+        self._stopping = True
+        self._wake.set()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from slack_sdk.errors import SlackApiError, SlackClientError
 
@@ -43,10 +44,11 @@ class _Readiness:
             try:
                 await self._provider.client.auth_test()
                 self._passed_at = time.monotonic()
-            except (SlackApiError, SlackClientError, OSError) as exc:
-                problems["slack"] = f"auth.test failed: {exc}"
+            except (SlackApiError, SlackClientError, aiohttp.ClientError, OSError) as exc:
+                problems["slack"] = f"auth.test failed: {exc or type(exc).__name__}"
         try:
-            await asyncio.wait_for(self._provider.store.ping(), 2.0)
+            async with asyncio.timeout(2.0):
+                await self._provider.store.ping()
         except Exception as exc:
             problems["store"] = f"unreachable: {exc}"
         return problems

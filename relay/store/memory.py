@@ -110,10 +110,8 @@ class MemoryStore:
         waiters = self._waiters.setdefault(ask_id, [])
         waiters.append(future)
         try:
-            if within is None:
+            async with asyncio.timeout(within):  # (wait_for could swallow a cancellation)
                 await future
-            else:
-                await asyncio.wait_for(future, within)
         except TimeoutError:
             pass
         finally:

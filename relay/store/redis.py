@@ -288,7 +288,8 @@ class RedisStore:
                 if remaining is not None and remaining <= 0:
                     return record
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(future, remaining)
+                    async with asyncio.timeout(remaining):  # (wait_for could swallow a cancel)
+                        await future
                 if self._closed:
                     return record  # woken by aclose: the record as it last stood
             finally:
@@ -307,7 +308,8 @@ class RedisStore:
             )
         if not self._subscribed.is_set():
             await self.ping()  # fail fast when Redis is down, rather than wait out the timeout
-            await asyncio.wait_for(self._subscribed.wait(), 5.0)
+            async with asyncio.timeout(5.0):
+                await self._subscribed.wait()
 
     async def _listen(self) -> None:
         backoff = 0.1
