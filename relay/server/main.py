@@ -85,6 +85,9 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         timeout=settings.timeout,
         allowed_users=settings.allowed_users,
         allowed_groups=settings.allowed_groups,
+        # An API client may narrow who answers its ask, never widen it past the operator's.
+        policy_users=settings.allowed_users,
+        policy_groups=settings.allowed_groups,
         store=store,
         sweep_interval=1.0 if store.durable else None,
     )

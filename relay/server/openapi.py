@@ -87,11 +87,15 @@ _ASK_REQUEST = {
                 "allowed_users": {
                     "type": ["array", "null"],
                     "items": {"type": "string", "minLength": 1},
+                    "description": "User ids (U…) who may answer; null: anyone the relay's"
+                    " own allowlist (RELAY_ALLOWED_USERS/GROUPS) admits. An ask can narrow"
+                    " that allowlist, never widen it.",
                 },
                 "allowed_groups": {
                     "type": ["array", "null"],
                     "items": {"type": "string", "minLength": 1},
-                    "description": "User group ids (S…) whose members may answer too.",
+                    "description": "User group ids (S…) whose members may answer too (within"
+                    " the relay's own allowlist).",
                 },
                 "requester": {
                     "type": ["string", "null"],

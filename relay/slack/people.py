@@ -29,13 +29,32 @@ def ids(value: Collection[str] | None, setting: str) -> frozenset[str] | None:
 
 
 class Gatekeeper:
-    """Decides whether a Slack user may answer an ask's question."""
+    """Decides whether a Slack user may answer an ask's question.
 
-    def __init__(self, client: AsyncWebClient, *, group_ttl: float = 60.0) -> None:
+    An ask's own allowlist (``Target``) decides first; ``policy_users``/``policy_groups``,
+    when set, are the operator's ceiling on top: nobody outside them answers any ask,
+    whatever the ask allows.
+    """
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        group_ttl: float = 60.0,
+        policy_users: frozenset[str] | None = None,
+        policy_groups: frozenset[str] | None = None,
+    ) -> None:
         self._client = client
         self._ttl = group_ttl
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self.policy_users = policy_users
+        self.policy_groups = policy_groups
+
+    @property
+    def has_policy(self) -> bool:
+        """Whether the operator limits who may answer at all."""
+        return self.policy_users is not None or self.policy_groups is not None
 
     async def refusal(self, target: Target, user: str) -> str | None:
         """``None`` if ``user`` may answer, else the private notice saying why not."""
@@ -45,11 +64,21 @@ class Gatekeeper:
             and user == target.requester
         ):
             return notices.own_ask()
-        if not target.restricted:
+        if target.restricted:
+            refused = await self._outside(target.allowed_users, target.allowed_groups, user)
+            if refused is not None:
+                return refused
+        if self.has_policy:
+            return await self._outside(self.policy_users, self.policy_groups, user)
+        return None
+
+    async def _outside(
+        self, users: frozenset[str] | None, groups: frozenset[str] | None, user: str
+    ) -> str | None:
+        """``None`` if ``user`` is one of ``users`` or a member of one of ``groups``."""
+        if users is not None and user in users:
             return None
-        if target.allowed_users is not None and user in target.allowed_users:
-            return None
-        for group in sorted(target.allowed_groups or ()):
+        for group in sorted(groups or ()):
             try:
                 members = await self.members(group)
             except (SlackApiError, SlackClientError, aiohttp.ClientError, TimeoutError):

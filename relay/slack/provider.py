@@ -190,7 +190,12 @@ def provider_failed(exc: Exception, *, doing: str) -> UserInteractionError:
 
 
 class SlackProvider:
-    """The seam's provider for Slack: one Block Kit message per question, answered by clicks."""
+    """The seam's provider for Slack: one Block Kit message per question, answered by clicks.
+
+    ``allowed_users``/``allowed_groups`` are each ask's default allowlist, which a
+    ``SlackTarget`` may replace; ``policy_users``/``policy_groups`` are a ceiling no ask can
+    lift (``relay serve`` sets both from ``RELAY_ALLOWED_USERS``/``RELAY_ALLOWED_GROUPS``).
+    """
 
     def __init__(
         self,
@@ -203,6 +208,8 @@ class SlackProvider:
         allowed_users: Collection[str] | None = None,
         allowed_groups: Collection[str] | None = None,
         prevent_self_approval: bool = False,
+        policy_users: Collection[str] | None = None,
+        policy_groups: Collection[str] | None = None,
         route: Route | None = None,
         store: AskStore | None = None,
         base_url: str | None = None,
@@ -244,7 +251,12 @@ class SlackProvider:
         self._allowed = ids(allowed_users, "allowed_users")
         self._groups = ids(allowed_groups, "allowed_groups")
         self._self_approval_prevented = prevent_self_approval
-        self.gatekeeper = Gatekeeper(client)
+        # The operator's ceiling: whatever an ask allows, nobody else answers (see Gatekeeper).
+        self.gatekeeper = Gatekeeper(
+            client,
+            policy_users=ids(policy_users, "policy_users"),
+            policy_groups=ids(policy_groups, "policy_groups"),
+        )
         self._identity: tuple[str | None, str | None] | None = None
         self._identity_lock = asyncio.Lock()
         self._route = route
@@ -420,6 +432,7 @@ class SlackProvider:
         groups = self._groups if target.allowed_groups is UNSET else target.allowed_groups
         prevent = target.prevent_self_approval
         timeout = self._timeout if target.timeout is UNSET else target.timeout
+        self._check_policy(ids(users, "allowed_users"))
         return Target(
             channel=channel,
             thread_ts=target.thread_ts,
@@ -429,6 +442,18 @@ class SlackProvider:
             requester=target.requester,
             prevent_self_approval=self._self_approval_prevented if prevent is UNSET else prevent,
         )
+
+    def _check_policy(self, users: frozenset[str] | None) -> None:
+        """Refuse an ask naming answerers the operator's policy would never let in."""
+        policy = self.gatekeeper
+        if policy.policy_groups is not None or policy.policy_users is None or users is None:
+            return  # group members are only known at click time: checked then
+        outside = sorted(users - policy.policy_users)
+        if outside:
+            raise bad_request(
+                f"allowed_users names {', '.join(outside)}, who may not answer on this relay"
+                " (the operator's allowlist, RELAY_ALLOWED_USERS): leave them out"
+            )
 
     async def identity(self) -> tuple[str | None, str | None]:
         """The bot's workspace (team) id and app id, from ``auth.test`` once per process."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from relay import AskUserQuestionRequest
+import pytest
+
+from relay import AskUserQuestionRequest, ErrorCode, UserInteractionError
 from relay.slack import SlackTarget
 from tests.slack_env import first_button, question, result, slack_env
 
@@ -104,3 +106,56 @@ async def test_clicks_from_another_workspace_or_app_are_ignored() -> None:
         assert not message.updated
         await env.slack.click(message, "prod", user="U0ALICE")
         await result(task)
+
+
+async def test_the_operators_policy_is_a_ceiling_no_route_can_lift() -> None:
+    targets = {
+        "anyone": SlackTarget(channel="C0OPS", allowed_users=None),
+        "bob": SlackTarget(channel="C0OPS", allowed_users={"U0BOB"}),
+    }
+
+    def route(request: AskUserQuestionRequest) -> SlackTarget:
+        return targets[request.questions[0].id]
+
+    async with slack_env(route=route, policy_users={"U0ALICE", "U0BOB"}) as env:
+        # The ask allows anyone: the policy still keeps eve out.
+        task = env.ask(question("anyone", "Ship it?", "yes", "no"))
+        message = await env.message()
+        await env.slack.click(message, "yes", user="U0EVE")
+        notice = await env.slack.wait_for_ephemeral(user="U0EVE")
+        assert "not allowed to answer" in notice.args["text"]
+        assert not task.done()
+        await env.slack.click(message, "yes", user="U0ALICE")
+        assert (await result(task)).answers[0].answered_by.id == "U0ALICE"  # type: ignore[union-attr]
+
+        # The ask narrows the policy to bob: alice is now refused too.
+        task = env.ask(question("bob", "Ship it?", "yes", "no"))
+        message = await env.message(2)
+        await env.slack.click(message, "yes", user="U0ALICE")
+        await env.slack.wait_for_ephemeral(user="U0ALICE")
+        await env.slack.click(message, "yes", user="U0BOB")
+        assert (await result(task)).answers[0].answered_by.id == "U0BOB"  # type: ignore[union-attr]
+
+
+async def test_an_ask_naming_someone_outside_the_policy_is_refused_before_posting() -> None:
+    def route(request: AskUserQuestionRequest) -> SlackTarget:
+        return SlackTarget(channel="C0OPS", allowed_users={"U0ALICE", "U0EVE"})
+
+    async with slack_env(route=route, policy_users={"U0ALICE"}) as env:
+        with pytest.raises(UserInteractionError) as info:
+            await env.ask(question())
+        assert info.value.code == ErrorCode.BAD_REQUEST
+        assert "U0EVE" in str(info.value)
+        assert "U0ALICE" not in str(info.value)
+        assert not env.slack.calls_to("chat.postMessage")
+
+
+async def test_a_policy_group_admits_its_members_and_only_them() -> None:
+    async with slack_env(policy_groups={"S0OPS"}) as env:
+        env.slack.usergroups = {"S0OPS": ["U0BOB"]}
+        task = env.ask(question())
+        message = await env.message()
+        await env.slack.click(message, "prod", user="U0ALICE")
+        await env.slack.wait_for_ephemeral(user="U0ALICE")
+        await env.slack.click(message, "prod", user="U0BOB")
+        assert (await result(task)).answers[0].answered_by.id == "U0BOB"  # type: ignore[union-attr]

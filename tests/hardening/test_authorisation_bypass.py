@@ -259,11 +259,14 @@ async def replicas(redis_server: RedisServer) -> AsyncIterator[tuple[FakeSlack, 
 
 
 ASK = AskUserQuestionRequest([question()]).to_dict()
-# The relay allows alice and eve by default (RELAY_ALLOWED_USERS); each request narrows it.
+# The relay allows alice and eve (RELAY_ALLOWED_USERS); each request narrows that, and none
+# can widen it: bob is in S0OPS but outside the relay's list, so he never answers.
 OVERRIDES = [
-    ({"allowed_users": ["U0BOB"]}, ["U0ALICE", "U0EVE"], "U0BOB"),
+    ({"allowed_users": ["U0EVE"]}, ["U0ALICE", "U0BOB"], "U0EVE"),
     ({"allowed_users": []}, ["U0ALICE", "U0BOB", "U0EVE"], None),
-    ({"allowed_users": [], "allowed_groups": ["S0OPS"]}, ["U0ALICE", "U0EVE"], "U0BOB"),
+    ({"allowed_users": [], "allowed_groups": ["S0OPS"]}, ["U0ALICE", "U0BOB"], "U0EVE"),
+    ({"allowed_users": None}, ["U0BOB"], "U0ALICE"),
+    ({"allowed_users": None, "allowed_groups": None}, ["U0BOB"], "U0EVE"),
     ({"requester": "U0ALICE", "prevent_self_approval": True}, ["U0ALICE", "U0BOB"], "U0EVE"),
 ]
 
@@ -272,7 +275,7 @@ async def test_an_api_requests_override_holds_on_every_replica(
     replicas: tuple[FakeSlack, Relay, Relay],
 ) -> None:
     slack, a, b = replicas
-    slack.usergroups = {"S0OPS": ["U0BOB"]}
+    slack.usergroups = {"S0OPS": ["U0BOB", "U0EVE"]}
     for number, (slack_field, refused, allowed) in enumerate(OVERRIDES, 1):
         status, created = await a.request("POST", "/v1/asks", json={**ASK, "slack": slack_field})
         assert status == 201, created
@@ -291,3 +294,17 @@ async def test_an_api_requests_override_holds_on_every_replica(
             assert (await slack.click(message, "staging", user=allowed)).ok
             _, record = await a.request("GET", f"/v1/asks/{created['id']}?wait=5")
             assert record["answered_by"]["id"] == allowed
+
+
+async def test_an_api_request_cannot_name_answerers_outside_the_relays_allowlist(
+    replicas: tuple[FakeSlack, Relay, Relay],
+) -> None:
+    slack, a, _ = replicas
+    status, body = await a.request(
+        "POST", "/v1/asks", json={**ASK, "slack": {"allowed_users": ["U0EVE", "U0BOB"]}}
+    )
+    assert status == 400, body
+    assert body["error"]["code"] == "BAD_REQUEST"
+    assert "U0BOB" in body["error"]["message"]
+    assert "RELAY_ALLOWED_USERS" in body["error"]["message"]
+    assert not slack.calls_to("chat.postMessage")
