@@ -155,3 +155,16 @@ async def test_the_in_process_provider_works_on_redis_too(redis_server: RedisSer
         await env.slack.click(message, "staging", user="U0ALICE")
         assert (await result(task)).answers[0].selected == ("staging",)
     await store.aclose()
+
+
+@pytest.mark.parametrize("socket_mode", [False, True])
+async def test_a_healthy_start_logs_no_warning(socket_mode: bool) -> None:
+    async with (
+        FakeSlack(signing_secret="unused") as slack,
+        relay_server(slack, socket_mode=socket_mode) as relay,
+    ):
+        if socket_mode:
+            await slack.wait_for_socket(timeout=10)
+        status, _ = await relay.request("GET", "/readyz", token=None)
+        assert status == 200
+        assert not [line for line in relay.log if " WARNING " in line or " ERROR " in line]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.request.payload_utils import (
     is_block_actions,
     to_action,
@@ -99,8 +100,33 @@ class RelayClicks:
 _RELAY_CLICKS: weakref.WeakKeyDictionary[AsyncApp, RelayClicks] = weakref.WeakKeyDictionary()
 
 
+class _Drop(logging.Filter):
+    """Drops one exact log message."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self._message = message
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != self._message
+
+
 def build_bolt_app(provider: SlackProvider, *, signing_secret: str | None) -> AsyncApp:
     """A Bolt app whose action listener feeds every relay click to ``provider``."""
+    # Bolt reads SLACK_BOT_TOKEN itself and warns on every start that the client given wins,
+    # which it should: the warning tells an operator nothing.
+    quiet = _Drop(warning_client_prioritized_and_token_skipped())
+    _log.addFilter(quiet)
+    try:
+        app = _bolt_app(provider, signing_secret)
+    finally:
+        _log.removeFilter(quiet)
+    if signing_secret is not None:
+        _RELAY_CLICKS[app] = RelayClicks(provider, app=app, signing_secret=signing_secret)
+    return app
+
+
+def _bolt_app(provider: SlackProvider, signing_secret: str | None) -> AsyncApp:
     app = AsyncApp(
         client=provider.client,
         signing_secret=signing_secret or "",
@@ -121,8 +147,6 @@ def build_bolt_app(provider: SlackProvider, *, signing_secret: str | None) -> As
         finally:
             await ack()
 
-    if signing_secret is not None:
-        _RELAY_CLICKS[app] = RelayClicks(provider, app=app, signing_secret=signing_secret)
     return app
 
 
