@@ -87,6 +87,9 @@ class _Unset(Enum):
 
 UNSET = _Unset.UNSET
 
+# Web API calls in flight at once over the lent session; Slack's rate limits are far lower.
+_MAX_CONNECTIONS = 100
+
 # What to tell the operator for Slack errors that no retry will fix.
 _SLACK_ADVICE: dict[str, str] = {
     "channel_not_found": "check the channel id, and that the bot can see the channel",
@@ -740,12 +743,14 @@ class SlackProvider:
 
         Without a ``session``, ``AsyncWebClient`` opens a new aiohttp session, and so a new
         connection, for every call; ``aclose`` takes the lent session back and closes it.
-        Calls keep the client's timeout and, as before, no cap on how many run at once.
+        Calls keep the client's timeout; at most ``_MAX_CONNECTIONS`` run at once, the rest
+        wait for a connection (closing with 10,000 asks pending withdrew them all at once,
+        one new connection each, and ran the process out of file descriptors).
         """
         if self._session is None and not self._session_returned and self.client.session is None:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self.client.timeout),
-                connector=aiohttp.TCPConnector(limit=0),
+                connector=aiohttp.TCPConnector(limit=_MAX_CONNECTIONS),
             )
             self.client.session = self._session
 
