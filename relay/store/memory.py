@@ -110,8 +110,11 @@ class MemoryStore:
         waiters = self._waiters.setdefault(ask_id, [])
         waiters.append(future)
         try:
-            async with asyncio.timeout(within):  # (wait_for could swallow a cancellation)
-                await future
+            if within is None:
+                await future  # (no timeout object: this waits for every pending ask())
+            else:
+                async with asyncio.timeout(within):  # (wait_for could swallow a cancellation)
+                    await future
         except TimeoutError:
             pass
         finally:
