@@ -54,6 +54,8 @@ class Workspace:
         self.missing_channels: set[str] = set()
         self.not_in_channels: set[str] = set()
         self.messages: list[FakeMessage] = []
+        # (channel, ts) -> message: chat.update finds its message without a scan.
+        self._by_key: dict[tuple[str, str], FakeMessage] = {}
         self.response_targets: dict[str, ResponseTarget] = {}
         self._dm_channels: dict[str, str] = {}
         self._last_ts_micros = 0
@@ -102,10 +104,8 @@ class Workspace:
 
     def find_message(self, channel: str, ts: str) -> FakeMessage | None:
         """The live message ``ts`` in ``channel``, if there is one."""
-        for message in self.messages:
-            if message.channel == channel and message.ts == ts and not message.deleted:
-                return message
-        return None
+        message = self._by_key.get((channel, ts))
+        return message if message is not None and not message.deleted else None
 
     def message_json(
         self, message: FakeMessage, *, text: str | None = None, blocks: list[Any] | None = None
@@ -329,6 +329,7 @@ class Workspace:
             metadata=metadata if isinstance(metadata, dict) else None,
         )
         self.messages.append(message)
+        self._by_key[(channel, ts)] = message
         return message
 
 
