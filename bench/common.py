@@ -141,10 +141,9 @@ def bare_bolt_app(client: AsyncWebClient, *, secret: str = SECRET) -> AsyncApp:
 class WebApiStub:
     """A Slack Web API that answers every call ``{"ok": true}`` at once and counts them.
 
-    For the throughput rounds only: ``FakeSlack`` validates Block Kit, deep-copies the message
-    and looks it up by a scan on every ``chat.update`` (about a millisecond each with thousands
-    of messages), so it, not the server under test, would set the pace. Real Slack's work is
-    not on the server's core either.
+    For the throughput rounds only: ``FakeSlack`` validates Block Kit and deep-copies the
+    message on every ``chat.update``, so it, not the server under test, would set the pace.
+    Real Slack's work is not on the server's core either.
     """
 
     def __init__(self) -> None:

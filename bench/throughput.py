@@ -109,7 +109,7 @@ async def measure(sizes: Sizes) -> dict[str, Any]:
         floor = await Child.start("floor", slack_url=slack.base_url, cpu=0)
         servers = {"bolt": bolt, "relay": relay, "floor": floor}
         try:
-            # The asks to click go first: the fake looks messages up by a linear scan.
+            # The asks to click go first (the first messages posted).
             filled = await relay.command("ask", clickable)
             await relay.command("ask", sizes.pending)
             messages = slack.messages[:clickable]
