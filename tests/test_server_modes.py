@@ -168,3 +168,11 @@ async def test_a_healthy_start_logs_no_warning(socket_mode: bool) -> None:
         status, _ = await relay.request("GET", "/readyz", token=None)
         assert status == 200
         assert not [line for line in relay.log if " WARNING " in line or " ERROR " in line]
+
+
+async def test_relay_serve_learns_its_identity_before_the_first_click() -> None:
+    # The first click must not wait for auth.test: Slack wants its ack within 3 s.
+    async with FakeSlack(signing_secret="unused") as slack, relay_server(slack):
+        call = await slack.wait_for_call("auth.test", timeout=10)
+        assert call.ok
+        assert not slack.calls_to("chat.postMessage")

@@ -109,6 +109,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
     try:
         await site.start()
         provider.start_expiry()
+        provider.prefetch_identity()
         if settings.app_token:
             await provider.connect_socket_mode(settings.app_token)
         mode = "Socket Mode" if settings.socket_mode else "HTTP mode (POST /slack/events)"

@@ -87,8 +87,8 @@ class _Unset(Enum):
 
 UNSET = _Unset.UNSET
 
-# Web API calls in flight at once over the lent session; Slack's rate limits are far lower.
-_MAX_CONNECTIONS = 100
+# Background Web API calls (updates, notices) in flight at once; Slack's limits are far lower.
+_BACKGROUND_CALLS = 100
 
 # What to tell the operator for Slack errors that no retry will fix.
 _SLACK_ADVICE: dict[str, str] = {
@@ -272,6 +272,10 @@ class SlackProvider:
         self._waiting: set[str] = set()
         self._expiry = Expiry(store=self.store, expire=self.expire, sweep_interval=sweep_interval)
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Closing with 10,000 asks pending withdrew them all at once, a connection each, and
+        # ran the process out of file descriptors. Waiting here does not count against a
+        # call's timeout (a connection pool's wait would, failing queued calls unsent).
+        self._background_slots = asyncio.Semaphore(_BACKGROUND_CALLS)
         self._posting: set[asyncio.Future[AskRecord | None]] = set()
         self._closed = False
         self._app: AsyncApp | None = None
@@ -458,6 +462,19 @@ class SlackProvider:
                 " (the operator's allowlist, RELAY_ALLOWED_USERS): leave them out"
             )
 
+    def prefetch_identity(self) -> None:
+        """Look up ``identity`` now, in the background, so that the first click does not wait
+        for ``auth.test`` (a click must be acknowledged within 3 s). A failure is retried by
+        the first click that needs it."""
+        self._lend_session()
+        self._spawn(self._prefetch_identity())
+
+    async def _prefetch_identity(self) -> None:
+        try:
+            await self.identity()
+        except SLACK_FAILURES as exc:
+            _log.warning("auth.test failed at start (retried on the first click): %s", exc)
+
     async def identity(self) -> tuple[str | None, str | None]:
         """The bot's workspace (team) id and app id, from ``auth.test`` once per process."""
         if self._identity is None:
@@ -563,15 +580,16 @@ class SlackProvider:
 
     async def _update(self, ask_id: str, message: MessageRef, final: RenderedQuestion) -> None:
         try:
-            await self._lean.call(
-                "chat.update",
-                {
-                    "channel": message.channel,
-                    "ts": message.ts,
-                    "text": final.text,
-                    "blocks": final.blocks,
-                },
-            )
+            async with self._background_slots:
+                await self._lean.call(
+                    "chat.update",
+                    {
+                        "channel": message.channel,
+                        "ts": message.ts,
+                        "text": final.text,
+                        "blocks": final.blocks,
+                    },
+                )
         except SLACK_FAILURES as exc:
             # The outcome is already recorded and returned; a stale message is only cosmetic.
             error = str(exc) or type(exc).__name__
@@ -678,7 +696,8 @@ class SlackProvider:
             fields = {"channel": channel, "user": user, "text": text}
             if thread_ts is not None:
                 fields["thread_ts"] = thread_ts
-            await self._lean.call("chat.postEphemeral", fields)
+            async with self._background_slots:
+                await self._lean.call("chat.postEphemeral", fields)
         except SLACK_FAILURES as exc:
             _log.warning("could not tell %s privately: %s", user, exc or type(exc).__name__)
 
@@ -743,14 +762,14 @@ class SlackProvider:
 
         Without a ``session``, ``AsyncWebClient`` opens a new aiohttp session, and so a new
         connection, for every call; ``aclose`` takes the lent session back and closes it.
-        Calls keep the client's timeout; at most ``_MAX_CONNECTIONS`` run at once, the rest
-        wait for a connection (closing with 10,000 asks pending withdrew them all at once,
-        one new connection each, and ran the process out of file descriptors).
+        Calls keep the client's timeout and no cap on connections: the background updates
+        and notices, which can come in thousands at once, queue for ``_background_slots``
+        instead, before their timeout starts.
         """
         if self._session is None and not self._session_returned and self.client.session is None:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self.client.timeout),
-                connector=aiohttp.TCPConnector(limit=_MAX_CONNECTIONS),
+                connector=aiohttp.TCPConnector(limit=0),
             )
             self.client.session = self._session
 
