@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relay.errors import RelayConfigError
-from relay.tuning import DEFAULT_GC_THRESHOLD
+from relay.tuning import DEFAULT_GC_THRESHOLD, MAX_GC_THRESHOLD
 
 __all__ = ["ENV_VARS", "NO_CREDENTIALS_HELP", "Settings"]
 
@@ -224,7 +224,13 @@ def _redis(raw: str | None) -> str | None:
 def _gc_threshold(raw: str | None) -> int | None:
     if raw is not None and raw.lower() == "python":
         return None
-    return int(_number(raw, "RELAY_GC_THRESHOLD", DEFAULT_GC_THRESHOLD, whole=True))
+    threshold = int(_number(raw, "RELAY_GC_THRESHOLD", DEFAULT_GC_THRESHOLD, whole=True))
+    if threshold > MAX_GC_THRESHOLD:
+        raise RelayConfigError(
+            f"RELAY_GC_THRESHOLD must be at most {MAX_GC_THRESHOLD} (got {raw!r})",
+            setting="RELAY_GC_THRESHOLD",
+        )
+    return threshold
 
 
 def _log_level(raw: str | None) -> str:

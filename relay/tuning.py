@@ -14,22 +14,29 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["DEFAULT_GC_THRESHOLD", "tune_gc"]
+__all__ = ["DEFAULT_GC_THRESHOLD", "MAX_GC_THRESHOLD", "tune_gc"]
 
 DEFAULT_GC_THRESHOLD = 50_000
+MAX_GC_THRESHOLD = 2**31 - 1  # what gc.set_threshold takes (a C int)
 
 
 def tune_gc(threshold: int = DEFAULT_GC_THRESHOLD) -> tuple[int, int, int]:
     """Raise the collector's first-generation threshold to ``threshold`` and move what exists
-    now (modules, classes, the app just built) out of its reach for good (``gc.freeze``).
+    now (the modules and classes loaded so far) out of its reach for good (``gc.freeze``).
 
     Process-wide: call it from the program's entry point, after start-up, not from a
     library. Returns the thresholds that were in force before.
     """
-    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
-        raise ValueError(f"threshold must be a positive whole number, got {threshold!r}")
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int)
+        or not 1 <= threshold <= MAX_GC_THRESHOLD
+    ):
+        raise ValueError(
+            f"threshold must be a whole number from 1 to {MAX_GC_THRESHOLD}, got {threshold!r}"
+        )
     before = gc.get_threshold()
+    gc.set_threshold(threshold, before[1], before[2])
     gc.collect()
     gc.freeze()
-    gc.set_threshold(threshold, before[1], before[2])
     return before

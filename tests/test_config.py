@@ -96,6 +96,7 @@ def test_tokens_come_from_a_file_and_never_show_in_repr(tmp_path: Path) -> None:
         ({"RELAY_MAX_BODY": "1.5"}, "RELAY_MAX_BODY"),
         ({"RELAY_GC_THRESHOLD": "0"}, "RELAY_GC_THRESHOLD"),
         ({"RELAY_GC_THRESHOLD": "lots"}, "RELAY_GC_THRESHOLD"),
+        ({"RELAY_GC_THRESHOLD": "3000000000"}, "RELAY_GC_THRESHOLD"),
     ],
 )
 def test_a_bad_setting_names_the_variable(change: dict[str, str], variable: str) -> None:
