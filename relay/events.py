@@ -20,6 +20,7 @@ EventName = Literal[
     "failed",
     "refused",
     "slack_error",
+    "repaired",
 ]
 
 _log = logging.getLogger("relay.ask")

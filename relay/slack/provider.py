@@ -18,6 +18,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Coroutine
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ from relay.events import Events
 from relay.expiry import Expiry
 from relay.questions import (
     AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
     validate_answer_item,
 )
@@ -89,6 +91,10 @@ UNSET = _Unset.UNSET
 
 # Background Web API calls (updates, notices) in flight at once; Slack's limits are far lower.
 _BACKGROUND_CALLS = 100
+
+# A click on a question that ended longer ago than this came from a message whose final
+# update never landed (Slack refused it, or the replica died first): send it again.
+_REPAIR_AFTER = timedelta(seconds=10)
 
 # What to tell the operator for Slack errors that no retry will fix.
 _SLACK_ADVICE: dict[str, str] = {
@@ -181,6 +187,11 @@ def _default_retry_handlers(client: AsyncWebClient) -> None:
 SLACK_FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, TimeoutError)
 
 
+def _outcome_of(record: AskRecord) -> str:
+    """How a finished ask's unanswered questions are shown: its status, or ``closed``."""
+    return "closed" if record.error and record.error.reason == "closed" else record.status.value
+
+
 def provider_failed(exc: Exception, *, doing: str) -> UserInteractionError:
     """A ``PROVIDER_FAILED`` error naming the Slack error and what to do about it."""
     if isinstance(exc, SlackApiError):
@@ -263,6 +274,7 @@ class SlackProvider:
         self._identity: tuple[str | None, str | None] | None = None
         self._identity_lock = asyncio.Lock()
         self._route = route
+        self.repair_after = _REPAIR_AFTER
         self._dm_channels: dict[str, str] = {}
         # One post at a time per channel (see _post_message); unused locks are dropped.
         self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
@@ -562,7 +574,7 @@ class SlackProvider:
 
     async def _withdraw(self, record: AskRecord) -> None:
         """Replace every unanswered question's inputs with how the ask ended."""
-        outcome = "closed" if record.error and record.error.reason == "closed" else record.status
+        outcome = _outcome_of(record)
         count = len(record.request.questions)
         for index, (question, message) in enumerate(
             zip(record.request.questions, record.messages, strict=False)
@@ -630,12 +642,13 @@ class SlackProvider:
         ):
             self.events.emit("refused", record.id, user=click.user_id, why="message_mismatch")
             return
-        if not record.pending:
-            self._notify(click, notices.no_longer_pending(record))
-            return
         existing = record.responses[click.index] if click.index < len(record.responses) else None
-        if existing is not None:
-            self._notify(click, notices.already_answered(existing))
+        if not record.pending or existing is not None:
+            if existing is not None:
+                self._notify(click, notices.already_answered(existing))
+            else:
+                self._notify(click, notices.no_longer_pending(record))
+            self._repair_if_stale(record, click.index, existing)
             return
         refusal = await self.gatekeeper.refusal(record.target, click.user_id)
         if refusal is not None:
@@ -686,6 +699,28 @@ class SlackProvider:
                 self._notify(click, notices.already_answered(winner))
         else:
             self._notify(click, notices.no_longer_pending(result.record))
+
+    def _repair_if_stale(
+        self, record: AskRecord, index: int, answer: AskUserQuestionAnswerItem | None
+    ) -> None:
+        """Show question ``index``'s outcome again if it ended a while ago: its message still
+        offers inputs (someone just clicked one), so the update that ended it never landed."""
+        ended = answer.answered_at if answer is not None else record.finished_at
+        message = record.messages[index] if index < len(record.messages) else None
+        if ended is None or message is None or utcnow() - ended < self.repair_after:
+            return  # just ended: the winner's own update may still be on its way
+        question = record.request.questions[index]
+        outcome = "answered" if answer is not None else _outcome_of(record)
+        final = render_outcome(
+            question,
+            outcome=outcome,  # type: ignore[arg-type]
+            item=answer,
+            agent=record.request.agent,
+            index=index,
+            count=len(record.request.questions),
+        )
+        self.events.emit("repaired", record.id, question=question.id)
+        self._spawn(self._update(record.id, message, final))
 
     def _notify(self, click: Click, text: str) -> None:
         if click.channel_id:
