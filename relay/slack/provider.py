@@ -447,15 +447,16 @@ class SlackProvider:
                 "there is no channel to ask in: name one (slack.channel in the API) or set"
                 " a default channel (channel= / RELAY_CHANNEL)"
             )
-        users = self._allowed if target.allowed_users is UNSET else target.allowed_users
+        given = self._allowed if target.allowed_users is UNSET else target.allowed_users
+        users = ids(given, "allowed_users")
         groups = self._groups if target.allowed_groups is UNSET else target.allowed_groups
         prevent = target.prevent_self_approval
         timeout = self._timeout if target.timeout is UNSET else target.timeout
-        self._check_policy(ids(users, "allowed_users"))
+        self._check_policy(users)
         return Target(
             channel=channel,
             thread_ts=target.thread_ts,
-            allowed_users=ids(users, "allowed_users"),
+            allowed_users=users,
             timeout=_check_timeout(timeout, "timeout"),
             allowed_groups=ids(groups, "allowed_groups"),
             requester=target.requester,

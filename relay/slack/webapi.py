@@ -67,7 +67,6 @@ class LeanCalls:
         state = RetryState()
         retry_request: HttpRequest | None = None
         for _ in range(_MAX_ATTEMPTS):
-            state.next_attempt_requested = False
             try:
                 async with session.post(url, data=payload, headers=headers, **options) as res:
                     raw = await res.read()
@@ -75,15 +74,7 @@ class LeanCalls:
                     is_json = res.content_type == "application/json"
             except Exception as exc:
                 retry_request = retry_request or _retry_request(url, headers, body)
-                for handler in client.retry_handlers:
-                    if await handler.can_retry_async(
-                        state=state, request=retry_request, response=None, error=exc
-                    ):
-                        await handler.prepare_for_next_attempt_async(
-                            state=state, request=retry_request, response=None, error=exc
-                        )
-                        break
-                if state.next_attempt_requested:
+                if await self._retry(state, retry_request, None, exc):
                     continue
                 raise
             data = _decode(raw) if is_json else {}
@@ -95,15 +86,7 @@ class LeanCalls:
                 headers=reply_headers,  # type: ignore[arg-type]
                 body=data,
             )
-            for handler in client.retry_handlers:
-                if await handler.can_retry_async(
-                    state=state, request=retry_request, response=retry_response
-                ):
-                    await handler.prepare_for_next_attempt_async(
-                        state=state, request=retry_request, response=retry_response
-                    )
-                    break
-            if state.next_attempt_requested:
+            if await self._retry(state, retry_request, retry_response, None):
                 continue
             refused = AsyncSlackResponse(
                 client=client,
@@ -117,6 +100,26 @@ class LeanCalls:
             refused.validate()  # type: ignore[no-untyped-call]  # raises SlackApiError, as slack-sdk does
             return data
         raise RuntimeError(f"{method}: the client's retry handlers never stopped retrying")
+
+    async def _retry(
+        self,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None,
+        error: Exception | None,
+    ) -> bool:
+        """Let the first of the client's retry handlers that takes this failure prepare the
+        next attempt (it sleeps as it sees fit); whether there is one."""
+        state.next_attempt_requested = False
+        for handler in self.client.retry_handlers:
+            if await handler.can_retry_async(
+                state=state, request=request, response=response, error=error
+            ):
+                await handler.prepare_for_next_attempt_async(
+                    state=state, request=request, response=response, error=error
+                )
+                break
+        return state.next_attempt_requested
 
     def _url(self, method: str) -> str:
         key = (self.client.base_url, method)
