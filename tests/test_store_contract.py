@@ -40,6 +40,7 @@ from relay.store import (
     AskStore,
     MemoryStore,
     MessageRef,
+    PendingLimitReached,
     StoreUnavailable,
     Target,
 )
@@ -57,9 +58,10 @@ class Stores:
     prefix: str = field(default_factory=lambda: f"test:{uuid.uuid4().hex}:")
     opened: list[AskStore] = field(default_factory=list)
 
-    def open(self, *, retention: float | None = None) -> AskStore:
+    def open(self, *, retention: float | None = None, **extra: Any) -> AskStore:
         """A new store of this kind (for Redis, on this test's prefix)."""
-        extra: dict[str, Any] = {} if retention is None else {"retention": retention}
+        if retention is not None:
+            extra["retention"] = retention
         store: AskStore
         if self.kind == "memory":
             store = MemoryStore(**extra)
@@ -558,6 +560,56 @@ async def test_aclose_wakes_waiters_with_the_record_as_it_stands(stores: Stores)
     await store.aclose()  # idempotent
 
 
+async def test_an_owner_past_its_pending_limit_is_refused_and_nothing_is_stored(
+    stores: Stores,
+) -> None:
+    store = stores.open(max_pending_per_owner=2)
+    # On Redis, another replica with the same limit counts the same asks.
+    other = store if stores.kind == "memory" else stores.open(max_pending_per_owner=2)
+    first, second = new_ask(owner="team-a"), new_ask(owner="team-a")
+    await store.create(record=first)
+    await other.create(record=second)
+    refused = new_ask(owner="team-a")
+    with pytest.raises(PendingLimitReached) as caught:
+        await store.create(record=refused)
+    assert caught.value.limit == 2
+    assert await store.get(ask_id=refused.id) is None
+    assert await store.count_pending() == 2
+    await store.create(record=new_ask(owner="team-b"))  # another owner has its own count
+    await store.create(record=new_ask(owner=None))  # in-process asks have no owner
+    # Ending an ask, by an answer or otherwise, frees its place.
+    await other.answer(ask_id=first.id, index=0, item=AskUserQuestionAnswerItem("q0", ("Yes",)))
+    await store.create(record=refused)
+    await store.finish(ask_id=second.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC))
+    await store.create(record=new_ask(owner="team-a"))
+    with pytest.raises(PendingLimitReached):
+        await other.create(record=new_ask(owner="team-a"))
+
+
+async def test_finished_asks_past_the_retained_bytes_go_oldest_first_never_pending() -> None:
+    big = "x" * 200_000
+    store = MemoryStore(retention=7 * 24 * 3600.0, retention_bytes=1_000_000)
+
+    def large() -> AskRecord:
+        request = AskUserQuestionRequest((AskUserQuestionItem(id="q0", question="Ok?", detail=big),))
+        return new_ask().with_(request=request)
+
+    pending = [large() for _ in range(10)]
+    for record in pending:
+        await store.create(record=record)
+    ended = []
+    for record in pending[:8]:
+        await store.finish(ask_id=record.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC))
+        ended.append(record.id)
+    # Four 200 kB asks fit under 1 MB: the four that ended last are kept, the oldest went.
+    kept = [ask_id for ask_id in ended if await store.get(ask_id=ask_id) is not None]
+    assert kept == ended[-4:]
+    assert store.finished_bytes <= 1_000_000
+    for record in pending[8:]:
+        assert (await store.get(ask_id=record.id)) is not None  # pending: never dropped
+    assert len(store) == 6
+
+
 # ---- due, next_deadline, count_pending --------------------------------------------------------
 
 
@@ -841,6 +893,7 @@ async def test_a_stopped_redis_fails_every_call_fast_and_clearly_and_writes_noth
     assert await _keys(redis_stores.url or "", redis_stores.prefix) == {
         f"{redis_stores.prefix}ask:{kept.id}",
         f"{redis_stores.prefix}deadlines",
+        f"{redis_stores.prefix}owners",  # counts the kept ask's owner's pending asks
     }
     assert_same(await store.get(ask_id=kept.id), kept)
     assert await store.get(ask_id=lost.id) is None
@@ -917,3 +970,46 @@ async def test_an_ending_published_while_a_replica_was_disconnected_still_wakes_
     assert ended[0][0]
 
     assert await asyncio.wait_for(waiter, 10) == ended[0][1]
+
+
+async def _reads_of_records(url: str) -> int:
+    """How many HGETALLs (whole-record reads) Redis has served so far."""
+    client = aioredis.Redis.from_url(url, decode_responses=True)
+    try:
+        stats = await client.info("commandstats")
+        return int(stats.get("cmdstat_hgetall", {}).get("calls", 0))
+    finally:
+        await client.aclose()
+
+
+async def test_many_waiters_on_one_large_ask_share_its_reads(redis_stores: Stores) -> None:
+    store = redis_stores.main
+    options = tuple(AskUserQuestionOption(f"option {i}", "d" * 200) for i in range(100))
+    request = AskUserQuestionRequest(
+        tuple(AskUserQuestionItem(id=f"q{i}", question="Pick", options=options) for i in range(25))
+    )
+    record = new_ask(questions=25).with_(request=request)
+    await store.create(record=record)
+    before = await _reads_of_records(redis_stores.url or "")
+    waiters = [asyncio.ensure_future(store.wait(ask_id=record.id, within=30)) for _ in range(300)]
+    await asyncio.sleep(0)  # let them all start waiting
+    # The loop stays responsive while 300 waiters wake: none decodes the record for itself.
+    lags: list[float] = []
+
+    async def probe() -> None:
+        while not all(w.done() for w in waiters):
+            started = time.monotonic()
+            await asyncio.sleep(0.005)
+            lags.append(time.monotonic() - started - 0.005)
+
+    probing = asyncio.ensure_future(probe())
+    await asyncio.sleep(0.2)
+    await redis_stores.replica().finish(
+        ask_id=record.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC)
+    )
+    finals = await asyncio.wait_for(asyncio.gather(*waiters), 10)
+    await probing
+    assert all(f is not None and f.status is AskStatus.ABORTED for f in finals)
+    # One whole-record read for all 300 (the finish script's own reply is the other).
+    assert await _reads_of_records(redis_stores.url or "") - before <= 3
+    assert max(lags) < 0.25, max(lags)

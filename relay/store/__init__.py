@@ -1,6 +1,6 @@
 """Where asks live: the ``AskStore`` seam, the in-process ``MemoryStore``, and record types."""
 
-from relay.store.base import AskStore, StoreUnavailable
+from relay.store.base import AskStore, PendingLimitReached, StoreUnavailable
 from relay.store.memory import MemoryStore
 from relay.store.record import (
     AnswerResult,
@@ -20,6 +20,7 @@ __all__ = [
     "AskStore",
     "MemoryStore",
     "MessageRef",
+    "PendingLimitReached",
     "StoreUnavailable",
     "Target",
     "utcnow",

@@ -8,11 +8,21 @@ from typing import Protocol, runtime_checkable
 from relay.questions import AskUserQuestionAnswerItem
 from relay.store.record import AnswerResult, AskError, AskRecord, AskStatus, MessageRef
 
-__all__ = ["AskStore", "StoreUnavailable"]
+__all__ = ["AskStore", "PendingLimitReached", "StoreUnavailable"]
 
 
 class StoreUnavailable(Exception):
     """The store could not be reached, so the operation did not happen; retry later."""
+
+
+class PendingLimitReached(Exception):
+    """The ask's owner already has as many pending asks as the store allows; nothing was
+    stored. ``limit`` is that number."""
+
+    def __init__(self, owner: str, limit: int) -> None:
+        super().__init__(f"{owner} has {limit} asks pending, the most allowed")
+        self.owner = owner
+        self.limit = limit
 
 
 @runtime_checkable
@@ -24,7 +34,7 @@ class AskStore(Protocol):
     """
 
     async def create(self, *, record: AskRecord) -> None:
-        """Store a new pending ask."""
+        """Store a new pending ask; ``PendingLimitReached`` if its owner has too many."""
         ...
 
     async def get(self, *, ask_id: str) -> AskRecord | None:

@@ -10,6 +10,7 @@ from collections import deque
 from datetime import datetime
 
 from relay.questions import AskUserQuestionAnswerItem
+from relay.store.base import PendingLimitReached
 from relay.store.record import (
     AnswerResult,
     AskError,
@@ -22,17 +23,34 @@ __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
-    """Asks held in this process; atomic because every method runs without awaiting."""
+    """Asks held in this process; atomic because every method runs without awaiting.
+
+    Finished asks are kept ``retention`` seconds, and while the text of those kept stays
+    under ``retention_bytes`` (the oldest finished go first; pending asks are never
+    dropped). ``max_pending_per_owner`` bounds the asks one owner has pending at once.
+    """
 
     durable = False
 
-    def __init__(self, *, retention: float = 24 * 3600.0) -> None:
+    def __init__(
+        self,
+        *,
+        retention: float = 24 * 3600.0,
+        retention_bytes: int | None = None,
+        max_pending_per_owner: int | None = None,
+    ) -> None:
         self._records: dict[str, AskRecord] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._deadlines: list[tuple[float, str]] = []
         self._finished: deque[tuple[float, str]] = deque()
         self._retention = retention
+        self._retention_bytes = retention_bytes
+        self._max_pending = max_pending_per_owner
         self._pending = 0
+        self._by_owner: dict[str, int] = {}
+        self._sizes: dict[str, int] = {}
+        self.finished_bytes = 0
+        """About how many bytes of question text the finished asks kept hold."""
 
     def __len__(self) -> int:
         return len(self._records)
@@ -42,7 +60,14 @@ class MemoryStore:
         self._forget_expired()
         if record.id in self._records:
             raise ValueError(f"ask {record.id} exists already")
+        owner = record.owner
+        if owner is not None:
+            held = self._by_owner.get(owner, 0)
+            if self._max_pending is not None and held >= self._max_pending:
+                raise PendingLimitReached(owner, self._max_pending)
+            self._by_owner[owner] = held + 1
         self._records[record.id] = record
+        self._sizes[record.id] = _size(record)
         self._pending += 1
         if record.deadline is not None:
             heapq.heappush(self._deadlines, (record.deadline, record.id))
@@ -167,18 +192,41 @@ class MemoryStore:
     def _settle(self, record: AskRecord) -> None:
         self._records[record.id] = record
         self._pending -= 1
+        if record.owner is not None:
+            left = self._by_owner.get(record.owner, 1) - 1
+            if left > 0:
+                self._by_owner[record.owner] = left
+            else:
+                self._by_owner.pop(record.owner, None)
         self._finished.append((time.monotonic() + self._retention, record.id))
+        self.finished_bytes += self._sizes.get(record.id, 0)
         for future in self._waiters.pop(record.id, ()):
             if not future.done():
                 future.set_result(None)
+        if self._retention_bytes is not None:
+            while self._finished and self.finished_bytes > self._retention_bytes:
+                self._drop(self._finished.popleft()[1])
 
     def _forget_expired(self) -> None:
         now = time.monotonic()
         while self._finished and self._finished[0][0] <= now:
-            _, ask_id = self._finished.popleft()
-            record = self._records.get(ask_id)
-            if record is not None and not record.pending:
-                del self._records[ask_id]
+            self._drop(self._finished.popleft()[1])
+
+    def _drop(self, ask_id: str) -> None:
+        record = self._records.get(ask_id)
+        if record is not None and not record.pending:
+            del self._records[ask_id]
+            self.finished_bytes -= self._sizes.pop(ask_id, 0)
+
+
+def _size(record: AskRecord) -> int:
+    """About how many bytes ``record`` holds: its text, plus a little per object."""
+    size = 512
+    for q in record.request.questions:
+        size += 256 + len(q.id) + len(q.question) + len(q.detail or "") + len(q.header or "")
+        for option in q.options or ():
+            size += 128 + len(option.label) + len(option.description or "")
+    return size
 
 
 def _check_index(record: AskRecord, index: int) -> None:

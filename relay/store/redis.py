@@ -9,6 +9,8 @@ Layout, for ask ``{id}`` (prefix ``relay:`` by default):
 - ``relay:deadlines``, a sorted set of pending asks by deadline (``+inf`` for none).
 - ``relay:done``, a pub/sub channel carrying the id of every ask that ends, so long-polls on
   any replica wake at once.
+- ``relay:owners``, a hash counting each API token's (owner's) pending asks, so that
+  ``max_pending_per_owner`` holds across replicas (checked and counted in the create script).
 
 Every claim is one Lua script, so "first claim wins" holds across replicas; a per-question
 ``HSETNX`` makes two clicks on two replicas race safely. A Redis that cannot be reached raises
@@ -34,7 +36,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
-from relay.store.base import StoreUnavailable
+from relay.store.base import PendingLimitReached, StoreUnavailable
 from relay.store.record import (
     AnswerOutcome,
     AnswerResult,
@@ -51,19 +53,38 @@ __all__ = ["RedisStore"]
 
 _log = logging.getLogger("relay.store.redis")
 
-# KEYS: ask hash, deadlines zset. ARGV: score, id, core json, then field/value pairs.
-# Creating the same ask twice (a retried command) is a no-op; another ask's id is refused.
+# KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: score, id, core json, owner
+# ('' for none), the owner's pending limit (0: none), then field/value pairs. Creating the
+# same ask twice (a retried command) is a no-op; another ask's id is refused (0); an owner
+# at their limit is refused (-1) and nothing is written.
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'core') == ARGV[3] then return 1 end
   return 0
 end
-redis.call('HSET', KEYS[1], 'core', ARGV[3], unpack(ARGV, 4))
+if ARGV[4] ~= '' then
+  local limit = tonumber(ARGV[5])
+  if limit > 0 and tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0') >= limit then
+    return -1
+  end
+  redis.call('HINCRBY', KEYS[3], ARGV[4], 1)
+  redis.call('HSET', KEYS[1], 'owner', ARGV[4])
+end
+redis.call('HSET', KEYS[1], 'core', ARGV[3], unpack(ARGV, 6))
 redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
 return 1
 """
 
-# KEYS: ask hash, deadlines zset. ARGV: index, item json, finished_at, id, retention ms, channel
+# Run when an ask ends (KEYS[1] its hash, KEYS[3] the pending-per-owner hash).
+_RELEASE_OWNER = """
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and redis.call('HINCRBY', KEYS[3], owner, -1) <= 0 then
+  redis.call('HDEL', KEYS[3], owner)
+end
+"""
+
+# KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: index, item json,
+# finished_at, id, retention ms, channel
 _ANSWER = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
@@ -84,11 +105,12 @@ redis.call('HSET', KEYS[1], 'status', 'answered', 'finished_at', ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
+""" + _RELEASE_OWNER + """
 return {'completed', redis.call('HGETALL', KEYS[1])}
 """
 
-# KEYS: ask hash, deadlines zset. ARGV: status, error json, finished_at, id, retention ms,
-# channel
+# KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: status, error json,
+# finished_at, id, retention ms, channel
 _FINISH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
@@ -98,6 +120,7 @@ redis.call('HSET', KEYS[1], 'status', ARGV[1], 'error', ARGV[2], 'finished_at', 
 redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
+""" + _RELEASE_OWNER + """
 return {1, redis.call('HGETALL', KEYS[1])}
 """
 
@@ -145,6 +168,7 @@ class RedisStore:
         client: aioredis.Redis | None = None,
         prefix: str = "relay:",
         retention: float = 7 * 24 * 3600.0,
+        max_pending_per_owner: int | None = None,
     ) -> None:
         if (url is None) == (client is None):
             raise ValueError("pass exactly one of url= or client=")
@@ -163,15 +187,19 @@ class RedisStore:
         )
         self._prefix = prefix
         self._deadlines = f"{prefix}deadlines"
+        self._owners = f"{prefix}owners"
+        self._max_pending = max_pending_per_owner
         self._channel = f"{prefix}done"
         self._retention_ms = max(1, math.ceil(retention * 1000))
         self._create = self._redis.register_script(_CREATE)
         self._answer = self._redis.register_script(_ANSWER)
         self._finish = self._redis.register_script(_FINISH)
         self._set_message = self._redis.register_script(_SET_MESSAGE)
-        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._watches: dict[str, _Watch] = {}
+        self._reads: dict[str, asyncio.Future[AskRecord | None]] = {}
         self._listener: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
+        self._subscribing: asyncio.Future[None] | None = None
         self._closed = False
 
     def _key(self, ask_id: str) -> str:
@@ -199,11 +227,22 @@ class RedisStore:
             if message is not None:
                 fields += [f"msg:{i}", _message_json(message)]
         score = record.deadline if record.deadline is not None else math.inf
-        created = await self._create(
-            keys=[self._key(record.id), self._deadlines],
-            args=[score, record.id, json.dumps(core, separators=(",", ":")), *fields],
+        created = int(
+            await self._create(
+                keys=[self._key(record.id), self._deadlines, self._owners],
+                args=[
+                    score,
+                    record.id,
+                    json.dumps(core, separators=(",", ":")),
+                    record.owner or "",
+                    self._max_pending or 0,
+                    *fields,
+                ],
+            )
         )
-        if not int(created):
+        if created < 0 and record.owner is not None and self._max_pending is not None:
+            raise PendingLimitReached(record.owner, self._max_pending)
+        if created <= 0:
             raise ValueError(f"ask {record.id} exists already")
 
     @_translated
@@ -227,7 +266,7 @@ class RedisStore:
         """Claim question ``index``'s answer atomically; completes the ask on the last one."""
         at = item.answered_at.isoformat() if item.answered_at else ""
         reply = await self._answer(
-            keys=[self._key(ask_id), self._deadlines],
+            keys=[self._key(ask_id), self._deadlines, self._owners],
             args=[
                 index,
                 json.dumps(item_to_json(item), separators=(",", ":")),
@@ -256,7 +295,7 @@ class RedisStore:
                 {"code": error.code, "message": error.message, "reason": error.reason}
             )
         reply = await self._finish(
-            keys=[self._key(ask_id), self._deadlines],
+            keys=[self._key(ask_id), self._deadlines, self._owners],
             args=[
                 status.value,
                 error_json,
@@ -271,32 +310,66 @@ class RedisStore:
 
     @_translated
     async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
-        """Wait for the ask to end (woken by pub/sub from any replica) or ``within`` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = None if within is None else loop.time() + within
-        while True:
-            future: asyncio.Future[None] = loop.create_future()
-            waiters = self._waiters.setdefault(ask_id, [])
-            waiters.append(future)
-            try:
-                await self._ensure_listening()
-                # Subscribed before reading, so an ending between the two is never missed.
-                record = await self.get(ask_id=ask_id)
-                if record is None or not record.pending:
-                    return record
-                remaining = None if deadline is None else deadline - loop.time()
-                if remaining is not None and remaining <= 0:
-                    return record
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(remaining):  # (wait_for could swallow a cancel)
-                        await future
-                if self._closed:
-                    return record  # woken by aclose: the record as it last stood
-            finally:
-                if future in waiters:
-                    waiters.remove(future)
-                if not waiters:
-                    self._waiters.pop(ask_id, None)
+        """Wait for the ask to end (woken by pub/sub from any replica) or ``within`` seconds.
+
+        Waiters of one ask share one ``_Watch``: while the ask is pending it reads only the
+        ask's status, once when the first waiter comes and once per wake-up, and reads (and
+        decodes) the whole record once when it ends, for all of them. Waiters whose time is
+        up share one read of the record as it stands, too.
+        """
+        if within is not None and within <= 0:
+            return await self.get(ask_id=ask_id)
+        await self._ensure_listening()
+        watch = self._watches.get(ask_id)
+        if watch is None or watch.failed():
+            loop = asyncio.get_running_loop()
+            watch = self._watches[ask_id] = _Watch(loop)
+            # Subscribed before its first read, so an ending between the two is never missed.
+            watch.task = loop.create_task(self._watch(ask_id, watch))
+        watch.waiters += 1
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(within):  # (wait_for could swallow a cancel)
+                    return await asyncio.shield(watch.done)
+            return await self._read_shared(ask_id)
+        finally:
+            watch.waiters -= 1
+            if not watch.waiters and self._watches.get(ask_id) is watch:
+                del self._watches[ask_id]
+                watch.stop()
+
+    async def _watch(self, ask_id: str, watch: _Watch) -> None:
+        """Settle ``watch`` with the record once the ask is final (or gone)."""
+        key = self._key(ask_id)
+        try:
+            while True:
+                status = await self._redis.hget(key, "status")
+                if status is None or _text(status) != AskStatus.PENDING.value:
+                    record = await self._redis.hgetall(key)
+                    watch.settle(_decode(record))
+                    return
+                await watch.woken.wait()
+                watch.woken.clear()
+        except (RedisError, OSError) as exc:
+            watch.fail(
+                StoreUnavailable(f"Redis is unreachable: {exc}; retry once it answers again")
+            )
+
+    async def _read_shared(self, ask_id: str) -> AskRecord | None:
+        """``get``, shared by every caller that asks while one read is in flight."""
+        reading = self._reads.get(ask_id)
+        if reading is None:
+            reading = asyncio.ensure_future(self.get(ask_id=ask_id))
+            self._reads[ask_id] = reading
+
+            def done(future: asyncio.Future[AskRecord | None]) -> None:
+                if self._reads.get(ask_id) is future:
+                    del self._reads[ask_id]
+                if not future.cancelled():
+                    future.exception()  # each caller re-raises it; none is left unretrieved
+
+            reading.add_done_callback(done)
+        return await asyncio.shield(reading)
 
     async def _ensure_listening(self) -> None:
         if self._closed:
@@ -307,9 +380,21 @@ class RedisStore:
                 self._listen(), name="relay-redis-listener"
             )
         if not self._subscribed.is_set():
-            await self.ping()  # fail fast when Redis is down, rather than wait out the timeout
-            async with asyncio.timeout(5.0):
-                await self._subscribed.wait()
+            # Waiters that come together share one check (300 pings would be 300 connections).
+            if self._subscribing is None:
+                self._subscribing = asyncio.ensure_future(self._await_subscription())
+                self._subscribing.add_done_callback(self._subscription_checked)
+            await asyncio.shield(self._subscribing)
+
+    async def _await_subscription(self) -> None:
+        await self.ping()  # fail fast when Redis is down, rather than wait out the timeout
+        async with asyncio.timeout(5.0):
+            await self._subscribed.wait()
+
+    def _subscription_checked(self, future: asyncio.Future[None]) -> None:
+        self._subscribing = None
+        if not future.cancelled():
+            future.exception()  # each waiter re-raises it
 
     async def _listen(self) -> None:
         backoff = 0.1
@@ -340,13 +425,13 @@ class RedisStore:
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     def _wake(self, ask_id: str) -> None:
-        for future in self._waiters.get(ask_id, ()):
-            if not future.done():
-                future.set_result(None)
+        watch = self._watches.get(ask_id)
+        if watch is not None:
+            watch.woken.set()
 
     def _wake_all(self) -> None:
-        for ask_id in list(self._waiters):
-            self._wake(ask_id)
+        for watch in self._watches.values():
+            watch.woken.set()
 
     @_translated
     async def due(self, *, now: float, limit: int = 100) -> list[str]:
@@ -383,8 +468,42 @@ class RedisStore:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._listener
-        self._wake_all()
+        # Waiters get the record as it stands now (one read per ask), then Redis is closed.
+        for ask_id, watch in list(self._watches.items()):
+            watch.stop()
+            try:
+                watch.settle(await self.get(ask_id=ask_id))
+            except StoreUnavailable as exc:
+                watch.fail(exc)
         await self._redis.aclose()
+
+
+class _Watch:
+    """The waiters of one ask and the one task that reads it for them."""
+
+    __slots__ = ("done", "task", "waiters", "woken")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.done: asyncio.Future[AskRecord | None] = loop.create_future()
+        self.woken = asyncio.Event()
+        self.waiters = 0
+        self.task: asyncio.Task[None] | None = None
+
+    def settle(self, record: AskRecord | None) -> None:
+        if not self.done.done():
+            self.done.set_result(record)
+
+    def fail(self, exc: Exception) -> None:
+        if not self.done.done():
+            self.done.set_exception(exc)
+            self.done.exception()  # retrieved: each waiter re-raises it
+
+    def failed(self) -> bool:
+        return self.done.done() and self.done.exception() is not None
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
 
 
 def _message_json(message: MessageRef) -> str:
