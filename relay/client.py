@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from relay import safejson
 from relay.errors import (
     AbortReason,
     ErrorCode,
@@ -41,6 +42,21 @@ _RETRYABLE = (aiohttp.ClientConnectionError, aiohttp.ServerTimeoutError, asyncio
 
 class _Retry(Exception):
     """The relay could not answer this time (restarting, overloaded); poll again."""
+
+
+class _Limited(Exception):
+    """The relay refused the request for this token's rate or limits (429): nothing was
+    done, so the same request may be sent again after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+# A record or an error is a few kB; a reply far larger is not one the relay sent.
+_MAX_REPLY = 8 * 1024 * 1024
+# How long to keep retrying requests the relay refuses with 429 before giving up.
+_LIMITED_FOR = 300.0
 
 
 class RelayProvider:
@@ -146,6 +162,7 @@ class RelayProvider:
     async def _create(self, body: dict[str, Any]) -> dict[str, Any]:
         session = await self._client()
         attempt = 0
+        limited_until = asyncio.get_running_loop().time() + _LIMITED_FOR
         while True:
             try:
                 # No ?wait here: the ask id must be known at once, so an abort can delete it.
@@ -156,6 +173,11 @@ class RelayProvider:
                     timeout=aiohttp.ClientTimeout(total=60),
                 ) as response:
                     return await _record(response)
+            except _Limited as exc:
+                # Refused before anything was posted: asking again cannot ask twice.
+                if asyncio.get_running_loop().time() + exc.retry_after > limited_until:
+                    raise UserInteractionError(ErrorCode.PROVIDER_FAILED, str(exc)) from None
+                await asyncio.sleep(exc.retry_after)
             except aiohttp.ClientConnectorError as exc:
                 # Nothing reached the relay, so retrying cannot create the ask twice.
                 attempt += 1
@@ -185,6 +207,9 @@ class RelayProvider:
                     timeout=aiohttp.ClientTimeout(total=self._poll + 30),
                 ) as response:
                     return await _record(response)
+            except _Limited as exc:
+                _log.info("relay limits this token (%s); polling ask %s again", exc, ask_id)
+                await asyncio.sleep(exc.retry_after)
             except (*_RETRYABLE, _Retry) as exc:
                 # The relay restarted or the connection dropped: the ask lives on, poll again.
                 attempt += 1
@@ -226,8 +251,17 @@ def _unreachable(url: str, exc: BaseException) -> UserInteractionError:
 async def _record(response: aiohttp.ClientResponse) -> dict[str, Any]:
     if response.status in (502, 503, 504) and response.content_type != "application/json":
         raise _Retry(f"the relay answered HTTP {response.status}")
+    if response.content_length is not None and response.content_length > _MAX_REPLY:
+        raise _unreadable(response.status, f"it is {response.content_length} bytes long")
+    raw = await response.content.read(_MAX_REPLY + 1)
+    while len(raw) <= _MAX_REPLY and (more := await response.content.read(_MAX_REPLY + 1)):
+        raw += more
+    if len(raw) > _MAX_REPLY:
+        raise _unreadable(response.status, f"it is over {_MAX_REPLY} bytes long")
     try:
-        data = await response.json(content_type=None)
+        data = safejson.loads(raw)
+    except safejson.JSONTooComplex as exc:
+        raise _unreadable(response.status, str(exc)) from None
     except ValueError:
         raise _Retry(f"the relay answered HTTP {response.status} without JSON") from None
     if not isinstance(data, dict):
@@ -240,6 +274,8 @@ async def _record(response: aiohttp.ClientResponse) -> dict[str, Any]:
     message = str(error.get("message") or f"HTTP {response.status}")
     if response.status == 503 and code == "UNAVAILABLE":
         raise _Retry(message)
+    if response.status == 429 and code == "RATE_LIMITED":
+        raise _Limited(message, _retry_after(response.headers.get("Retry-After")))
     if code == "UNAUTHORIZED":
         raise UserInteractionError(
             ErrorCode.PROVIDER_FAILED, f"the relay refused the API token: {message}"
@@ -254,6 +290,24 @@ async def _record(response: aiohttp.ClientResponse) -> dict[str, Any]:
     if code in ErrorCode.__members__:
         raise UserInteractionError(code, message)
     raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")
+
+
+def _unreadable(status: int, why: str) -> UserInteractionError:
+    """A reply no relay sends: a fault or an attack, not something to retry."""
+    return UserInteractionError(
+        ErrorCode.PROVIDER_FAILED,
+        f"the relay's reply (HTTP {status}) could not be read: {why}; check RELAY_URL points"
+        " at a relay",
+    )
+
+
+def _retry_after(value: str | None) -> float:
+    """``Retry-After`` seconds, within reason (1 s when missing or unreadable)."""
+    try:
+        seconds = float(value or "1")
+    except ValueError:
+        return 1.0
+    return min(max(seconds, 0.1), 60.0) if seconds == seconds else 1.0
 
 
 def _outcome(record: dict[str, Any]) -> AskUserQuestionAnswer:

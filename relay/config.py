@@ -26,13 +26,25 @@ ENV_VARS: dict[str, str] = {
     "RELAY_ALLOWED_USERS": "comma-separated user ids allowed to answer (default: anyone)",
     "RELAY_ALLOWED_GROUPS": "comma-separated user group ids (S…) whose members may answer",
     "RELAY_TIMEOUT": "seconds before an unanswered ask times out; 'none' waits forever",
+    "RELAY_MAX_TIMEOUT": "the longest timeout any ask may have, in seconds (default: none);"
+    " a longer or no timeout becomes this",
     "RELAY_API_TOKENS": "comma-separated bearer tokens for the /v1 API",
     "RELAY_API_TOKENS_FILE": "a file with one bearer token per line (instead of the above)",
     "RELAY_MAX_WAIT": "longest ?wait= a request may hold, in seconds (default 60)",
     "RELAY_RETENTION": "seconds to keep finished asks for audit (default 7 days)",
+    "RELAY_RETENTION_BYTES": "most bytes of finished asks kept in memory, oldest dropped first"
+    " (default 67108864; without Redis only)",
     "RELAY_MAX_BODY": "largest request body the API reads, in bytes (default 262144)",
+    "RELAY_RATE_LIMIT": "API requests per second per token, per replica (default 50)",
+    "RELAY_MAX_LONG_POLLS": "API requests one token may hold open with ?wait=, per replica"
+    " (default 500)",
+    "RELAY_MAX_PENDING": "asks one token may have pending at once, across replicas (default 1000)",
     "RELAY_HOST": "address to listen on (default 0.0.0.0)",
     "PORT": "port to listen on (default 3000)",
+    "RELAY_READ_TIMEOUT": "seconds a client has to send a request's head, and then its body"
+    " (default 10)",
+    "RELAY_MAX_CONNECTIONS": "most client connections at once (default: the descriptor limit"
+    " less a reserve)",
     "REDIS_URL": "Redis URL for state shared between replicas (default: in memory)",
     "RELAY_LOG_LEVEL": "debug, info, warning or error (default info)",
     "RELAY_GC_THRESHOLD": "Python's first-generation GC threshold (default 50000; 'python'"
@@ -73,6 +85,13 @@ class Settings:
     max_wait: float = 60.0
     retention: float = 7 * 24 * 3600.0
     max_body: int = 256 * 1024
+    max_timeout: float | None = None
+    retention_bytes: int = 64 * 1024 * 1024
+    rate_limit: float = 50.0
+    max_long_polls: int = 500
+    max_pending: int = 1000
+    read_timeout: float = 10.0
+    max_connections: int | None = None
     host: str = "0.0.0.0"  # noqa: S104 - a service in a container listens on every interface
     port: int = 3000
     redis_url: str | None = None
@@ -135,6 +154,8 @@ class Settings:
                 " SLACK_APP_TOKEN (Socket Mode: an xapp- token)",
                 setting="SLACK_SIGNING_SECRET",
             )
+        timeout = _timeout(get("RELAY_TIMEOUT"))
+        max_timeout = _max_timeout(get("RELAY_MAX_TIMEOUT"), timeout)
         return cls(
             bot_token=bot_token,
             signing_secret=secret,
@@ -147,11 +168,18 @@ class Settings:
             allowed_groups=_ids(
                 get("RELAY_ALLOWED_GROUPS"), "RELAY_ALLOWED_GROUPS", "user group", "S0123ABCD"
             ),
-            timeout=_timeout(get("RELAY_TIMEOUT")),
+            timeout=timeout,
+            max_timeout=max_timeout,
             api_tokens=_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE")),
             max_wait=_seconds(get("RELAY_MAX_WAIT"), "RELAY_MAX_WAIT", 60.0),
             retention=_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0),
             max_body=int(_number(get("RELAY_MAX_BODY"), "RELAY_MAX_BODY", 256 * 1024, whole=True)),
+            retention_bytes=_whole(get("RELAY_RETENTION_BYTES"), "RELAY_RETENTION_BYTES", 64 << 20),
+            rate_limit=_number(get("RELAY_RATE_LIMIT"), "RELAY_RATE_LIMIT", 50.0),
+            max_long_polls=_whole(get("RELAY_MAX_LONG_POLLS"), "RELAY_MAX_LONG_POLLS", 500),
+            max_pending=_whole(get("RELAY_MAX_PENDING"), "RELAY_MAX_PENDING", 1000),
+            read_timeout=_seconds(get("RELAY_READ_TIMEOUT"), "RELAY_READ_TIMEOUT", 10.0),
+            max_connections=_max_connections(get("RELAY_MAX_CONNECTIONS")),
             host=get("RELAY_HOST") or "0.0.0.0",  # noqa: S104
             port=_port(get("PORT")),
             redis_url=_redis(get("REDIS_URL")),
@@ -177,10 +205,64 @@ def _seconds(raw: str | None, name: str, default: float) -> float:
     return _number(raw, name, default)
 
 
+# Past this, counts and sizes are mistakes (and int(1e400) is no count at all).
+_MOST = 2**53
+
+
+def _whole(raw: str | None, name: str, default: int) -> int:
+    value = int(_number(raw, name, default, whole=True))
+    if value > _MOST:
+        raise RelayConfigError(f"{name} must be at most {_MOST} (got {raw!r})", setting=name)
+    return value
+
+
+def _max_connections(raw: str | None) -> int | None:
+    if raw is None or raw.lower() == "auto":
+        return None
+    value = _whole(raw, "RELAY_MAX_CONNECTIONS", 0)
+    if value < 16:
+        raise RelayConfigError(
+            f"RELAY_MAX_CONNECTIONS must be at least 16 (got {raw!r})",
+            setting="RELAY_MAX_CONNECTIONS",
+        )
+    return value
+
+
+# As the provider's ceiling (relay.slack.provider.LONGEST_TIMEOUT): a year.
+_LONGEST_TIMEOUT = 366 * 24 * 3600.0
+
+
+def _max_timeout(raw: str | None, timeout: float | None) -> float | None:
+    if raw is None or raw.lower() in ("none", "off", "never"):
+        return None
+    ceiling = _number(raw, "RELAY_MAX_TIMEOUT", 0.0)
+    if ceiling > _LONGEST_TIMEOUT:
+        raise RelayConfigError(
+            f"RELAY_MAX_TIMEOUT must be at most {_LONGEST_TIMEOUT:g} s, a year (got {raw!r});"
+            " 'none' sets no ceiling",
+            setting="RELAY_MAX_TIMEOUT",
+        )
+    if timeout is None or timeout > ceiling:
+        shown = "none" if timeout is None else f"{timeout:g}"
+        raise RelayConfigError(
+            f"RELAY_TIMEOUT ({shown}) is longer than RELAY_MAX_TIMEOUT ({ceiling:g}): set"
+            " RELAY_TIMEOUT to at most the ceiling",
+            setting="RELAY_TIMEOUT",
+        )
+    return ceiling
+
+
 def _timeout(raw: str | None) -> float | None:
     if raw is not None and raw.lower() in ("none", "off", "never"):
         return None
-    return _number(raw, "RELAY_TIMEOUT", 900.0)
+    timeout = _number(raw, "RELAY_TIMEOUT", 900.0)
+    if timeout > _LONGEST_TIMEOUT:
+        raise RelayConfigError(
+            f"RELAY_TIMEOUT must be at most {_LONGEST_TIMEOUT:g} s, a year (got {raw!r});"
+            " 'none' waits forever",
+            setting="RELAY_TIMEOUT",
+        )
+    return timeout
 
 
 def _port(raw: str | None) -> int:

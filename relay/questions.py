@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .abort import AbortSignal
 
 __all__ = [
+    "MAX_QUESTIONS",
     "AgentRef",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
@@ -29,6 +30,9 @@ __all__ = [
     "validate_answer",
     "validate_request",
 ]
+
+# What one person can answer in one go: Slack's own batch forms stop at a few dozen inputs.
+MAX_QUESTIONS = 25
 
 IntentKind = Literal["plan-review"]
 INTENT_KINDS: tuple[str, ...] = ("plan-review",)
@@ -350,11 +354,40 @@ class AskUserQuestionAnswer:
 
 
 def validate_request(request: AskUserQuestionRequest) -> None:
-    """Apply the seam's request checks 2 and 3 (questions present, intents well-formed)."""
+    """Apply the seam's request checks 2 and 3 (questions present, intents well-formed),
+    then refuse what would make an answer ambiguous or flood a channel (``BAD_REQUEST``):
+    more than ``MAX_QUESTIONS`` questions, two questions with one id, two options of one
+    question with one label."""
     if not request.questions:
         raise UserInteractionError(
             ErrorCode.EMPTY_QUESTIONS, "ask_user_question requires at least one question"
         )
+    _validate_intents(request)
+    if len(request.questions) > MAX_QUESTIONS:
+        raise bad_request(
+            f"the request has {len(request.questions)} questions; ask at most {MAX_QUESTIONS}"
+            " at once (split the rest into another ask)"
+        )
+    ids: set[str] = set()
+    for i, q in enumerate(request.questions):
+        if q.id in ids:
+            raise bad_request(
+                f"questions[{i}].id {json.dumps(q.id)} is used by an earlier question; each"
+                " question needs its own id (the answer names questions by id)"
+            )
+        ids.add(q.id)
+        labels: set[str] = set()
+        for j, label in enumerate(q.labels):
+            if label in labels:
+                raise bad_request(
+                    f"questions[{i}].options[{j}].label {json.dumps(label)} repeats an earlier"
+                    f" option of question {q.id}; each option needs its own label (the"
+                    " answer names options by label)"
+                )
+            labels.add(label)
+
+
+def _validate_intents(request: AskUserQuestionRequest) -> None:
     for q in request.questions:
         if q.intent is None:
             continue

@@ -591,7 +591,9 @@ async def test_finished_asks_past_the_retained_bytes_go_oldest_first_never_pendi
     store = MemoryStore(retention=7 * 24 * 3600.0, retention_bytes=1_000_000)
 
     def large() -> AskRecord:
-        request = AskUserQuestionRequest((AskUserQuestionItem(id="q0", question="Ok?", detail=big),))
+        request = AskUserQuestionRequest(
+            (AskUserQuestionItem(id="q0", question="Ok?", detail=big),)
+        )
         return new_ask().with_(request=request)
 
     pending = [large() for _ in range(10)]
@@ -599,7 +601,9 @@ async def test_finished_asks_past_the_retained_bytes_go_oldest_first_never_pendi
         await store.create(record=record)
     ended = []
     for record in pending[:8]:
-        await store.finish(ask_id=record.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC))
+        await store.finish(
+            ask_id=record.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC)
+        )
         ended.append(record.id)
     # Four 200 kB asks fit under 1 MB: the four that ended last are kept, the oldest went.
     kept = [ask_id for ask_id in ended if await store.get(ask_id=ask_id) is not None]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
+
+from relay import safejson
 
 __all__ = ["CANNOT_READ", "USAGE", "CommandError", "Commands", "Parser", "parse_json", "read_text"]
 
@@ -50,12 +51,9 @@ def read_text(file: str) -> str:
 
 
 def parse_json(text: str, source: str) -> object:
-    """Parse ``text`` as JSON, or a ``BAD_REQUEST`` error naming the line and column."""
+    """Parse ``text`` as JSON, or a ``BAD_REQUEST`` error saying why not (the line and
+    column of a syntax error; JSON nested too deep or with numbers too large)."""
     try:
-        data: object = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CommandError(
-            "BAD_REQUEST",
-            f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
-        ) from None
-    return data
+        return safejson.loads(text)
+    except ValueError as exc:
+        raise CommandError("BAD_REQUEST", f"{source} is not valid JSON: {exc}") from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Mapping
@@ -10,11 +9,16 @@ from typing import Any
 
 from aiohttp import web
 
+from relay import safejson
 from relay.errors import HarnessError, bad_request
 from relay.questions import AskUserQuestionRequest, validate_request
+from relay.server.bodies import read_body
+from relay.server.connections import Connections
 from relay.server.errors import ApiError
+from relay.server.limits import Limiter, RateLimited
 from relay.server.records import record_json
-from relay.slack.provider import UNSET, SlackProvider, SlackTarget
+from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTarget
+from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
 
 __all__ = ["AskApi"]
@@ -32,15 +36,32 @@ _SLACK_KEYS = frozenset(
 )
 _log = logging.getLogger("relay.server")
 OWNER = "relay_owner"  # request key: the authenticated token's fingerprint
+# Who may answer one ask: enough for any team; each group is a Slack call on a click.
+MAX_ALLOWED_USERS = 100
+MAX_ALLOWED_GROUPS = 10
+# When a token at its pending limit may try again: asks end when people answer.
+_PENDING_RETRY_AFTER = 10.0
 
 
 class AskApi:
     """Handlers for ``/v1/asks``; requests arrive authenticated, with ``request[OWNER]`` set."""
 
-    def __init__(self, *, provider: SlackProvider, max_wait: float, max_body: int) -> None:
+    def __init__(
+        self,
+        *,
+        provider: SlackProvider,
+        max_wait: float,
+        max_body: int,
+        read_timeout: float,
+        limiter: Limiter,
+        connections: Connections,
+    ) -> None:
         self._provider = provider
         self._max_wait = max_wait
         self._max_body = max_body
+        self._read_timeout = read_timeout
+        self._limiter = limiter
+        self._connections = connections
 
     def routes(self) -> list[web.RouteDef]:
         """The routes to add to the application."""
@@ -60,8 +81,15 @@ class AskApi:
             record = await self._provider.start(ask_request, target=target, owner=request[OWNER])
         except HarnessError as exc:
             raise ApiError.of(exc) from None
+        except PendingLimitReached as exc:
+            raise RateLimited(
+                "pending",
+                f"this token has {exc.limit} asks pending, the most it may"
+                " (RELAY_MAX_PENDING); wait for one to end, or DELETE one",
+                retry_after=_PENDING_RETRY_AFTER,
+            ) from None
         if wait > 0:
-            record = await self._provider.wait(record.id, within=wait)
+            record = await self._long_poll(request, record.id, wait)
         return web.json_response(
             record_json(record), status=201, headers={"Location": f"/v1/asks/{record.id}"}
         )
@@ -72,8 +100,17 @@ class AskApi:
         record = await self._owned(request)
         if record.pending and wait > 0:
             _log.debug("long-poll ask=%s wait=%g", record.id, wait)
-            record = await self._provider.wait(record.id, within=wait)
+            record = await self._long_poll(request, record.id, wait)
         return web.json_response(record_json(record))
+
+    async def _long_poll(self, request: web.Request, ask_id: str, wait: float) -> AskRecord:
+        """Wait for the ask, within the token's long-poll limit; a client that hangs up
+        ends the wait at once (its handler is cancelled) instead of after ``wait``."""
+        with (
+            self._limiter.long_poll(request[OWNER]),
+            self._connections.cancel_on_hangup(request),
+        ):
+            return await self._provider.wait(ask_id, within=wait)
 
     async def delete(self, request: web.Request) -> web.Response:
         """``DELETE /v1/asks/{id}``: abort a pending ask; the final record either way."""
@@ -109,21 +146,16 @@ class AskApi:
         return min(wait, self._max_wait)
 
     async def _json_body(self, request: web.Request) -> object:
-        if request.content_length is not None and request.content_length > self._max_body:
-            raise ApiError("TOO_LARGE", self._too_large())
-        data = await request.content.read(self._max_body + 1)
-        if len(data) > self._max_body:
-            raise ApiError("TOO_LARGE", self._too_large())
-        try:
-            return json.loads(data)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ApiError("BAD_REQUEST", f"the body is not valid JSON: {exc}") from None
-
-    def _too_large(self) -> str:
-        return (
-            f"the body is larger than {self._max_body} bytes; shorten the detail"
-            " (or raise RELAY_MAX_BODY)"
+        data = await read_body(
+            request,
+            limit=self._max_body,
+            timeout=self._read_timeout,
+            hint="; shorten the detail (or raise RELAY_MAX_BODY)",
         )
+        try:
+            return safejson.loads(data)
+        except ValueError as exc:
+            raise ApiError("BAD_REQUEST", f"the body is not valid JSON: {exc}") from None
 
 
 def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]:
@@ -152,8 +184,8 @@ def _read_slack(data: object) -> SlackTarget:
     for name, value in (("channel", channel), ("thread_ts", thread_ts), ("requester", requester)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise bad_request(f"slack.{name} must be a non-empty string")
-    allowed = _id_list(data, "allowed_users", "user")
-    groups = _id_list(data, "allowed_groups", "user group")
+    allowed = _id_list(data, "allowed_users", "user", MAX_ALLOWED_USERS)
+    groups = _id_list(data, "allowed_groups", "user group", MAX_ALLOWED_GROUPS)
     prevent: Any = UNSET
     if "prevent_self_approval" in data:
         prevent = data["prevent_self_approval"]
@@ -169,6 +201,11 @@ def _read_slack(data: object) -> SlackTarget:
             or timeout <= 0
         ):
             raise bad_request("slack.timeout_s must be a positive number of seconds, or null")
+        if timeout is not None and timeout > LONGEST_TIMEOUT:
+            raise bad_request(
+                f"slack.timeout_s must be at most {LONGEST_TIMEOUT:g} (a year); null waits"
+                " as long as the relay allows"
+            )
     return SlackTarget(
         channel=channel or "",
         thread_ts=thread_ts,
@@ -180,7 +217,7 @@ def _read_slack(data: object) -> SlackTarget:
     )
 
 
-def _id_list(data: Mapping[str, Any], key: str, what: str) -> Any:
+def _id_list(data: Mapping[str, Any], key: str, what: str, most: int) -> Any:
     if key not in data:
         return UNSET
     value = data[key]
@@ -188,4 +225,6 @@ def _id_list(data: Mapping[str, Any], key: str, what: str) -> Any:
         not isinstance(value, list) or not all(isinstance(i, str) and i for i in value)
     ):
         raise bad_request(f"slack.{key} must be a list of Slack {what} ids, or null")
+    if value is not None and len(value) > most:
+        raise bad_request(f"slack.{key} names {len(value)} {what}s; at most {most}")
     return value

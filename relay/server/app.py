@@ -14,14 +14,17 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from relay.server.api import OWNER, AskApi
 from relay.server.auth import Authenticator
+from relay.server.bodies import ClientGone
+from relay.server.connections import Connections, default_connection_limit
 from relay.server.errors import ApiError, error_response
+from relay.server.limits import Limiter, RateLimited, TokenLimits, retry_after_header
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
 from relay.slack.app import slack_handler
 from relay.slack.provider import SlackProvider
 from relay.store.base import StoreUnavailable
 
-__all__ = ["build_app"]
+__all__ = ["CONNECTIONS", "build_app"]
 
 _log = logging.getLogger("relay.server")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -31,27 +34,57 @@ _SLACK_MAX_BODY = 2 * 1024 * 1024
 
 
 class _Readiness:
-    """Caches a passing Slack ``auth.test`` briefly, so probes do not hammer Slack."""
+    """Checks Slack's ``auth.test`` and the store for ``/readyz``, one check at a time.
 
-    def __init__(self, provider: SlackProvider, *, ttl: float = 30.0) -> None:
+    Probes come unauthenticated and often; while Slack fails, each one calling Slack would
+    turn a probe flood into an ``auth.test`` flood. So one check runs at a time (probes that
+    arrive meanwhile share its result), a pass is kept ``ttl`` seconds and a failure
+    ``failure_ttl`` seconds.
+    """
+
+    def __init__(
+        self, provider: SlackProvider, *, ttl: float = 30.0, failure_ttl: float = 5.0
+    ) -> None:
         self._provider = provider
         self._ttl = ttl
-        self._passed_at = -float("inf")
+        self._failure_ttl = failure_ttl
+        self._slack: tuple[float, str | None] = (-float("inf"), None)
+        self._checking: asyncio.Future[dict[str, str]] | None = None
 
     async def check(self) -> dict[str, str]:
+        """The problems found (none: ready); concurrent callers share one check."""
+        if self._checking is None:
+            self._checking = asyncio.ensure_future(self._check())
+            self._checking.add_done_callback(self._checked)
+        return dict(await asyncio.shield(self._checking))
+
+    def _checked(self, future: asyncio.Future[dict[str, str]]) -> None:
+        self._checking = None
+        if not future.cancelled():
+            future.exception()  # retrieved: a failed check is reported to its callers
+
+    async def _check(self) -> dict[str, str]:
         problems: dict[str, str] = {}
-        if time.monotonic() - self._passed_at > self._ttl:
+        checked_at, failure = self._slack
+        ttl = self._ttl if failure is None else self._failure_ttl
+        if time.monotonic() - checked_at > ttl:
             try:
                 await self._provider.client.auth_test()
-                self._passed_at = time.monotonic()
+                failure = None
             except (SlackApiError, SlackClientError, aiohttp.ClientError, OSError) as exc:
-                problems["slack"] = f"auth.test failed: {exc or type(exc).__name__}"
+                failure = f"auth.test failed: {exc or type(exc).__name__}"
+            self._slack = (time.monotonic(), failure)
+        if failure is not None:
+            problems["slack"] = failure
         try:
             async with asyncio.timeout(2.0):
                 await self._provider.store.ping()
         except Exception as exc:
             problems["store"] = f"unreachable: {exc}"
         return problems
+
+
+CONNECTIONS = web.AppKey("relay_connections", Connections)
 
 
 def build_app(
@@ -61,29 +94,62 @@ def build_app(
     max_wait: float = 60.0,
     max_body: int = 256 * 1024,
     serve_slack_events: bool = True,
+    limits: TokenLimits | None = None,
+    read_timeout: float = 10.0,
+    max_connections: int | None = None,
 ) -> web.Application:
-    """The server's application: ``/slack/events``, ``/v1/…``, health, metrics, OpenAPI."""
+    """The server's application: ``/slack/events``, ``/v1/…``, health, metrics, OpenAPI.
+
+    Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
+    slow and vanishing clients are bounded (``relay serve`` does).
+    """
     auth = Authenticator(api_tokens)
-    metrics = Metrics(store=provider.store)
+    limiter = Limiter(limits or TokenLimits())
+    connections = Connections(
+        limit=max_connections or default_connection_limit(), read_timeout=read_timeout
+    )
+    metrics = Metrics(store=provider.store, limiter=limiter, connections=connections)
     provider.events.subscribe(metrics.observe)
     readiness = _Readiness(provider)
-    api = AskApi(provider=provider, max_wait=max_wait, max_body=max_body)
+    api = AskApi(
+        provider=provider,
+        max_wait=max_wait,
+        max_body=max_body,
+        read_timeout=read_timeout,
+        limiter=limiter,
+        connections=connections,
+    )
 
     @web.middleware
     async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path.startswith("/v1/"):
-            owner = auth.owner(request.headers.get("Authorization"))
-            if owner is None:
-                return error_response(
-                    "UNAUTHORIZED",
-                    "send a valid relay API token as 'Authorization: Bearer <token>'",
-                    headers={"WWW-Authenticate": 'Bearer realm="relay"'},
-                )
-            request[OWNER] = owner
+        connections.request_started(request)
         try:
+            return await _answer(request, handler)
+        finally:
+            connections.request_finished(request)
+
+    async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            if request.path.startswith("/v1/"):
+                owner = auth.owner(request.headers.get("Authorization"))
+                if owner is None:
+                    return error_response(
+                        "UNAUTHORIZED",
+                        "send a valid relay API token as 'Authorization: Bearer <token>'",
+                        headers={"WWW-Authenticate": 'Bearer realm="relay"'},
+                    )
+                request[OWNER] = owner
+                limiter.hit(owner)
             return await handler(request)
         except ApiError as exc:
             return error_response(exc.code, exc.message, status=exc.status)
+        except RateLimited as exc:
+            metrics.refused.labels(limit=exc.limit).inc()
+            return error_response(
+                "RATE_LIMITED",
+                exc.message,
+                headers={"Retry-After": retry_after_header(exc.retry_after)},
+            )
         except web.HTTPRequestEntityTooLarge:
             return error_response("TOO_LARGE", "the request body is too large")
         except web.HTTPNotFound:
@@ -95,7 +161,11 @@ def build_app(
                 f" {', '.join(sorted(exc.allowed_methods))}",
                 headers={"Allow": ", ".join(sorted(exc.allowed_methods))},
             )
+        except ClientGone:
+            return _gone(request)
         except (StoreUnavailable, ConnectionError, OSError, TimeoutError) as exc:
+            if _hung_up(request):
+                return _gone(request)
             _log.warning("store or network failure on %s %s: %s", request.method, request.path, exc)
             return error_response(
                 "UNAVAILABLE", "the relay's store is unreachable right now; retry shortly"
@@ -121,6 +191,7 @@ def build_app(
         return web.json_response(openapi_document())
 
     app = web.Application(client_max_size=max(max_body, _SLACK_MAX_BODY), middlewares=[errors])
+    app[CONNECTIONS] = connections
     app.add_routes(
         [
             web.get("/healthz", healthz),
@@ -131,5 +202,18 @@ def build_app(
         ]
     )
     if serve_slack_events:
-        app.router.add_post("/slack/events", slack_handler(provider.bolt_app))
+        app.router.add_post(
+            "/slack/events", slack_handler(provider.bolt_app, read_timeout=read_timeout)
+        )
     return app
+
+
+def _hung_up(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def _gone(request: web.Request) -> web.Response:
+    # Nobody is left to read an answer: not a failure of the relay, so no warning.
+    _log.debug("client hung up during %s %s", request.method, request.path)
+    return web.Response(status=400)

@@ -13,7 +13,9 @@ from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.config import Settings
-from relay.server.app import build_app
+from relay.server.app import CONNECTIONS, build_app
+from relay.server.connections import GuardedSite
+from relay.server.limits import RUNNER_OPTIONS, limits_of
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
@@ -60,10 +62,18 @@ def configure_logging(settings: Settings) -> None:
 
 async def _store(settings: Settings) -> AskStore:
     if settings.redis_url is None:
-        return MemoryStore(retention=settings.retention)
+        return MemoryStore(
+            retention=settings.retention,
+            retention_bytes=settings.retention_bytes,
+            max_pending_per_owner=settings.max_pending,
+        )
     from relay.store.redis import RedisStore
 
-    return RedisStore(url=settings.redis_url, retention=settings.retention)
+    return RedisStore(
+        url=settings.redis_url,
+        retention=settings.retention,
+        max_pending_per_owner=settings.max_pending,
+    )
 
 
 def _no_default_channel(_: object) -> SlackTarget:
@@ -90,6 +100,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         policy_groups=settings.allowed_groups,
         store=store,
         sweep_interval=1.0 if store.durable else None,
+        max_timeout=settings.max_timeout,
     )
     app = build_app(
         provider=provider,
@@ -97,10 +108,11 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         max_wait=settings.max_wait,
         max_body=settings.max_body,
         serve_slack_events=not settings.socket_mode,
+        **limits_of(settings),
     )
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, **RUNNER_OPTIONS)
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
+    site = GuardedSite(runner, settings.host, settings.port, connections=app[CONNECTIONS])
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

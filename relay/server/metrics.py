@@ -6,6 +6,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from relay.events import AskEvent
+from relay.server.connections import Connections
+from relay.server.limits import Limiter
 from relay.store.base import AskStore
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
@@ -17,8 +19,16 @@ _OUTCOMES = {"answered", "timed_out", "aborted", "closed", "failed"}
 class Metrics:
     """The relay's metrics in a registry of their own (several apps can share a process)."""
 
-    def __init__(self, *, store: AskStore) -> None:
+    def __init__(
+        self,
+        *,
+        store: AskStore,
+        limiter: Limiter | None = None,
+        connections: Connections | None = None,
+    ) -> None:
         self._store = store
+        self._limiter = limiter
+        self._connections = connections
         self.registry = CollectorRegistry()
         self.created = Counter(
             "relay_asks_started", "Asks created and posted to Slack.", registry=self.registry
@@ -43,6 +53,28 @@ class Metrics:
             ["method"],
             registry=self.registry,
         )
+        self.refused = Counter(
+            "relay_api_rate_limited",
+            "API requests refused with 429 RATE_LIMITED, by the per-token limit they hit"
+            " (rate, long_polls, pending).",
+            ["limit"],
+            registry=self.registry,
+        )
+        self.long_polls = Gauge(
+            "relay_long_polls", "API requests held open with ?wait= now.", registry=self.registry
+        )
+        self.connections = Gauge(
+            "relay_client_connections", "Client connections open now.", registry=self.registry
+        )
+        self.connections_closed = Counter(
+            "relay_client_connections_closed",
+            "Client connections the relay closed: a request head not sent in time (timeout),"
+            " or the oldest waiting one, to make room under RELAY_MAX_CONNECTIONS (evicted).",
+            ["why"],
+            registry=self.registry,
+        )
+        if connections is not None:
+            connections.on_close = lambda why: self.connections_closed.labels(why=why).inc()
 
     def observe(self, event: AskEvent) -> None:
         """Count one ask event (an ``Events`` observer)."""
@@ -58,4 +90,8 @@ class Metrics:
     async def render(self) -> bytes:
         """The text exposition, with the pending gauge read from the store now."""
         self.pending.set(await self._store.count_pending())
+        if self._limiter is not None:
+            self.long_polls.set(self._limiter.open_polls)
+        if self._connections is not None:
+            self.connections.set(len(self._connections))
         return generate_latest(self.registry)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import relay
+from relay.questions import MAX_QUESTIONS
+from relay.server.api import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
+from relay.slack.provider import LONGEST_TIMEOUT
 
 __all__ = ["ERROR_CODES", "openapi_document"]
 
@@ -15,7 +18,9 @@ ERROR_CODES = [
     "UNAUTHORIZED",
     "NOT_FOUND",
     "METHOD_NOT_ALLOWED",
+    "REQUEST_TIMEOUT",
     "TOO_LARGE",
+    "RATE_LIMITED",
     "PROVIDER_FAILED",
     "UNAVAILABLE",
     "INTERNAL",
@@ -68,7 +73,10 @@ _ASK_REQUEST = {
         "questions": {
             "type": "array",
             "minItems": 1,
+            "maxItems": MAX_QUESTIONS,
             "items": {"$ref": "#/components/schemas/Question"},
+            "description": "Each question's id, and each option label within a question, must"
+            " be unique (BAD_REQUEST otherwise).",
         },
         "agent": {
             "type": ["object", "null"],
@@ -86,6 +94,7 @@ _ASK_REQUEST = {
                 "thread_ts": {"type": ["string", "null"], "minLength": 1, "pattern": "\\S"},
                 "allowed_users": {
                     "type": ["array", "null"],
+                    "maxItems": MAX_ALLOWED_USERS,
                     "items": {"type": "string", "minLength": 1},
                     "description": "User ids (U…) who may answer; null: anyone the relay's"
                     " own allowlist (RELAY_ALLOWED_USERS/GROUPS) admits. An ask can narrow"
@@ -93,6 +102,7 @@ _ASK_REQUEST = {
                 },
                 "allowed_groups": {
                     "type": ["array", "null"],
+                    "maxItems": MAX_ALLOWED_GROUPS,
                     "items": {"type": "string", "minLength": 1},
                     "description": "User group ids (S…) whose members may answer too (within"
                     " the relay's own allowlist).",
@@ -107,7 +117,13 @@ _ASK_REQUEST = {
                     "type": "boolean",
                     "description": "The requester may not answer their own ask.",
                 },
-                "timeout_s": {"type": ["number", "null"], "exclusiveMinimum": 0},
+                "timeout_s": {
+                    "type": ["number", "null"],
+                    "exclusiveMinimum": 0,
+                    "maximum": LONGEST_TIMEOUT,
+                    "description": "Seconds before the ask times out; null: the relay's"
+                    " longest (RELAY_MAX_TIMEOUT, or none). Never past RELAY_MAX_TIMEOUT.",
+                },
             },
         },
     },
@@ -202,7 +218,23 @@ _WAIT = {
     "schema": {"type": "number", "minimum": 0},
 }
 _ASK_ID = {"name": "ask_id", "in": "path", "required": True, "schema": {"type": "string"}}
-_COMMON = {"401": _error("Missing or unknown bearer token (UNAUTHORIZED)")}
+_RATE_LIMITED = {
+    **_error(
+        "The token went past a limit of its own (RATE_LIMITED): requests per second"
+        " (RELAY_RATE_LIMIT), requests held open with ?wait= (RELAY_MAX_LONG_POLLS), or asks"
+        " pending (RELAY_MAX_PENDING, POST only); retry after Retry-After seconds"
+    ),
+    "headers": {
+        "Retry-After": {
+            "description": "Seconds to wait before retrying.",
+            "schema": {"type": "integer", "minimum": 1},
+        }
+    },
+}
+_COMMON = {
+    "401": _error("Missing or unknown bearer token (UNAUTHORIZED)"),
+    "429": _RATE_LIMITED,
+}
 
 
 def openapi_document() -> dict[str, Any]:
@@ -248,8 +280,14 @@ def openapi_document() -> dict[str, Any]:
                             "Malformed request (BAD_REQUEST, EMPTY_QUESTIONS, BAD_INTENT)"
                         ),
                         **_COMMON,
+                        "408": _error(
+                            "The body did not arrive within RELAY_READ_TIMEOUT (REQUEST_TIMEOUT)"
+                        ),
                         "413": _error("Body over the size cap (TOO_LARGE)"),
-                        "502": _error("Slack refused the post (PROVIDER_FAILED)"),
+                        "502": _error(
+                            "Slack refused the post, or the store failed while posting"
+                            " (PROVIDER_FAILED; the message says whether anything was posted)"
+                        ),
                         "503": _error("The store is unreachable (UNAVAILABLE)"),
                     },
                 }

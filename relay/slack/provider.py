@@ -51,6 +51,7 @@ from relay.questions import (
     AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
     validate_answer_item,
+    validate_request,
 )
 from relay.slack import notices
 from relay.slack.parse import Click, ClickKind, Notice, decide
@@ -129,6 +130,11 @@ class SlackTarget:
 Route = Callable[[AskUserQuestionRequest], "SlackTarget | Awaitable[SlackTarget]"]
 
 
+# The longest timeout anything may set (a year): a deadline beyond it is no deadline a person
+# can act on, and past ~1e11 s it cannot even be shown as a date.
+LONGEST_TIMEOUT = 366 * 24 * 3600.0
+
+
 def _check_timeout(value: float | None, name: str) -> float | None:
     if value is None:
         return None
@@ -137,6 +143,11 @@ def _check_timeout(value: float | None, name: str) -> float | None:
     if not math.isfinite(value) or value <= 0:
         raise RelayConfigError(
             f"{name} must be a positive number of seconds (or None to wait forever)",
+            setting=name,
+        )
+    if value > LONGEST_TIMEOUT:
+        raise RelayConfigError(
+            f"{name} must be at most {LONGEST_TIMEOUT:g} s (a year); None waits forever",
             setting=name,
         )
     return float(value)
@@ -187,6 +198,15 @@ def _default_retry_handlers(client: AsyncWebClient) -> None:
 SLACK_FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, TimeoutError)
 
 
+class _Unrecorded(Exception):
+    """Messages were posted but the store could not record where: ``posted`` says which."""
+
+    def __init__(self, posted: list[tuple[int, MessageRef]], cause: StoreUnavailable) -> None:
+        super().__init__(str(cause))
+        self.posted = posted
+        self.cause = cause
+
+
 def _outcome_of(record: AskRecord) -> str:
     """How a finished ask's unanswered questions are shown: its status, or ``closed``."""
     return "closed" if record.error and record.error.reason == "closed" else record.status.value
@@ -209,6 +229,7 @@ class SlackProvider:
     ``allowed_users``/``allowed_groups`` are each ask's default allowlist, which a
     ``SlackTarget`` may replace; ``policy_users``/``policy_groups`` are a ceiling no ask can
     lift (``relay serve`` sets both from ``RELAY_ALLOWED_USERS``/``RELAY_ALLOWED_GROUPS``).
+    ``max_timeout`` is a ceiling on every ask's timeout (a longer one, or none, becomes it).
     """
 
     def __init__(
@@ -229,6 +250,7 @@ class SlackProvider:
         base_url: str | None = None,
         events: Events | None = None,
         sweep_interval: float | None = None,
+        max_timeout: float | None = None,
     ) -> None:
         if (client is None) == (token is None):
             raise RelayConfigError(
@@ -261,7 +283,8 @@ class SlackProvider:
         self.events = events if events is not None else Events()
         self._signing_secret = signing_secret
         self._channel = channel
-        self._timeout = _check_timeout(timeout, "timeout")
+        self._max_timeout = _check_timeout(max_timeout, "max_timeout")
+        self._timeout = self._capped(_check_timeout(timeout, "timeout"))
         self._allowed = ids(allowed_users, "allowed_users")
         self._groups = ids(allowed_groups, "allowed_groups")
         self._self_approval_prevented = prevent_self_approval
@@ -341,6 +364,7 @@ class SlackProvider:
         """
         if self._closed:
             raise ask_closed()
+        validate_request(request)  # also when called without the service in front
         self._lend_session()
         resolved = await self._resolve(request, target)
         ask_id = secrets.token_urlsafe(12)
@@ -389,6 +413,9 @@ class SlackProvider:
                 with contextlib.suppress(Exception):
                     await posting
                 raise
+        except _Unrecorded as lost:
+            self._waiting.discard(ask_id)
+            raise await self._abandon(record, lost) from lost.cause
         except SLACK_FAILURES as exc:
             self._waiting.discard(ask_id)
             error = provider_failed(exc, doing="to post the question")
@@ -457,11 +484,17 @@ class SlackProvider:
             channel=channel,
             thread_ts=target.thread_ts,
             allowed_users=users,
-            timeout=_check_timeout(timeout, "timeout"),
+            timeout=self._capped(_check_timeout(timeout, "timeout")),
             allowed_groups=ids(groups, "allowed_groups"),
             requester=target.requester,
             prevent_self_approval=self._self_approval_prevented if prevent is UNSET else prevent,
         )
+
+    def _capped(self, timeout: float | None) -> float | None:
+        """``timeout`` within ``max_timeout`` (no timeout at all becomes the ceiling)."""
+        if self._max_timeout is None:
+            return timeout
+        return self._max_timeout if timeout is None else min(timeout, self._max_timeout)
 
     def _check_policy(self, users: frozenset[str] | None) -> None:
         """Refuse an ask naming answerers the operator's policy would never let in."""
@@ -515,6 +548,7 @@ class SlackProvider:
     ) -> AskRecord | None:
         """Post every question; the record after, with late messages withdrawn if it ended."""
         channel = await self._open_channel(record.target.channel)
+        posted: list[tuple[int, MessageRef]] = []
         for index, message in enumerate(rendered):
             response = await self._post_message(
                 channel,
@@ -526,19 +560,73 @@ class SlackProvider:
             )
             ts = str(response["ts"])
             channel = str(response.get("channel") or channel)
-            await self.store.set_message(
-                ask_id=record.id, index=index, message=MessageRef(channel, ts)
-            )
+            posted.append((index, MessageRef(channel, ts)))
+            try:
+                await self.store.set_message(ask_id=record.id, index=index, message=posted[-1][1])
+            except StoreUnavailable as exc:
+                # Live in Slack, unknown to the store: nobody could ever learn its answer.
+                raise _Unrecorded(posted, exc) from exc
             parts = len(message.detail_overflow)
             for part, piece in enumerate(message.detail_overflow, start=1):
                 reply = render_detail_reply(piece, part=part, parts=parts)
                 await self._post_message(channel, thread_ts=record.target.thread_ts or ts, **reply)
         self.events.emit("posted", record.id, channel=channel, messages=len(rendered))
-        current = await self.store.get(ask_id=record.id)
+        try:
+            current = await self.store.get(ask_id=record.id)
+        except StoreUnavailable:
+            return None  # every message is recorded: the ask stands, pending
+
         if current is not None and not current.pending:
             # It ended (closed, aborted) while a post was in flight: withdraw what landed late.
             await self._withdraw(current)
         return current
+
+    async def _abandon(self, record: AskRecord, lost: _Unrecorded) -> UserInteractionError:
+        """Withdraw what was posted of an ask the store failed to record, and say so: the
+        agent must know whether anything still shows in Slack before it asks again."""
+        count = len(record.request.questions)
+        stuck: list[MessageRef] = []
+        for index, message in lost.posted:
+            final = render_outcome(
+                record.request.questions[index],
+                outcome="failed",
+                agent=record.request.agent,
+                index=index,
+                count=count,
+            )
+            try:
+                async with self._background_slots:
+                    await self._lean.call(
+                        "chat.update",
+                        {
+                            "channel": message.channel,
+                            "ts": message.ts,
+                            "text": final.text,
+                            "blocks": final.blocks,
+                        },
+                    )
+            except SLACK_FAILURES:
+                stuck.append(message)
+        error = f"the relay's store failed while posting the question ({lost.cause})"
+        if stuck:
+            where = ", ".join(f"{m.channel} {m.ts}" for m in stuck)
+            text = (
+                f"{error}; {len(stuck)} of the {len(lost.posted)} messages already posted could"
+                f" not be withdrawn and still show in Slack ({where}), but answers to them are"
+                " lost: ask again once the store is back"
+            )
+        else:
+            text = (
+                f"{error}; the {len(lost.posted)} message(s) already posted were withdrawn, so"
+                " nothing is pending: ask again once the store is back"
+            )
+        failure = UserInteractionError(ErrorCode.PROVIDER_FAILED, text)
+        with contextlib.suppress(StoreUnavailable):
+            await self.store.finish(
+                ask_id=record.id, status=AskStatus.FAILED, error=AskError.of(failure), at=utcnow()
+            )
+        self.events.emit("failed", record.id, detail=str(lost.cause), method="store")
+        return failure
 
     async def _post_message(self, channel: str, **fields: Any) -> AsyncSlackResponse:
         """``chat.postMessage``, one at a time per channel.

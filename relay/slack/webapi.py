@@ -24,6 +24,8 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from relay import safejson
+
 __all__ = ["LeanCalls", "encode_json"]
 
 # As slack-sdk: stop a misbehaving retry handler from looping forever.
@@ -143,8 +145,10 @@ class LeanCalls:
 
 
 def _decode(raw: bytes) -> dict[str, Any]:
+    # A reply nested too deep or with absurd numbers is treated like one that is not JSON:
+    # no ``ok``, so the call fails as refused instead of raising ``RecursionError``.
     try:
-        data = json.loads(raw)
+        data = safejson.loads(raw)
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -85,7 +85,8 @@ end
 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: index, item json,
 # finished_at, id, retention ms, channel
-_ANSWER = """
+_ANSWER = (
+    """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
 local index = tonumber(ARGV[1])
@@ -105,13 +106,17 @@ redis.call('HSET', KEYS[1], 'status', 'answered', 'finished_at', ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
-""" + _RELEASE_OWNER + """
+"""
+    + _RELEASE_OWNER
+    + """
 return {'completed', redis.call('HGETALL', KEYS[1])}
 """
+)
 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: status, error json,
 # finished_at, id, retention ms, channel
-_FINISH = """
+_FINISH = (
+    """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
   return {0, redis.call('HGETALL', KEYS[1])}
@@ -120,9 +125,12 @@ redis.call('HSET', KEYS[1], 'status', ARGV[1], 'error', ARGV[2], 'finished_at', 
 redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
-""" + _RELEASE_OWNER + """
+"""
+    + _RELEASE_OWNER
+    + """
 return {1, redis.call('HGETALL', KEYS[1])}
 """
+)
 
 # KEYS: ask hash. ARGV: index, message json
 _SET_MESSAGE = """

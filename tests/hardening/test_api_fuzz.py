@@ -97,6 +97,7 @@ class ThreadedRelay:
                 self.port,
                 RELAY_MAX_WAIT="0.05",  # fuzzed ?wait= values must not stall the run
                 RELAY_MAX_BODY=str(MAX_BODY),
+                RELAY_RATE_LIMIT="100000",  # fuzzing sends requests as fast as it can
             )
             relay = await start_relay(env)
             self.log = relay.log
