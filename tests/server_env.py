@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -62,6 +63,25 @@ class Relay:
                 return response.status, await response.json(content_type=None)
             except ValueError:
                 return response.status, text
+
+    async def metric(self, name: str) -> float | None:
+        """The current value of an unlabelled metric from ``/metrics``."""
+        _, text = await self.request("GET", "/metrics", token=None)
+        for line in str(text).splitlines():
+            if line.startswith(f"{name} "):
+                return float(line.split()[1])
+        return None
+
+    async def wait_for_metric(self, name: str, value: float, timeout: float = 10.0) -> None:
+        """Wait until metric ``name`` reads ``value`` (the relay has no event to await for
+        it, so this reads ``/metrics`` until it does, failing after ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        seen = await self.metric(name)
+        while seen != value:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name} is {seen}, not {value}, after {timeout} s")
+            await asyncio.sleep(0.02)
+            seen = await self.metric(name)
 
     async def wait_for_log(self, fragment: str, timeout: float = 10.0) -> str:
         """The first log line containing ``fragment`` (waits for it)."""

@@ -205,12 +205,12 @@ async def test_a_hostile_web_api_reply_is_a_refusal_not_a_recursion_error() -> N
     ],
 )
 async def test_fake_slack_answers_hostile_requests_as_slack_would(body: bytes) -> None:
-    async with FakeSlack() as slack, aiohttp.ClientSession() as session:
-        async with session.post(
-            f"{slack.base_url}chat.postMessage",
-            data=body,
-            headers={"Content-Type": "application/json", "Authorization": "Bearer xoxb-1"},
-        ) as response:
-            assert response.status == 200
-            reply: dict[str, Any] = await response.json()
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer xoxb-1"}
+    async with (
+        FakeSlack() as slack,
+        aiohttp.ClientSession() as session,
+        session.post(f"{slack.base_url}chat.postMessage", data=body, headers=headers) as response,
+    ):
+        assert response.status == 200
+        reply: dict[str, Any] = await response.json()
     assert reply["ok"] is False
