@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import signal
 import socket
 import sys
@@ -145,8 +146,14 @@ def relay_env(slack: FakeSlack, port: int, **extra: str) -> dict[str, str]:
     return env
 
 
-async def start_relay(env: dict[str, str], *args: str) -> Relay:
-    """Start ``relay serve`` and wait until it says it is listening."""
+async def start_relay(env: dict[str, str], *args: str, max_files: int | None = None) -> Relay:
+    """Start ``relay serve`` and wait until it says it is listening; ``max_files`` lowers
+    its descriptor limit (``RLIMIT_NOFILE``), as a container's would be."""
+
+    def limit_files() -> None:
+        if max_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
+
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -157,6 +164,7 @@ async def start_relay(env: dict[str, str], *args: str) -> Relay:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=limit_files if max_files is not None else None,
     )
     port = int(env["PORT"])
     relay = Relay(url=f"http://127.0.0.1:{port}", port=port, process=process, env=env)

@@ -173,6 +173,10 @@ def build_app(
         except web.HTTPException:
             raise
         except Exception:
+            if _hung_up(request):
+                # aiohttp's body readers raise RuntimeError("Connection closed.") once the
+                # connection is gone (the client left, or was closed to make room).
+                return _gone(request)
             _log.exception("unexpected error on %s %s", request.method, request.path)
             return error_response("INTERNAL", "the relay failed unexpectedly; see its logs")
 

@@ -46,6 +46,10 @@ async def read_body(request: web.Request, *, limit: int, timeout: float, hint: s
         raise ApiError("BAD_REQUEST", f"the body is malformed: {exc.message}") from None
     except (ConnectionError, OSError) as exc:
         raise ClientGone(str(exc) or type(exc).__name__) from None
+    except RuntimeError as exc:  # aiohttp's "Connection closed." once the transport is gone
+        if request.transport is None or request.transport.is_closing():
+            raise ClientGone(str(exc)) from None
+        raise
     return b"".join(chunks)
 
 

@@ -9,8 +9,9 @@ nothing of aiohttp patched) to:
 - close a connection that has not sent a whole request head ``read_timeout`` seconds after
   its first byte (bodies have their own deadline: ``relay.server.bodies``);
 - keep the number of connections under ``limit``: a new connection past it closes the one
-  that has waited longest without a request in progress (idle or still sending its head);
-  with every connection busy, the new one is closed at once;
+  that has waited longest without a request in progress (idle or still sending its head),
+  or else the one that has been sending its body longest; with every connection busy
+  working on a request, the new one is closed at once;
 - cancel a handler that asked for it (``cancel_on_hangup``) as soon as its client hangs up,
   so that an abandoned long-poll frees its memory at once instead of after its whole wait.
 """
@@ -51,7 +52,7 @@ class _State(Enum):
 
 
 class _Connection:
-    __slots__ = ("deadline", "guard", "hangup", "since", "state", "transport")
+    __slots__ = ("deadline", "guard", "hangup", "request", "since", "state", "transport")
 
     def __init__(self, guard: _Guarded, transport: asyncio.BaseTransport) -> None:
         self.guard = guard
@@ -60,6 +61,12 @@ class _Connection:
         self.since = time.monotonic()
         self.deadline: asyncio.TimerHandle | None = None
         self.hangup: asyncio.Task[object] | None = None
+        self.request: web.BaseRequest | None = None
+
+    def sending_body(self) -> bool:
+        """Whether the request in progress still has body to arrive."""
+        request = self.request
+        return request is not None and not request.content.is_eof()
 
 
 class _Guarded(asyncio.Protocol):
@@ -123,13 +130,20 @@ class Connections:
         connection = self._by_transport.get(request.transport)  # type: ignore[arg-type]
         if connection is not None:
             self._set_state(connection, _State.BUSY)
+            connection.request = request
 
     def request_finished(self, request: web.BaseRequest) -> None:
         """The handler is done: the connection waits for its next request."""
         connection = self._by_transport.get(request.transport)  # type: ignore[arg-type]
         if connection is not None and connection.state is _State.BUSY:
             connection.hangup = None
+            unread = connection.sending_body()
+            connection.request = None
             self._set_state(connection, _State.IDLE)
+            if unread:
+                # aiohttp reads what is left of the body for a while (its "lingering"):
+                # that body has the same deadline as a head.
+                self._head_started(connection)
 
     @contextlib.contextmanager
     def cancel_on_hangup(self, request: web.BaseRequest) -> Iterator[None]:
@@ -190,11 +204,17 @@ class Connections:
             self._close(connection, "timeout")
 
     def _evict_one(self) -> bool:
-        for connection in self._waiting:
-            self._warn("closing the connections that have waited longest")
-            self._close(connection, "evicted")
-            return True
-        return False
+        """Close the connection that has waited longest without a request in progress, or
+        else the one sending its body longest; ``False`` if every one is busy working."""
+        victim = next(iter(self._waiting), None)
+        if victim is None:
+            sending = [c for c in self._by_transport.values() if c.sending_body()]
+            victim = min(sending, key=lambda c: c.since, default=None)
+        if victim is None:
+            return False
+        self._warn("closing the connections that have waited longest")
+        self._close(victim, "evicted")
+        return True
 
     def _close(self, connection: _Connection, why: str) -> None:
         self._forget(connection)
