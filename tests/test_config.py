@@ -60,6 +60,37 @@ def test_every_setting_is_read() -> None:
     assert settings.gc_threshold == 20000
 
 
+def test_the_limits_have_defaults_and_are_read() -> None:
+    settings = Settings.from_env(GOOD)
+    assert (settings.max_timeout, settings.rate_limit, settings.max_long_polls) == (None, 50, 500)
+    assert (settings.max_pending, settings.read_timeout, settings.max_connections) == (
+        1000,
+        10.0,
+        None,
+    )
+    assert settings.retention_bytes == 64 * 1024 * 1024
+    settings = Settings.from_env(
+        {
+            **GOOD,
+            "RELAY_TIMEOUT": "60",
+            "RELAY_MAX_TIMEOUT": "3600",
+            "RELAY_RETENTION_BYTES": "1000000",
+            "RELAY_RATE_LIMIT": "2.5",
+            "RELAY_MAX_LONG_POLLS": "7",
+            "RELAY_MAX_PENDING": "8",
+            "RELAY_READ_TIMEOUT": "3",
+            "RELAY_MAX_CONNECTIONS": "100",
+        }
+    )
+    assert settings.max_timeout == 3600.0
+    assert (settings.retention_bytes, settings.rate_limit, settings.max_long_polls) == (
+        1_000_000,
+        2.5,
+        7,
+    )
+    assert (settings.max_pending, settings.read_timeout, settings.max_connections) == (8, 3, 100)
+
+
 def test_the_gc_threshold_defaults_high_and_python_keeps_cpythons() -> None:
     assert Settings.from_env(GOOD).gc_threshold == 50_000
     assert Settings.from_env({**GOOD, "RELAY_GC_THRESHOLD": "Python"}).gc_threshold is None
@@ -97,6 +128,17 @@ def test_tokens_come_from_a_file_and_never_show_in_repr(tmp_path: Path) -> None:
         ({"RELAY_GC_THRESHOLD": "0"}, "RELAY_GC_THRESHOLD"),
         ({"RELAY_GC_THRESHOLD": "lots"}, "RELAY_GC_THRESHOLD"),
         ({"RELAY_GC_THRESHOLD": "3000000000"}, "RELAY_GC_THRESHOLD"),
+        ({"RELAY_TIMEOUT": "1e308"}, "RELAY_TIMEOUT"),
+        ({"RELAY_MAX_TIMEOUT": "soon"}, "RELAY_MAX_TIMEOUT"),
+        ({"RELAY_MAX_TIMEOUT": "1e12"}, "RELAY_MAX_TIMEOUT"),
+        ({"RELAY_MAX_TIMEOUT": "600", "RELAY_TIMEOUT": "900"}, "RELAY_TIMEOUT"),
+        ({"RELAY_MAX_TIMEOUT": "600", "RELAY_TIMEOUT": "none"}, "RELAY_TIMEOUT"),
+        ({"RELAY_RETENTION_BYTES": "-1"}, "RELAY_RETENTION_BYTES"),
+        ({"RELAY_RATE_LIMIT": "0"}, "RELAY_RATE_LIMIT"),
+        ({"RELAY_MAX_LONG_POLLS": "1e400"}, "RELAY_MAX_LONG_POLLS"),
+        ({"RELAY_MAX_PENDING": "9" * 30}, "RELAY_MAX_PENDING"),
+        ({"RELAY_READ_TIMEOUT": "inf"}, "RELAY_READ_TIMEOUT"),
+        ({"RELAY_MAX_CONNECTIONS": "3"}, "RELAY_MAX_CONNECTIONS"),
     ],
 )
 def test_a_bad_setting_names_the_variable(change: dict[str, str], variable: str) -> None:

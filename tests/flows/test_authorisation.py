@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from relay import AskUserQuestionRequest, ErrorCode, UserInteractionError
@@ -159,3 +161,18 @@ async def test_a_policy_group_admits_its_members_and_only_them() -> None:
         await env.slack.wait_for_ephemeral(user="U0ALICE")
         await env.slack.click(message, "prod", user="U0BOB")
         assert (await result(task)).answers[0].answered_by.id == "U0BOB"  # type: ignore[union-attr]
+
+
+async def test_several_allowed_groups_are_looked_up_at_once_within_the_ack() -> None:
+    groups = {f"S0TEAM{i}" for i in range(5)}
+    async with slack_env(allowed_users=set(), allowed_groups=groups) as env:
+        env.slack.usergroups = {g: [] for g in groups} | {"S0TEAM4": ["U0BOB"]}
+        # Each lookup takes 0.8 s: one after another, five would miss Slack's 3 s ack.
+        env.slack.fail("usergroups.users.list", delay=0.8, times=5)
+        task = env.ask(question())
+        message = await env.message()
+        started = time.monotonic()
+        await env.slack.click(message, "prod", user="U0BOB")
+        assert time.monotonic() - started < 2.0
+        assert (await result(task)).answers[0].answered_by.id == "U0BOB"  # type: ignore[union-attr]
+        assert len(env.slack.calls_to("usergroups.users.list")) == 5
