@@ -14,6 +14,8 @@ nothing of aiohttp patched) to:
   working on a request, the new one is closed at once;
 - cancel a handler that asked for it (``cancel_on_hangup``) as soon as its client hangs up,
   so that an abandoned long-poll frees its memory at once instead of after its whole wait.
+  (aiohttp's ``handler_cancellation=True`` would cancel every handler on a hang-up: a click
+  half-recorded when Slack stops waiting after 3 s, an ask half-posted. Only waits ask.)
 """
 
 from __future__ import annotations
@@ -25,10 +27,15 @@ import resource
 import time
 from collections.abc import Callable, Iterator
 from enum import Enum
+from typing import Any
 
 from aiohttp import web
 
-__all__ = ["Connections", "GuardedSite", "default_connection_limit"]
+__all__ = ["RUNNER_OPTIONS", "Connections", "GuardedSite", "default_connection_limit"]
+
+# aiohttp's server keeps an idle connection an hour by default; a client that comes back
+# within a minute and a quarter keeps it, as with most servers (nginx: 75 s).
+RUNNER_OPTIONS: dict[str, Any] = {"keepalive_timeout": 75.0}
 
 _log = logging.getLogger("relay.server")
 # Descriptors kept for everything that is not a client: Slack and Redis connections (up to

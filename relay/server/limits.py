@@ -24,17 +24,12 @@ if TYPE_CHECKING:
     from relay.config import Settings
 
 __all__ = [
-    "RUNNER_OPTIONS",
     "Limiter",
     "RateLimited",
     "TokenLimits",
     "limits_of",
     "retry_after_header",
 ]
-
-# aiohttp's server keeps an idle connection an hour by default; a client that comes back
-# within a minute and a quarter keeps it, as with most servers (nginx: 75 s).
-RUNNER_OPTIONS: dict[str, Any] = {"keepalive_timeout": 75.0}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,8 +14,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.config import Settings
 from relay.server.app import CONNECTIONS, build_app
-from relay.server.connections import GuardedSite
-from relay.server.limits import RUNNER_OPTIONS, limits_of
+from relay.server.connections import RUNNER_OPTIONS, GuardedSite
+from relay.server.limits import limits_of
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
