@@ -59,14 +59,13 @@ class _State(Enum):
 
 
 class _Connection:
-    __slots__ = ("deadline", "guard", "hangup", "request", "since", "state", "transport")
+    __slots__ = ("guard", "hangup", "request", "since", "state", "transport")
 
     def __init__(self, guard: _Guarded, transport: asyncio.BaseTransport) -> None:
         self.guard = guard
         self.transport = transport
         self.state = _State.IDLE
         self.since = time.monotonic()
-        self.deadline: asyncio.TimerHandle | None = None
         self.hangup: asyncio.Task[object] | None = None
         self.request: web.BaseRequest | None = None
 
@@ -117,8 +116,12 @@ class Connections:
         self.limit = limit
         self.read_timeout = read_timeout
         self._by_transport: dict[asyncio.BaseTransport, _Connection] = {}
-        # Connections without a request in progress, longest-waiting first.
+        # Connections without a request in progress, longest-waiting first; of those, the
+        # ones sending a request head (also oldest first), which one timer sweeps.
         self._waiting: dict[_Connection, None] = {}
+        self._heads: dict[_Connection, None] = {}
+        self._sweep_every = max(0.05, min(1.0, read_timeout / 4))
+        self._sweeping: asyncio.TimerHandle | None = None
         self._warned_at = -float("inf")
         self.on_close: Callable[[str], None] | None = None
         """Told ``"timeout"`` or ``"evicted"`` for each connection the guard closes."""
@@ -180,8 +183,23 @@ class Connections:
 
     def _head_started(self, connection: _Connection) -> None:
         self._set_state(connection, _State.HEAD)
-        loop = asyncio.get_running_loop()
-        connection.deadline = loop.call_later(self.read_timeout, self._head_overdue, connection)
+        self._heads[connection] = None
+        if self._sweeping is None:
+            # One timer for every head in flight, not one per request: a click's path.
+            loop = asyncio.get_running_loop()
+            self._sweeping = loop.call_later(self._sweep_every, self._sweep)
+
+    def _sweep(self) -> None:
+        """Close the connections whose head is overdue (they are the oldest heads)."""
+        self._sweeping = None
+        overdue = time.monotonic() - self.read_timeout
+        for connection in list(self._heads):
+            if connection.since > overdue:
+                break
+            self._close(connection, "timeout")
+        if self._heads:
+            loop = asyncio.get_running_loop()
+            self._sweeping = loop.call_later(self._sweep_every, self._sweep)
 
     def _lost(self, guarded: _Guarded) -> None:
         connection = guarded.connection
@@ -196,19 +214,12 @@ class Connections:
     # ---- bookkeeping ---------------------------------------------------------------------
 
     def _set_state(self, connection: _Connection, state: _State) -> None:
-        if connection.deadline is not None:
-            connection.deadline.cancel()
-            connection.deadline = None
+        self._heads.pop(connection, None)
         connection.state = state
         connection.since = time.monotonic()
         self._waiting.pop(connection, None)
         if state is not _State.BUSY:
             self._waiting[connection] = None  # to the end: it has waited least
-
-    def _head_overdue(self, connection: _Connection) -> None:
-        connection.deadline = None
-        if connection.state is _State.HEAD:
-            self._close(connection, "timeout")
 
     def _evict_one(self) -> bool:
         """Close the connection that has waited longest without a request in progress, or
@@ -231,9 +242,7 @@ class Connections:
             self.on_close(why)
 
     def _forget(self, connection: _Connection) -> None:
-        if connection.deadline is not None:
-            connection.deadline.cancel()
-            connection.deadline = None
+        self._heads.pop(connection, None)
         self._by_transport.pop(connection.transport, None)
         self._waiting.pop(connection, None)
 

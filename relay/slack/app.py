@@ -4,7 +4,9 @@ Over HTTP, a signed relay click is handed to the provider straight from the aioh
 (``RelayClicks``), without Bolt's generic dispatch: Bolt re-parses the form with a pure-Python
 decoder, runs its middleware chain and builds listener arguments by introspection, which
 costs more than answering the click. Everything else, and relay clicks once anyone added
-middleware to the Bolt app, goes through Bolt as before; Socket Mode always does.
+middleware to the Bolt app, goes through Bolt as before; Socket Mode always does. Either
+way the signature is checked first, on the raw bytes (``SlackSignature``): Bolt parses a
+form before its own check, which let unsigned 2 MiB bodies cost a quarter of a second each.
 """
 
 from __future__ import annotations
