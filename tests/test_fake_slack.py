@@ -853,7 +853,7 @@ async def test_socket_mode_round_trip(
     request = await socket_app.next_request()
     assert request.type == "interactive"
     assert request.accepts_response_payload is False
-    assert request.retry_attempt == 0
+    assert request.retry_attempt is None  # an events_api field; interactive envelopes lack it
     assert request.payload["type"] == "block_actions"
     assert request.payload["actions"][0]["action_id"] == "approve"
 
@@ -869,6 +869,62 @@ async def test_socket_mode_reconnects_after_disconnect(
     await slack.wait_for_socket()
     assert (await slack.click(message, "Skip", user="U123")).ok
     assert (await socket_app.next_request()).payload["actions"][0]["action_id"] == "skip"
+
+
+async def raw_socket(
+    slack: FakeSlack, session: aiohttp.ClientSession
+) -> aiohttp.ClientWebSocketResponse:
+    """A bare WebSocket opened the way a Socket Mode client opens one."""
+    opened = await AsyncWebClient(token="xapp-raw", base_url=slack.base_url).apps_connections_open(
+        app_token="xapp-raw"
+    )
+    return await session.ws_connect(str(opened["url"]))
+
+
+async def test_interactive_envelopes_are_what_slack_sends(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    message = await post_question(client, slack)
+    async with aiohttp.ClientSession() as session:
+        ws = await raw_socket(slack, session)
+        assert (await ws.receive_json(timeout=5))["type"] == "hello"
+        click = asyncio.create_task(slack.click(message, "Approve", user="U123"))
+        envelope = await ws.receive_json(timeout=5)
+        # python-slack-sdk's mock server: no retry_attempt/retry_reason (events_api only).
+        assert sorted(envelope) == ["accepts_response_payload", "envelope_id", "payload", "type"]
+        assert (envelope["type"], envelope["accepts_response_payload"]) == ("interactive", False)
+        await ws.send_json({"envelope_id": envelope["envelope_id"]})
+        assert (await click).ok
+        await ws.close()
+
+
+async def test_connections_past_the_cap_get_too_many_websockets() -> None:
+    async with FakeSlack(max_socket_connections=2) as slack, aiohttp.ClientSession() as session:
+        kept = [await raw_socket(slack, session) for _ in range(2)]
+        for ws in kept:
+            assert (await ws.receive_json(timeout=5))["type"] == "hello"
+        refused = await raw_socket(slack, session)
+        message = await refused.receive_json(timeout=5)
+        assert message["type"] == "disconnect"
+        assert message["reason"] == "too_many_websockets"
+        assert (await refused.receive(timeout=5)).type == aiohttp.WSMsgType.CLOSE
+        assert (slack.socket_connections, slack.refused_sockets) == (2, 1)
+        await kept[0].close()
+        await slack.wait_until(lambda: slack.socket_connections == 1)
+        again = await raw_socket(slack, session)
+        assert (await again.receive_json(timeout=5))["type"] == "hello"
+        for ws in (kept[1], again):
+            await ws.close()
+
+
+async def test_disconnect_sockets_says_why_first() -> None:
+    async with FakeSlack() as slack, aiohttp.ClientSession() as session:
+        ws = await raw_socket(slack, session)
+        await ws.receive_json(timeout=5)
+        dropped = slack.disconnect_sockets()
+        assert (await ws.receive_json(timeout=5))["reason"] == "refresh_requested"
+        assert (await ws.receive(timeout=5)).type == aiohttp.WSMsgType.CLOSE
+        await dropped
 
 
 async def test_socket_mode_without_ack_times_out(

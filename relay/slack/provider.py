@@ -760,9 +760,14 @@ class SlackProvider:
             )
         return build_web_app(self.bolt_app, path=path)
 
-    async def connect_socket_mode(self, app_token: str) -> None:
-        """Receive interactions over Socket Mode (no public URL); needs an ``xapp-`` token."""
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+    async def connect_socket_mode(
+        self, app_token: str, *, retry_refused_after: float | None = None
+    ) -> None:
+        """Receive interactions over Socket Mode (no public URL); needs an ``xapp-`` token.
+
+        Slack holds about 10 connections per app; past that it refuses one, which then
+        retries after ``retry_refused_after`` seconds (default 10), doubling up to 5 min."""
+        from relay.slack.socket_mode import FIRST_RETRY, socket_mode_handler
 
         if not app_token or not app_token.startswith("xapp-"):
             raise RelayConfigError(
@@ -772,7 +777,11 @@ class SlackProvider:
             )
         if self._socket is not None:
             return
-        handler = AsyncSocketModeHandler(self.bolt_app, app_token=app_token)
+        handler = socket_mode_handler(
+            self.bolt_app,
+            app_token=app_token,
+            first_retry=FIRST_RETRY if retry_refused_after is None else retry_refused_after,
+        )
         self._socket = handler
         await handler.connect_async()  # type: ignore[no-untyped-call]
 

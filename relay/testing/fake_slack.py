@@ -23,7 +23,7 @@ from slack_sdk.signature import SignatureVerifier
 from .faults import ApiReply, Fault, FaultPlan, RateLimiter
 from .human import Humans
 from .records import ClickResult, FakeMessage, RecordedCall
-from .socket_mode import SOCKET_MODE_PATH, SocketModeServer
+from .socket_mode import MAX_CONNECTIONS, SOCKET_MODE_PATH, SocketModeServer
 from .waits import CallLog
 from .workspace import Workspace
 
@@ -52,6 +52,7 @@ class FakeSlack(CallLog, Humans):
         team_domain: str = "fake",
         verification_token: str = "fake-verification-token",  # noqa: S107
         ack_timeout: float = 3.0,
+        max_socket_connections: int = MAX_CONNECTIONS,
     ) -> None:
         super().__init__()
         self.signing_secret = signing_secret
@@ -68,7 +69,11 @@ class FakeSlack(CallLog, Humans):
         )
         self._faults = FaultPlan()
         self._limiter = RateLimiter()
-        self._sockets = SocketModeServer(api_app_id=api_app_id, changed=self._changes.notify)
+        self._sockets = SocketModeServer(
+            api_app_id=api_app_id,
+            changed=self._changes.notify,
+            max_connections=max_socket_connections,
+        )
         Humans.__init__(
             self,
             workspace=self._workspace,
@@ -271,11 +276,18 @@ class FakeSlack(CallLog, Humans):
         """How many Socket Mode connections are open."""
         return self._sockets.connections
 
-    def disconnect_sockets(self) -> asyncio.Task[None]:
-        """Drop every Socket Mode connection, as Slack does now and then; the client
-        reconnects through ``apps.connections.open``. Await the result to wait for the
-        close handshakes (optional)."""
-        return self._sockets.disconnect_all()
+    @property
+    def refused_sockets(self) -> int:
+        """How many Socket Mode connections were refused with ``too_many_websockets``
+        (past ``max_socket_connections``, 10 by default as in Slack)."""
+        return self._sockets.refused
+
+    def disconnect_sockets(self, *, reason: str | None = "refresh_requested") -> asyncio.Task[None]:
+        """Drop every Socket Mode connection, as Slack does now and then: a ``disconnect``
+        message with ``reason`` first (``None`` sends none, as when the network drops), then
+        the close; the client reconnects through ``apps.connections.open``. Await the result
+        to wait for the close handshakes (optional)."""
+        return self._sockets.disconnect_all(reason=reason)
 
     # -- delivery of humans' actions -------------------------------------------------------
 
