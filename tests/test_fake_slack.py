@@ -206,6 +206,46 @@ async def test_auth_test(client: AsyncWebClient) -> None:
     assert {"team", "user"} <= set(response.data)
 
 
+async def test_auth_test_on_enterprise_grid() -> None:
+    async with FakeSlack(enterprise_id="E0ORG") as workspace_install:
+        client = AsyncWebClient(token="xoxb-test", base_url=workspace_install.base_url)
+        response = await client.auth_test()
+        assert (response["team_id"], response["enterprise_id"]) == ("T0FAKE", "E0ORG")
+        assert response["is_enterprise_install"] is False
+    async with FakeSlack(enterprise_id="E0ORG", enterprise_install=True) as org_install:
+        client = AsyncWebClient(token="xoxb-test", base_url=org_install.base_url)
+        response = await client.auth_test()
+        assert response["enterprise_id"] == "E0ORG"
+        assert response["is_enterprise_install"] is True
+    with pytest.raises(ValueError, match="enterprise_id"):
+        FakeSlack(enterprise_install=True)
+
+
+async def test_org_wide_install_payloads_are_shaped_as_slack_sends_them() -> None:
+    # bolt-python tests/slack_bolt/request/test_request.py, org-wide block_actions.
+    async with FakeSlack(enterprise_id="E0ORG", enterprise_install=True) as slack:
+        slack.add_user("W0OWNER", name="owner", team_id="E0ORG")
+        client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+        message = await post_question(client, slack)
+        payload = slack.build_block_actions(message, {"type": "button"}, user="U123")
+        assert payload["team"] is None
+        assert payload["is_enterprise_install"] is True
+        assert payload["enterprise"] == {"id": "E0ORG", "name": "Fake Organisation"}
+        assert payload["user"]["team_id"] == "T0FAKE"  # the clicker's own workspace
+        owner = slack.build_block_actions(message, {"type": "button"}, user="W0OWNER")
+        assert owner["user"]["team_id"] == "E0ORG"  # or the organisation itself
+
+
+async def test_a_guest_from_another_workspace_keeps_their_team(slack: FakeSlack) -> None:
+    slack.add_user("U0GUEST", name="guest", team_id="T0OTHER")
+    client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+    message = await post_question(client, slack)
+    payload = slack.build_block_actions(message, {"type": "button"}, user="U0GUEST")
+    assert payload["user"]["team_id"] == "T0OTHER"
+    assert payload["team"] == {"id": "T0FAKE", "domain": "fake"}  # where the app is
+    assert (await client.users_info(user="U0GUEST"))["user"]["team_id"] == "T0OTHER"
+
+
 async def test_post_message_records_message_and_call(
     slack: FakeSlack, client: AsyncWebClient
 ) -> None:
@@ -309,6 +349,46 @@ async def test_post_ephemeral(slack: FakeSlack, client: AsyncWebClient) -> None:
     assert ephemeral.args["user"] == "U456"
     assert ephemeral.args["text"] == "only you"
     assert slack.messages == []
+
+
+async def test_ephemerals_reach_only_channel_members(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    slack.channel_members = {"C1": {"U123"}}
+    await client.chat_postEphemeral(channel="C1", user="U123", text="for a member")
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postEphemeral(channel="C1", user="U456", text="for a passer-by")
+    assert refused.value.response["error"] == "user_not_in_channel"
+    await client.chat_postEphemeral(channel="C2", user="U456", text="C2 lists nobody: all in")
+    dm = (await client.conversations_open(users="U456"))["channel"]["id"]
+    await client.chat_postEphemeral(channel=dm, user="U456", text="in their DM")
+    with pytest.raises(SlackApiError):
+        await client.chat_postEphemeral(channel=dm, user="U123", text="not their DM")
+    assert [e.args["text"] for e in slack.ephemerals] == [
+        "for a member",
+        "C2 lists nobody: all in",
+        "in their DM",
+    ]
+
+
+async def test_response_url_reaches_a_non_member(
+    slack: FakeSlack, client: AsyncWebClient, app: AppStub
+) -> None:
+    slack.channel_members = {"C1": {"U123"}}
+    message = await post_question(client, slack)
+    await slack.click(message, "Approve", user="U456")
+    payload = await app.next_payload()
+    async with aiohttp.ClientSession() as session:
+        body = {"response_type": "ephemeral", "replace_original": False, "text": "hi"}
+        async with session.post(payload["response_url"], json=body) as reply:
+            assert reply.status == 200
+    notice = await slack.wait_for_ephemeral(user="U456")
+    assert (notice.method, notice.args["channel"], notice.args["text"]) == (
+        "response_url",
+        "C1",
+        "hi",
+    )
+    assert "thread_ts" not in notice.args
 
 
 async def test_conversations_open_is_stable(client: AsyncWebClient) -> None:

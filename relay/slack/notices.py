@@ -11,6 +11,7 @@ __all__ = [
     "already_answered",
     "cannot_check_groups",
     "cannot_record",
+    "foreign_installation",
     "no_longer_pending",
     "not_allowed",
     "notice_text",
@@ -87,6 +88,15 @@ def no_longer_pending(record: AskRecord | None) -> str:
         AskStatus.FAILED: "it could not be delivered",
     }.get(record.status, "it has ended")
     return f"This question is no longer pending ({escape(why)}), so your click was not recorded."
+
+
+def foreign_installation() -> str:
+    """For a click that came through another installation of the app (another workspace or
+    Enterprise Grid organisation) than the one this relay serves."""
+    return (
+        "This question belongs to another Slack organisation or workspace than the one this"
+        " relay serves, so your click was not recorded."
+    )
 
 
 def cannot_record() -> str:

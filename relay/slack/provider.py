@@ -53,8 +53,10 @@ from relay.questions import (
     validate_answer_item,
 )
 from relay.slack import notices
+from relay.slack.installation import Installation
 from relay.slack.parse import Click, ClickKind, Notice, decide
 from relay.slack.people import Gatekeeper, ids
+from relay.slack.private import tell_privately
 from relay.slack.render import (
     RenderedQuestion,
     render_detail_reply,
@@ -271,7 +273,7 @@ class SlackProvider:
             policy_users=ids(policy_users, "policy_users"),
             policy_groups=ids(policy_groups, "policy_groups"),
         )
-        self._identity: tuple[str | None, str | None] | None = None
+        self._identity: Installation | None = None
         self._identity_lock = asyncio.Lock()
         self._route = route
         self.repair_after = _REPAIR_AFTER
@@ -490,15 +492,17 @@ class SlackProvider:
 
     async def identity(self) -> tuple[str | None, str | None]:
         """The bot's workspace (team) id and app id, from ``auth.test`` once per process."""
+        installation = await self.installation()
+        return installation.team_id, installation.app_id
+
+    async def installation(self) -> Installation:
+        """The installation the bot token belongs to (workspace, app, Grid organisation),
+        from ``auth.test`` once per process."""
         if self._identity is None:
             async with self._identity_lock:
                 if self._identity is None:
                     response = await self.client.auth_test()
-                    team, app = response.get("team_id"), response.get("app_id")
-                    self._identity = (
-                        str(team) if team else None,
-                        str(app) if app else None,
-                    )
+                    self._identity = Installation.from_auth_test(response.data)  # type: ignore[arg-type]
         return self._identity
 
     async def _open_channel(self, channel: str) -> str:
@@ -616,16 +620,17 @@ class SlackProvider:
             return
         self._lend_session()
         try:
-            team, app = await self.identity()
+            installation = await self.installation()
         except SLACK_FAILURES:
             _log.exception("auth.test failed; cannot check which workspace a click came from")
             self._notify(click, notices.cannot_record())
             return
-        if (team is not None and click.team_id != team) or (
-            app is not None and click.api_app_id != app
-        ):
-            # Signed with our secret but from another workspace or app: never ours to answer.
-            self.events.emit("refused", click.ask_id, user=click.user_id, why="foreign_team_or_app")
+        foreign = installation.refusal(click)
+        if foreign is not None:
+            # Signed with our secret but from another installation: never ours to answer.
+            self.events.emit("refused", click.ask_id, user=click.user_id, why=foreign)
+            if foreign != "foreign_app":  # another app's click is no message of ours
+                self._notify(click, notices.foreign_installation(), fallback=False)
             return
         try:
             record = await self.store.get(ask_id=click.ask_id)
@@ -723,19 +728,14 @@ class SlackProvider:
         self.events.emit("repaired", record.id, question=question.id)
         self._spawn(self._update(record.id, message, final))
 
-    def _notify(self, click: Click, text: str) -> None:
-        if click.channel_id:
-            self._spawn(self._ephemeral(click.channel_id, click.user_id, click.thread_ts, text))
+    def _notify(self, click: Click, text: str, *, fallback: bool = True) -> None:
+        if click.response_url or click.channel_id:
+            self._spawn(self._ephemeral(click, text, fallback=fallback))
 
-    async def _ephemeral(self, channel: str, user: str, thread_ts: str | None, text: str) -> None:
-        try:
-            fields = {"channel": channel, "user": user, "text": text}
-            if thread_ts is not None:
-                fields["thread_ts"] = thread_ts
-            async with self._background_slots:
-                await self._lean.call("chat.postEphemeral", fields)
-        except SLACK_FAILURES as exc:
-            _log.warning("could not tell %s privately: %s", user, exc or type(exc).__name__)
+    async def _ephemeral(self, click: Click, text: str, *, fallback: bool) -> None:
+        # The click's response_url first (it reaches non-members), then chat.postEphemeral.
+        async with self._background_slots:
+            await tell_privately(self._lean, click, text, fallback=fallback)
 
     # ---- Slack transport --------------------------------------------------------------------
 

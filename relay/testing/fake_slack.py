@@ -22,6 +22,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from .faults import ApiReply, Fault, FaultPlan, RateLimiter
 from .human import Humans
+from .install import Install
 from .records import ClickResult, FakeMessage, RecordedCall
 from .socket_mode import MAX_CONNECTIONS, SOCKET_MODE_PATH, SocketModeServer
 from .waits import CallLog
@@ -53,6 +54,8 @@ class FakeSlack(CallLog, Humans):
         verification_token: str = "fake-verification-token",  # noqa: S107
         ack_timeout: float = 3.0,
         max_socket_connections: int = MAX_CONNECTIONS,
+        enterprise_id: str | None = None,
+        enterprise_install: bool = False,
     ) -> None:
         super().__init__()
         self.signing_secret = signing_secret
@@ -61,11 +64,15 @@ class FakeSlack(CallLog, Humans):
         self.ack_timeout = ack_timeout
         """Seconds the app has to answer an action (Slack's deadline is 3)."""
         self._workspace = Workspace(
-            team_id=team_id,
-            team_domain=team_domain,
-            api_app_id=api_app_id,
-            bot_user_id=bot_user_id,
-            bot_id=bot_id,
+            install=Install(
+                team_id=team_id,
+                team_domain=team_domain,
+                api_app_id=api_app_id,
+                bot_user_id=bot_user_id,
+                bot_id=bot_id,
+                enterprise_id=enterprise_id,
+                enterprise_install=enterprise_install,
+            )
         )
         self._faults = FaultPlan()
         self._limiter = RateLimiter()
@@ -155,6 +162,18 @@ class FakeSlack(CallLog, Humans):
         self._workspace.usergroups = groups
 
     @property
+    def channel_members(self) -> dict[str, set[str]]:
+        """Who is in which channel: ``{"C123": {"U1", "U2"}}``. A channel not listed has
+        everyone in it. ``chat.postEphemeral`` to anyone else answers
+        ``user_not_in_channel``; they can still see and click a public channel's messages
+        (and ``response_url`` reaches them)."""
+        return self._workspace.channel_members
+
+    @channel_members.setter
+    def channel_members(self, members: dict[str, set[str]]) -> None:
+        self._workspace.channel_members = members
+
+    @property
     def missing_channels(self) -> set[str]:
         """Channels that answer ``channel_not_found`` (any other id exists)."""
         return self._workspace.missing_channels
@@ -172,9 +191,22 @@ class FakeSlack(CallLog, Humans):
     def not_in_channels(self, channels: set[str]) -> None:
         self._workspace.not_in_channels = channels
 
-    def add_user(self, user_id: str, *, name: str, real_name: str | None = None) -> None:
-        """Register a human (for ``users.info`` and the ``user`` of their actions)."""
-        self._workspace.users[user_id] = {"name": name, "real_name": real_name or name}
+    def add_user(
+        self,
+        user_id: str,
+        *,
+        name: str,
+        real_name: str | None = None,
+        team_id: str | None = None,
+    ) -> None:
+        """Register a human (for ``users.info`` and the ``user`` of their actions);
+        ``team_id`` is their own workspace when it is not the app's (a Slack Connect guest,
+        another workspace of the organisation, or on an org-wide install the ``E…`` id)."""
+        self._workspace.users[user_id] = {
+            "name": name,
+            "real_name": real_name or name,
+            "team_id": team_id or self._workspace.team_id,
+        }
 
     def fail(
         self,
@@ -247,7 +279,10 @@ class FakeSlack(CallLog, Humans):
         target = self._workspace.response_targets.get(key)
         args = {**body, "user": target.user if target else None, "text": body.get("text", "")}
         if target is not None:
-            args["channel"] = target.message.channel
+            message = target.message
+            args["channel"] = message.channel
+            if message.thread_ts and message.thread_ts != message.ts:
+                args["thread_ts"] = message.thread_ts  # shown where the clicked reply is
         reply = await self._apply_fault("response_url")
         ephemeral = False
         if reply is None:

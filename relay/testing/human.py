@@ -85,14 +85,17 @@ class Humans:
         response_key = workspace.open_response_url(message, user)
         return {
             "type": "block_actions",
-            "user": {"id": user, "username": name, "name": name, "team_id": workspace.team_id},
+            "user": {
+                "id": user,
+                "username": name,
+                "name": name,
+                "team_id": workspace.user_team(user),
+            },
             "api_app_id": workspace.api_app_id,
             "token": self._verification_token,
             "container": container,
             "trigger_id": f"{secrets.randbelow(10**13)}.{int(time.time())}.{secrets.token_hex(16)}",
-            "team": {"id": workspace.team_id, "domain": workspace.team_domain},
-            "enterprise": None,
-            "is_enterprise_install": False,
+            **workspace.install.payload_fields(),
             "channel": {"id": message.channel, "name": workspace.channel_name(message.channel)},
             "message": workspace.message_json(message, text=text, blocks=blocks),
             "state": {"values": state_values(blocks, self.state_of(message, user))},
