@@ -391,6 +391,37 @@ async def test_response_url_reaches_a_non_member(
     assert "thread_ts" not in notice.args
 
 
+async def test_a_reply_makes_its_message_a_thread_parent(
+    slack: FakeSlack, client: AsyncWebClient, app: AppStub
+) -> None:
+    parent = await post_question(client, slack)
+    assert (parent.thread_ts, parent.is_thread_parent) == (None, False)
+    await client.chat_postMessage(channel="C1", thread_ts=parent.ts, text="more")
+    await client.chat_postMessage(channel="C1", thread_ts=parent.ts, text="and more")
+    reply = slack.messages[-1]
+    assert parent.thread_ts == parent.ts  # as Slack marks a thread's parent
+    assert (parent.reply_count, parent.reply_users, parent.latest_reply) == (
+        2,
+        ["U0BOT"],
+        reply.ts,
+    )
+    updated = await client.chat_update(channel="C1", ts=parent.ts, text="v2", blocks=QUESTION)
+    assert updated["message"]["thread_ts"] == parent.ts
+    assert updated["message"]["reply_count"] == 2
+
+    await slack.click(parent, "Approve", user="U123")
+    payload = await app.next_payload()
+    assert payload["container"]["thread_ts"] == parent.ts
+    assert payload["message"]["thread_ts"] == parent.ts
+    assert payload["message"]["reply_count"] == 2
+    async with aiohttp.ClientSession() as session:
+        body = {"response_type": "ephemeral", "replace_original": False, "text": "seen"}
+        async with session.post(payload["response_url"], json=body) as answered:
+            assert answered.status == 200
+    notice = await slack.wait_for_ephemeral(user="U123")
+    assert "thread_ts" not in notice.args  # shown under the parent, in the channel
+
+
 async def test_conversations_open_is_stable(client: AsyncWebClient) -> None:
     first = await client.conversations_open(users="U123")
     second = await client.conversations_open(users="U123")

@@ -139,6 +139,15 @@ class Workspace:
             body["blocks"] = shown_blocks
         if message.thread_ts:
             body["thread_ts"] = message.thread_ts
+        if message.is_thread_parent:
+            body.update(
+                reply_count=message.reply_count,
+                reply_users_count=len(message.reply_users),
+                latest_reply=message.latest_reply,
+                reply_users=list(message.reply_users),
+                is_locked=False,
+                subscribed=False,
+            )
         if message.metadata is not None:
             body["metadata"] = message.metadata
         return copy.deepcopy(body)
@@ -337,6 +346,15 @@ class Workspace:
         )
         self.messages.append(message)
         self._by_key[(channel, ts)] = message
+        parent = self.find_message(channel, thread_ts) if thread_ts else None
+        if parent is not None and parent.thread_ts in (None, parent.ts):
+            # A reply makes its parent a thread parent: Slack gives the parent a thread_ts
+            # of its own ts and counts the replies (conversations.replies' first message).
+            parent.thread_ts = parent.ts
+            parent.reply_count += 1
+            if message.user not in parent.reply_users:
+                parent.reply_users.append(message.user)
+            parent.latest_reply = ts
         return message
 
 
