@@ -26,7 +26,14 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 import relay.testing
-from relay.testing import ClickResult, FakeMessage, FakeSlack, RecordedCall, check_blocks
+from relay.testing import (
+    ClickResult,
+    FakeMessage,
+    FakeSlack,
+    RecordedCall,
+    button_text_shown,
+    check_blocks,
+)
 
 SECRET = "test-secret"
 
@@ -181,7 +188,10 @@ def test_public_names() -> None:
         "ClickResult",
         "FakeMessage",
         "FakeSlack",
+        "Link",
+        "Mention",
         "RecordedCall",
+        "button_text_shown",
         "check_blocks",
     ]
 
@@ -422,6 +432,47 @@ async def test_a_reply_makes_its_message_a_thread_parent(
     assert "thread_ts" not in notice.args  # shown under the parent, in the channel
 
 
+async def test_a_human_sees_about_30_characters_of_a_button(
+    slack: FakeSlack, client: AsyncWebClient, app: AppStub
+) -> None:
+    twins = [
+        button("Deploy the payments service to staging", "a", "0"),
+        button("Deploy the payments service to production", "b", "1"),
+        button("Short", "c", "2"),
+    ]
+    blocks = [{"type": "actions", "block_id": "pick", "elements": twins}]
+    await client.chat_postMessage(channel="C1", text="Deploy?", blocks=blocks)
+    message = await slack.wait_for_message()
+    seen = slack.buttons_seen(message)
+    assert seen == ["Deploy the payments service t…", "Deploy the payments service t…", "Short"]
+    assert all(len(text) <= 30 for text in seen)
+    assert button_text_shown("x" * 30) == "x" * 30
+    with pytest.raises(LookupError, match="2 elements match"):
+        await slack.click(message, "Deploy the payments service to production", user="U123")
+    assert (await slack.click(message, "Short", user="U123")).ok
+
+
+async def test_mentions_and_links_a_message_would_set_off_are_recorded(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    blocks = [
+        section("<!here> and <@U0BOB|bob>, see <https://evil.example|Approve here>"),
+        section("&lt;!channel&gt; is escaped, so shown"),
+        {"type": "section", "text": {"type": "plain_text", "text": "<!everyone> plain"}},
+        {"type": "markdown", "text": "raw <!subteam^S0OPS> and [docs](https://docs.example)"},
+    ]
+    await client.chat_postMessage(channel="C1", text="<!channel> fallback", blocks=blocks)
+    await client.chat_postMessage(channel="C1", text="<!channel> not parsed", mrkdwn=False)
+    kinds = sorted((m.kind, m.target) for m in slack.mentions)
+    assert kinds == [("channel", None), ("here", None), ("subteam", "S0OPS"), ("user", "U0BOB")]
+    assert [m.broadcast for m in slack.mentions if m.kind == "here"] == [True]
+    links = {(link.url, link.label, link.disguised) for link in slack.links}
+    assert links == {
+        ("https://evil.example", "Approve here", True),
+        ("https://docs.example", "docs", True),
+    }
+
+
 async def test_conversations_open_is_stable(client: AsyncWebClient) -> None:
     first = await client.conversations_open(users="U123")
     second = await client.conversations_open(users="U123")
@@ -510,6 +561,24 @@ async def test_too_long_text(client: AsyncWebClient) -> None:
     with pytest.raises(SlackApiError) as raised:
         await client.chat_postMessage(channel="C1", text="x" * 40_001)
     assert raised.value.response["error"] == "msg_too_long"
+
+
+async def test_blocks_holding_too_much_text_in_total_are_msg_blocks_too_long(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    # bolt-js#2509: every block within its limit, the message refused past ~13,200.
+    sections = [section("x" * 2_900) for _ in range(4)]
+    markdown = {"type": "markdown", "text": "y" * 1_500}
+    assert check_blocks([*sections, markdown]) is None  # 13,100 characters
+    blocks = [*sections, markdown, section("z" * 200)]  # 13,300
+    rejected = check_blocks(blocks)
+    assert rejected is not None
+    assert rejected.error == "msg_blocks_too_long"
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postMessage(channel="C1", text="big", blocks=blocks)
+    assert refused.value.response["error"] == "msg_blocks_too_long"
+    assert "errors" not in refused.value.response.data
+    assert not slack.messages
 
 
 def test_check_blocks_accepts_the_question() -> None:

@@ -110,6 +110,7 @@ _SLACK_ADVICE: dict[str, str] = {
     "missing_scope": "the app lacks a scope: add it in the app manifest and reinstall",
     "invalid_blocks": "Slack refused the message layout: report this as a relay bug",
     "msg_too_long": "the message is too long for Slack: shorten the question",
+    "msg_blocks_too_long": "Slack found the message too long in total: report this as a relay bug",
     "user_not_found": "check the user id of the DM target",
     "ratelimited": "Slack kept rate-limiting the relay: ask less often or spread channels",
 }
@@ -673,7 +674,7 @@ class SlackProvider:
             validate_answer_item(question, decision, index=click.index)
             result = await self.store.answer(ask_id=record.id, index=click.index, item=decision)
         except UserInteractionError as exc:
-            self._notify(click, f"That answer was not recorded: {exc}")
+            self._notify(click, notices.not_recorded(str(exc)))
             return
         except Exception:
             _log.exception("store failed while recording an answer to ask %s", record.id)

@@ -23,8 +23,10 @@ from slack_sdk.signature import SignatureVerifier
 from .faults import ApiReply, Fault, FaultPlan, RateLimiter
 from .human import Humans
 from .install import Install
-from .records import ClickResult, FakeMessage, RecordedCall
+from .mentions import links_in, mentions_in
+from .records import ClickResult, RecordedCall
 from .socket_mode import MAX_CONNECTIONS, SOCKET_MODE_PATH, SocketModeServer
+from .view import WorkspaceView
 from .waits import CallLog
 from .workspace import Workspace
 
@@ -32,9 +34,12 @@ __all__ = ["FakeSlack"]
 
 _JSON_STRING_FIELDS = ("blocks", "attachments", "metadata")
 _APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+_MESSAGE_METHODS = frozenset(
+    {"chat.postMessage", "chat.update", "chat.postEphemeral", "response_url"}
+)
 
 
-class FakeSlack(CallLog, Humans):
+class FakeSlack(WorkspaceView, CallLog, Humans):
     """A fake Slack workspace served over real HTTP on ``127.0.0.1`` (a free port).
 
     Answers the Web API like Slack (validation and errors included), records every call,
@@ -145,69 +150,6 @@ class FakeSlack(CallLog, Humans):
         """The Web API base URL for ``AsyncWebClient(base_url=...)``."""
         return f"{self.url}api/"
 
-    # -- the workspace ---------------------------------------------------------------------
-
-    @property
-    def messages(self) -> list[FakeMessage]:
-        """Every message the bot posted, in post order (deleted ones included)."""
-        return self._workspace.messages
-
-    @property
-    def usergroups(self) -> dict[str, list[str]]:
-        """User groups for ``usergroups.users.list``: ``{"S123": ["U1", "U2"]}``."""
-        return self._workspace.usergroups
-
-    @usergroups.setter
-    def usergroups(self, groups: dict[str, list[str]]) -> None:
-        self._workspace.usergroups = groups
-
-    @property
-    def channel_members(self) -> dict[str, set[str]]:
-        """Who is in which channel: ``{"C123": {"U1", "U2"}}``. A channel not listed has
-        everyone in it. ``chat.postEphemeral`` to anyone else answers
-        ``user_not_in_channel``; they can still see and click a public channel's messages
-        (and ``response_url`` reaches them)."""
-        return self._workspace.channel_members
-
-    @channel_members.setter
-    def channel_members(self, members: dict[str, set[str]]) -> None:
-        self._workspace.channel_members = members
-
-    @property
-    def missing_channels(self) -> set[str]:
-        """Channels that answer ``channel_not_found`` (any other id exists)."""
-        return self._workspace.missing_channels
-
-    @missing_channels.setter
-    def missing_channels(self, channels: set[str]) -> None:
-        self._workspace.missing_channels = channels
-
-    @property
-    def not_in_channels(self) -> set[str]:
-        """Channels the bot is not a member of: posting answers ``not_in_channel``."""
-        return self._workspace.not_in_channels
-
-    @not_in_channels.setter
-    def not_in_channels(self, channels: set[str]) -> None:
-        self._workspace.not_in_channels = channels
-
-    def add_user(
-        self,
-        user_id: str,
-        *,
-        name: str,
-        real_name: str | None = None,
-        team_id: str | None = None,
-    ) -> None:
-        """Register a human (for ``users.info`` and the ``user`` of their actions);
-        ``team_id`` is their own workspace when it is not the app's (a Slack Connect guest,
-        another workspace of the organisation, or on an org-wide install the ``E…`` id)."""
-        self._workspace.users[user_id] = {
-            "name": name,
-            "real_name": real_name or name,
-            "team_id": team_id or self._workspace.team_id,
-        }
-
     def fail(
         self,
         method: str,
@@ -299,6 +241,9 @@ class FakeSlack(CallLog, Humans):
 
     async def _record(self, call: RecordedCall, *, ephemeral: bool = False) -> None:
         self.calls.append(call)
+        if call.ok and call.method in _MESSAGE_METHODS:
+            self.mentions.extend(mentions_in(call.args, method=call.method))
+            self.links.extend(links_in(call.args, method=call.method))
         if ephemeral or (call.method == "chat.postEphemeral" and call.ok):
             call.args.setdefault("text", "")
             self.ephemerals.append(call)

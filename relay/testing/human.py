@@ -21,9 +21,11 @@ from .elements import (
     Located,
     ViewerState,
     action_for,
+    button_text_shown,
     find_button,
     find_input,
     find_options,
+    iter_elements,
     state_values,
 )
 from .records import ClickResult, FakeMessage
@@ -102,6 +104,16 @@ class Humans:
             "response_url": f"{self._response_url_base()}{response_key}",
             "actions": [action],
         }
+
+    def buttons_seen(self, message: FakeMessage, *, version: int | None = None) -> list[str]:
+        """The text of each button of ``message`` as a human sees it: cut at about 30
+        characters, so that two labels alike that far look the same."""
+        blocks, _ = shown(message, version)
+        return [
+            button_text_shown(str((located.element.get("text") or {}).get("text", "")))
+            for located in iter_elements(blocks)
+            if located.kind == "button"
+        ]
 
     async def click(
         self,

@@ -320,7 +320,9 @@ class Workspace:
         if blocks is not None:
             rejected = check_blocks(blocks)
             if rejected is not None:
-                body = {"ok": False, "error": rejected.error, "errors": rejected.errors}
+                body: dict[str, Any] = {"ok": False, "error": rejected.error}
+                if rejected.error == "invalid_blocks":  # msg_blocks_too_long says no more
+                    body["errors"] = rejected.errors
                 return ApiReply(body=body, status=status)
         if not text and not blocks:
             return ApiReply(body={"ok": False, "error": "no_text"}, status=status)
