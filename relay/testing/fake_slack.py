@@ -269,6 +269,12 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
         to wait for the close handshakes (optional)."""
         return self._sockets.disconnect_all(reason=reason)
 
+    async def send_socket_envelope(self, envelope: dict[str, Any]) -> ClickResult:
+        """Send a Socket Mode envelope exactly as given (a recorded one, say) to a connected
+        client and wait for its ack, like ``post_interaction`` does for the envelopes it
+        builds."""
+        return await self._sockets.send_envelope(envelope, timeout=self.ack_timeout)
+
     # -- delivery of humans' actions -------------------------------------------------------
 
     async def post_interaction(

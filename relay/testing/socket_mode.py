@@ -132,19 +132,24 @@ class SocketModeServer:
     async def deliver(self, payload: dict[str, Any], *, timeout: float) -> ClickResult:
         """Send an ``interactive`` envelope to one open connection (round robin) and wait
         for its ack; 504 when none comes within ``timeout`` seconds."""
-        if not self._open:
-            raise RuntimeError("no Socket Mode client is connected")
-        ws = self._open[self._next % len(self._open)]
-        self._next += 1
-        envelope_id = str(uuid.uuid4())
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._acks[envelope_id] = (ws, future)
         envelope = {
-            "envelope_id": envelope_id,
+            "envelope_id": str(uuid.uuid4()),
             "type": "interactive",
             "accepts_response_payload": False,
             "payload": payload,
         }
+        return await self.send_envelope(envelope, timeout=timeout)
+
+    async def send_envelope(self, envelope: dict[str, Any], *, timeout: float) -> ClickResult:
+        """Send ``envelope`` as it is to one open connection (round robin) and wait for the
+        ack of its ``envelope_id``; 504 when none comes within ``timeout`` seconds."""
+        if not self._open:
+            raise RuntimeError("no Socket Mode client is connected")
+        ws = self._open[self._next % len(self._open)]
+        self._next += 1
+        envelope_id = str(envelope.get("envelope_id"))
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._acks[envelope_id] = (ws, future)
         try:
             await ws.send_json(envelope)
             ack = await asyncio.wait_for(future, timeout)
