@@ -45,6 +45,10 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
     Answers the Web API like Slack (validation and errors included), records every call,
     fails on demand (``fail``, ``rate_limit``) and delivers simulated humans' actions to the
     app as signed ``block_actions`` requests or Socket Mode envelopes.
+
+    ``enterprise_id`` puts the workspace in an Enterprise Grid organisation;
+    ``enterprise_install`` makes the app's install org-wide (``auth.test`` and payloads
+    change as in Slack). ``max_socket_connections`` is Slack's Socket Mode cap (10).
     """
 
     def __init__(
