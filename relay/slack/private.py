@@ -4,8 +4,9 @@ A click's ``response_url`` takes an ephemeral reply (``response_type: "ephemeral
 ``replace_original: false``) that Slack shows to the clicker under the message they clicked,
 in the channel or in the thread, whether or not they are a member of the channel
 (api.slack.com/interactivity/handling: up to 5 replies within 30 minutes). The relay tries
-it first. ``chat.postEphemeral`` is the fallback (an expired URL, Slack unreachable at that
-address): it only reaches members of the channel (``user_not_in_channel`` otherwise,
+it first. ``chat.postEphemeral`` is the fallback when Slack refuses that (an expired or used
+URL) or it cannot be sent, but not after a timeout, when the first may still arrive: it only
+reaches members of the channel (``user_not_in_channel`` otherwise,
 api.slack.com/methods/chat.postEphemeral), and its ``thread_ts`` puts the notice into the
 thread, so that is passed only for a click on a reply in a thread, never for a click on a
 thread's parent message seen in the channel.
@@ -62,6 +63,10 @@ async def tell_privately(
         try:
             await calls.respond(str(click.response_url), body)
             return True
+        except TimeoutError:
+            # Slack may still show it: a second notice by chat.postEphemeral could double it.
+            _log.warning("telling %s privately timed out (it may still arrive)", click.user_id)
+            return False
         except _FAILURES as exc:
             reasons.append(f"response_url: {exc or type(exc).__name__}")
     elif click.response_url:
