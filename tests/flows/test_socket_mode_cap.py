@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay import AskUserQuestionRequest, UserInteractionService
 from relay.slack import SlackProvider
+from relay.slack.socket_mode import PatientSocketModeClient
 from relay.testing import FakeSlack
 from tests.slack_env import CHANNEL, question
 
@@ -69,3 +70,17 @@ async def test_a_refresh_requested_disconnect_reconnects_at_once() -> None:
             assert slack.refused_sockets == 0
         finally:
             await provider.aclose()
+
+
+async def test_the_wait_doubles_up_to_five_minutes_with_jitter() -> None:
+    client = PatientSocketModeClient(app_token="xapp-1-test", first_retry=10.0)
+    try:
+        waits = []
+        for refusals in range(1, 10):
+            client.refusals = refusals
+            waits.append(client.next_wait())
+        assert 8.0 <= waits[0] <= 12.0
+        assert 16.0 <= waits[1] <= 24.0
+        assert all(240.0 <= wait <= 360.0 for wait in waits[5:])  # capped at 300 ± 20 %
+    finally:
+        await client.close()
