@@ -61,10 +61,12 @@ async def slack_env(
     timeout: float | None = 900.0,
     allowed_users: Collection[str] | None = None,
     channel: str = CHANNEL,
+    slack_options: dict[str, Any] | None = None,
     **provider_kw: Any,
 ) -> AsyncIterator[Env]:
-    """Start a FakeSlack and a provider whose web app listens on a free loopback port."""
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    """Start a FakeSlack (with ``slack_options``) and a provider whose web app listens on a
+    free loopback port."""
+    async with FakeSlack(signing_secret=SECRET, **(slack_options or {})) as slack:
         for user, name in (("U0ALICE", "alice"), ("U0BOB", "bob"), ("U0EVE", "eve")):
             slack.add_user(user, name=name)
         provider = SlackProvider(

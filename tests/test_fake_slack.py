@@ -26,7 +26,14 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 import relay.testing
-from relay.testing import ClickResult, FakeMessage, FakeSlack, RecordedCall, check_blocks
+from relay.testing import (
+    ClickResult,
+    FakeMessage,
+    FakeSlack,
+    RecordedCall,
+    button_text_shown,
+    check_blocks,
+)
 
 SECRET = "test-secret"
 
@@ -181,7 +188,10 @@ def test_public_names() -> None:
         "ClickResult",
         "FakeMessage",
         "FakeSlack",
+        "Link",
+        "Mention",
         "RecordedCall",
+        "button_text_shown",
         "check_blocks",
     ]
 
@@ -204,6 +214,46 @@ async def test_auth_test(client: AsyncWebClient) -> None:
     assert response["is_enterprise_install"] is False
     assert response["url"].startswith("https://")
     assert {"team", "user"} <= set(response.data)
+
+
+async def test_auth_test_on_enterprise_grid() -> None:
+    async with FakeSlack(enterprise_id="E0ORG") as workspace_install:
+        client = AsyncWebClient(token="xoxb-test", base_url=workspace_install.base_url)
+        response = await client.auth_test()
+        assert (response["team_id"], response["enterprise_id"]) == ("T0FAKE", "E0ORG")
+        assert response["is_enterprise_install"] is False
+    async with FakeSlack(enterprise_id="E0ORG", enterprise_install=True) as org_install:
+        client = AsyncWebClient(token="xoxb-test", base_url=org_install.base_url)
+        response = await client.auth_test()
+        assert response["enterprise_id"] == "E0ORG"
+        assert response["is_enterprise_install"] is True
+    with pytest.raises(ValueError, match="enterprise_id"):
+        FakeSlack(enterprise_install=True)
+
+
+async def test_org_wide_install_payloads_are_shaped_as_slack_sends_them() -> None:
+    # bolt-python tests/slack_bolt/request/test_request.py, org-wide block_actions.
+    async with FakeSlack(enterprise_id="E0ORG", enterprise_install=True) as slack:
+        slack.add_user("W0OWNER", name="owner", team_id="E0ORG")
+        client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+        message = await post_question(client, slack)
+        payload = slack.build_block_actions(message, {"type": "button"}, user="U123")
+        assert payload["team"] is None
+        assert payload["is_enterprise_install"] is True
+        assert payload["enterprise"] == {"id": "E0ORG", "name": "Fake Organisation"}
+        assert payload["user"]["team_id"] == "T0FAKE"  # the clicker's own workspace
+        owner = slack.build_block_actions(message, {"type": "button"}, user="W0OWNER")
+        assert owner["user"]["team_id"] == "E0ORG"  # or the organisation itself
+
+
+async def test_a_guest_from_another_workspace_keeps_their_team(slack: FakeSlack) -> None:
+    slack.add_user("U0GUEST", name="guest", team_id="T0OTHER")
+    client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+    message = await post_question(client, slack)
+    payload = slack.build_block_actions(message, {"type": "button"}, user="U0GUEST")
+    assert payload["user"]["team_id"] == "T0OTHER"
+    assert payload["team"] == {"id": "T0FAKE", "domain": "fake"}  # where the app is
+    assert (await client.users_info(user="U0GUEST"))["user"]["team_id"] == "T0OTHER"
 
 
 async def test_post_message_records_message_and_call(
@@ -311,6 +361,118 @@ async def test_post_ephemeral(slack: FakeSlack, client: AsyncWebClient) -> None:
     assert slack.messages == []
 
 
+async def test_ephemerals_reach_only_channel_members(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    slack.channel_members = {"C1": {"U123"}}
+    await client.chat_postEphemeral(channel="C1", user="U123", text="for a member")
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postEphemeral(channel="C1", user="U456", text="for a passer-by")
+    assert refused.value.response["error"] == "user_not_in_channel"
+    await client.chat_postEphemeral(channel="C2", user="U456", text="C2 lists nobody: all in")
+    dm = (await client.conversations_open(users="U456"))["channel"]["id"]
+    await client.chat_postEphemeral(channel=dm, user="U456", text="in their DM")
+    with pytest.raises(SlackApiError):
+        await client.chat_postEphemeral(channel=dm, user="U123", text="not their DM")
+    assert [e.args["text"] for e in slack.ephemerals] == [
+        "for a member",
+        "C2 lists nobody: all in",
+        "in their DM",
+    ]
+
+
+async def test_response_url_reaches_a_non_member(
+    slack: FakeSlack, client: AsyncWebClient, app: AppStub
+) -> None:
+    slack.channel_members = {"C1": {"U123"}}
+    message = await post_question(client, slack)
+    await slack.click(message, "Approve", user="U456")
+    payload = await app.next_payload()
+    async with aiohttp.ClientSession() as session:
+        body = {"response_type": "ephemeral", "replace_original": False, "text": "hi"}
+        async with session.post(payload["response_url"], json=body) as reply:
+            assert reply.status == 200
+    notice = await slack.wait_for_ephemeral(user="U456")
+    assert (notice.method, notice.args["channel"], notice.args["text"]) == (
+        "response_url",
+        "C1",
+        "hi",
+    )
+    assert "thread_ts" not in notice.args
+
+
+async def test_a_reply_makes_its_message_a_thread_parent(
+    slack: FakeSlack, client: AsyncWebClient, app: AppStub
+) -> None:
+    parent = await post_question(client, slack)
+    assert (parent.thread_ts, parent.is_thread_parent) == (None, False)
+    await client.chat_postMessage(channel="C1", thread_ts=parent.ts, text="more")
+    await client.chat_postMessage(channel="C1", thread_ts=parent.ts, text="and more")
+    reply = slack.messages[-1]
+    assert parent.thread_ts == parent.ts  # as Slack marks a thread's parent
+    assert (parent.reply_count, parent.reply_users, parent.latest_reply) == (
+        2,
+        ["U0BOT"],
+        reply.ts,
+    )
+    updated = await client.chat_update(channel="C1", ts=parent.ts, text="v2", blocks=QUESTION)
+    assert updated["message"]["thread_ts"] == parent.ts
+    assert updated["message"]["reply_count"] == 2
+
+    await slack.click(parent, "Approve", user="U123")
+    payload = await app.next_payload()
+    assert payload["container"]["thread_ts"] == parent.ts
+    assert payload["message"]["thread_ts"] == parent.ts
+    assert payload["message"]["reply_count"] == 2
+    async with aiohttp.ClientSession() as session:
+        body = {"response_type": "ephemeral", "replace_original": False, "text": "seen"}
+        async with session.post(payload["response_url"], json=body) as answered:
+            assert answered.status == 200
+    notice = await slack.wait_for_ephemeral(user="U123")
+    assert "thread_ts" not in notice.args  # shown under the parent, in the channel
+
+
+async def test_a_human_sees_about_30_characters_of_a_button(
+    slack: FakeSlack, client: AsyncWebClient, app: AppStub
+) -> None:
+    twins = [
+        button("Deploy the payments service to staging", "a", "0"),
+        button("Deploy the payments service to production", "b", "1"),
+        button("Short", "c", "2"),
+    ]
+    blocks = [{"type": "actions", "block_id": "pick", "elements": twins}]
+    await client.chat_postMessage(channel="C1", text="Deploy?", blocks=blocks)
+    message = await slack.wait_for_message()
+    seen = slack.buttons_seen(message)
+    assert seen == ["Deploy the payments service t…", "Deploy the payments service t…", "Short"]
+    assert all(len(text) <= 30 for text in seen)
+    assert button_text_shown("x" * 30) == "x" * 30
+    with pytest.raises(LookupError, match="2 elements match"):
+        await slack.click(message, "Deploy the payments service to production", user="U123")
+    assert (await slack.click(message, "Short", user="U123")).ok
+
+
+async def test_mentions_and_links_a_message_would_set_off_are_recorded(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    blocks = [
+        section("<!here> and <@U0BOB|bob>, see <https://evil.example|Approve here>"),
+        section("&lt;!channel&gt; is escaped, so shown"),
+        {"type": "section", "text": {"type": "plain_text", "text": "<!everyone> plain"}},
+        {"type": "markdown", "text": "raw <!subteam^S0OPS> and [docs](https://docs.example)"},
+    ]
+    await client.chat_postMessage(channel="C1", text="<!channel> fallback", blocks=blocks)
+    await client.chat_postMessage(channel="C1", text="<!channel> not parsed", mrkdwn=False)
+    kinds = sorted((m.kind, m.target) for m in slack.mentions)
+    assert kinds == [("channel", None), ("here", None), ("subteam", "S0OPS"), ("user", "U0BOB")]
+    assert [m.broadcast for m in slack.mentions if m.kind == "here"] == [True]
+    links = {(link.url, link.label, link.disguised) for link in slack.links}
+    assert links == {
+        ("https://evil.example", "Approve here", True),
+        ("https://docs.example", "docs", True),
+    }
+
+
 async def test_conversations_open_is_stable(client: AsyncWebClient) -> None:
     first = await client.conversations_open(users="U123")
     second = await client.conversations_open(users="U123")
@@ -399,6 +561,24 @@ async def test_too_long_text(client: AsyncWebClient) -> None:
     with pytest.raises(SlackApiError) as raised:
         await client.chat_postMessage(channel="C1", text="x" * 40_001)
     assert raised.value.response["error"] == "msg_too_long"
+
+
+async def test_blocks_holding_too_much_text_in_total_are_msg_blocks_too_long(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    # bolt-js#2509: every block within its limit, the message refused past ~13,200.
+    sections = [section("x" * 2_900) for _ in range(4)]
+    markdown = {"type": "markdown", "text": "y" * 1_500}
+    assert check_blocks([*sections, markdown]) is None  # 13,100 characters
+    blocks = [*sections, markdown, section("z" * 200)]  # 13,300
+    rejected = check_blocks(blocks)
+    assert rejected is not None
+    assert rejected.error == "msg_blocks_too_long"
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postMessage(channel="C1", text="big", blocks=blocks)
+    assert refused.value.response["error"] == "msg_blocks_too_long"
+    assert "errors" not in refused.value.response.data
+    assert not slack.messages
 
 
 def test_check_blocks_accepts_the_question() -> None:
@@ -853,7 +1033,7 @@ async def test_socket_mode_round_trip(
     request = await socket_app.next_request()
     assert request.type == "interactive"
     assert request.accepts_response_payload is False
-    assert request.retry_attempt == 0
+    assert request.retry_attempt is None  # an events_api field; interactive envelopes lack it
     assert request.payload["type"] == "block_actions"
     assert request.payload["actions"][0]["action_id"] == "approve"
 
@@ -869,6 +1049,62 @@ async def test_socket_mode_reconnects_after_disconnect(
     await slack.wait_for_socket()
     assert (await slack.click(message, "Skip", user="U123")).ok
     assert (await socket_app.next_request()).payload["actions"][0]["action_id"] == "skip"
+
+
+async def raw_socket(
+    slack: FakeSlack, session: aiohttp.ClientSession
+) -> aiohttp.ClientWebSocketResponse:
+    """A bare WebSocket opened the way a Socket Mode client opens one."""
+    opened = await AsyncWebClient(token="xapp-raw", base_url=slack.base_url).apps_connections_open(
+        app_token="xapp-raw"
+    )
+    return await session.ws_connect(str(opened["url"]))
+
+
+async def test_interactive_envelopes_are_what_slack_sends(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    message = await post_question(client, slack)
+    async with aiohttp.ClientSession() as session:
+        ws = await raw_socket(slack, session)
+        assert (await ws.receive_json(timeout=5))["type"] == "hello"
+        click = asyncio.create_task(slack.click(message, "Approve", user="U123"))
+        envelope = await ws.receive_json(timeout=5)
+        # python-slack-sdk's mock server: no retry_attempt/retry_reason (events_api only).
+        assert sorted(envelope) == ["accepts_response_payload", "envelope_id", "payload", "type"]
+        assert (envelope["type"], envelope["accepts_response_payload"]) == ("interactive", False)
+        await ws.send_json({"envelope_id": envelope["envelope_id"]})
+        assert (await click).ok
+        await ws.close()
+
+
+async def test_connections_past_the_cap_get_too_many_websockets() -> None:
+    async with FakeSlack(max_socket_connections=2) as slack, aiohttp.ClientSession() as session:
+        kept = [await raw_socket(slack, session) for _ in range(2)]
+        for ws in kept:
+            assert (await ws.receive_json(timeout=5))["type"] == "hello"
+        refused = await raw_socket(slack, session)
+        message = await refused.receive_json(timeout=5)
+        assert message["type"] == "disconnect"
+        assert message["reason"] == "too_many_websockets"
+        assert (await refused.receive(timeout=5)).type == aiohttp.WSMsgType.CLOSE
+        assert (slack.socket_connections, slack.refused_sockets) == (2, 1)
+        await kept[0].close()
+        await slack.wait_until(lambda: slack.socket_connections == 1)
+        again = await raw_socket(slack, session)
+        assert (await again.receive_json(timeout=5))["type"] == "hello"
+        for ws in (kept[1], again):
+            await ws.close()
+
+
+async def test_disconnect_sockets_says_why_first() -> None:
+    async with FakeSlack() as slack, aiohttp.ClientSession() as session:
+        ws = await raw_socket(slack, session)
+        await ws.receive_json(timeout=5)
+        dropped = slack.disconnect_sockets()
+        assert (await ws.receive_json(timeout=5))["reason"] == "refresh_requested"
+        assert (await ws.receive(timeout=5)).type == aiohttp.WSMsgType.CLOSE
+        await dropped
 
 
 async def test_socket_mode_without_ack_times_out(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,12 +21,16 @@ from relay import (
     UserInteractionError,
     plan_review_question,
 )
+from relay.slack import notices
 from relay.slack.render import (
+    MESSAGE_CHARS,
     render_detail_reply,
     render_outcome,
     render_question,
 )
+from relay.slack.text import block_text_length, escape, inert_markdown
 from relay.testing.blocks import check_blocks
+from relay.testing.mentions import links_in, mentions_in
 
 ASK = "AbCdEfGhIjKlMnOp"
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
@@ -83,21 +88,39 @@ def assert_valid(blocks: list[dict[str, Any]], fallback: str) -> None:
 def test_every_pending_message_is_valid_block_kit(
     question: AskUserQuestionItem, count: int, agent: AgentRef | None, deadline: float | None
 ) -> None:
+    option_text = sum(len(o.label) + len(o.description or "") for o in question.options or ())
+    if option_text > 4000:
+        # Refused only as a question whose options hold more text than a message takes.
+        try:
+            render_question(question, ask_id=ASK, index=0, count=count, agent=agent)
+        except UserInteractionError as refused:
+            error = str(refused)
+        else:
+            error = ""
+        if error:
+            assert "characters of Slack text" in error
+            return
     rendered = render_question(
         question, ask_id=ASK, index=count - 1, count=count, agent=agent, deadline=deadline
     )
     assert_valid(rendered.blocks, rendered.text)
+    assert block_text_length(rendered.blocks) <= MESSAGE_CHARS
     markdown = [b["text"] for b in rendered.blocks if b["type"] == "markdown"]
     if question.detail and question.detail.strip():
         # Nothing is ever silently cut: the message plus the thread replies hold it all.
-        assert "".join(markdown) + "".join(rendered.detail_overflow) == question.detail
+        shown = "".join(markdown) + "".join(rendered.detail_overflow)
+        assert shown == inert_markdown(question.detail)
         for part, piece in enumerate(rendered.detail_overflow, start=1):
             reply = render_detail_reply(piece, part=part, parts=len(rendered.detail_overflow))
             assert_valid(reply["blocks"], reply["text"])
     for outcome in ("timed_out", "aborted", "closed", "failed"):
-        final = render_outcome(question, outcome=outcome, agent=agent)
+        final = render_outcome(question, outcome=outcome, agent=agent, index=count - 1, count=count)
         assert_valid(final.blocks, final.text)
         assert not [b for b in final.blocks if b["type"] in ("actions", "input")]
+        # The update shows the same first piece of the detail: the thread continues it.
+        assert [b for b in final.blocks if b["type"] == "markdown"] == [
+            b for b in rendered.blocks if b["type"] == "markdown"
+        ]
 
 
 @settings(max_examples=200)
@@ -114,6 +137,7 @@ def test_every_answered_message_is_valid_and_has_no_inputs(
     )
     final = render_outcome(question, outcome="answered", item=item)
     assert_valid(final.blocks, final.text)
+    assert block_text_length(final.blocks) <= MESSAGE_CHARS
     assert not [b for b in final.blocks if b["type"] in ("actions", "input")]
     assert "<@U123>" in str(final.blocks)
 
@@ -177,10 +201,31 @@ def test_long_labels_are_shortened_on_buttons_but_listed_in_full() -> None:
     q = AskUserQuestionItem(id="x", question="Pick", options=(AskUserQuestionOption(label),))
     blocks = render_question(q, ask_id=ASK, index=0).blocks
     (button,) = elements(blocks)
-    assert len(button["text"]["text"]) == 75
-    assert button["text"]["text"].endswith("…")
+    assert button["text"]["text"] == "1. " + "L" * 26 + "…"  # what Slack shows: 30
     assert button["value"] == "0"
-    assert any(label in b.get("text", {}).get("text", "") for b in blocks if b["type"] == "section")
+    listed = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    assert f"1. *{label}*" in listed[-1]
+
+
+def test_buttons_are_numbered_and_listed_once_any_label_would_be_cut() -> None:
+    labels = ("Deploy the payments service to staging", "Deploy the payments service to prod")
+    q = AskUserQuestionItem(
+        id="x", question="Where?", options=tuple(AskUserQuestionOption(x) for x in labels)
+    )
+    blocks = render_question(q, ask_id=ASK, index=0).blocks
+    shown = [b["text"]["text"] for b in elements(blocks)]
+    assert shown == ["1. Deploy the payments servic…", "2. Deploy the payments servic…"]
+    assert all(len(text) <= 30 for text in shown)
+    listing = [b["text"]["text"] for b in blocks if b["type"] == "section"][-1]
+    assert listing == f"1. *{labels[0]}*\n2. *{labels[1]}*"
+    short = AskUserQuestionItem(id="x", question="Where?", options=opts(2, 30))
+    assert [
+        b["text"]["text"] for b in elements(render_question(short, ask_id=ASK, index=0).blocks)
+    ] == [o.label for o in opts(2, 30)]
+    # Menus show 75: they number their options only past that.
+    menu = AskUserQuestionItem(id="x", question="Which?", options=opts(6, 70))
+    (select,) = elements(render_question(menu, ask_id=ASK, index=0).blocks)
+    assert select["options"][0]["text"]["text"] == opts(6, 70)[0].label
 
 
 def test_header_question_descriptions_agent_and_deadline_are_shown() -> None:
@@ -202,7 +247,7 @@ def test_header_question_descriptions_agent_and_deadline_are_shown() -> None:
     assert "the real one" in flat
     assert "Release bot" in flat
     assert "<!date^1800000000^" in flat
-    assert rendered.text == "Deploy gate: Deploy <now> & then?"
+    assert rendered.text == "Deploy gate: Deploy &lt;now&gt; &amp; then?"
 
 
 def test_plan_review_marks_the_plan_and_the_approve_button() -> None:
@@ -230,9 +275,12 @@ def test_detail_past_the_markdown_limit_continues_in_the_thread() -> None:
     q = AskUserQuestionItem(id="x", question="Ok?", detail=detail)
     rendered = render_question(q, ask_id=ASK, index=0)
     (markdown,) = [b["text"] for b in rendered.blocks if b["type"] == "markdown"]
-    assert len(rendered.detail_overflow) == 2
+    # The message holds what its question, inputs and final update leave of 12,000; each
+    # reply a markdown block's 12,000.
+    assert 8_000 < len(markdown) < 9_000
+    assert [len(piece) > 11_000 for piece in rendered.detail_overflow] == [True, True, False]
     assert markdown + "".join(rendered.detail_overflow) == detail
-    assert "continues in 2 thread replies" in str(rendered.blocks)
+    assert "continues in 3 thread replies" in str(rendered.blocks)
 
 
 @pytest.mark.parametrize(
@@ -246,7 +294,7 @@ def test_detail_past_the_markdown_limit_continues_in_the_thread() -> None:
                 question="Pick",
                 options=tuple(AskUserQuestionOption(f"o{i}", "d" * 2000) for i in range(100)),
             ),
-            "Slack blocks",
+            "characters of Slack text",
         ),
     ],
 )
@@ -257,3 +305,113 @@ def test_what_slack_cannot_show_is_refused_before_posting(
         render_question(question, ask_id=ASK, index=0)
     assert info.value.code == ErrorCode.BAD_REQUEST
     assert fragment in str(info.value)
+
+
+def test_a_question_the_reader_sees_as_3000_characters_is_shown_whole() -> None:
+    # Escaping makes it 3,015 characters: over a section's 3,000, so it takes two.
+    question = "a & b " * 5 + "x" * (2_995 - 30)
+    assert len(question) == 2_995
+    q = AskUserQuestionItem(id="x", question=question)
+    rendered = render_question(q, ask_id=ASK, index=0)
+    assert_valid(rendered.blocks, rendered.text)
+    shown = [b["text"]["text"] for b in rendered.blocks if b["type"] == "section"]
+    assert len(shown) == 2
+    assert "".join(shown) == question.replace("&", "&amp;")
+    assert all(len(piece) <= 3_000 for piece in shown)
+
+
+def test_an_escape_is_never_cut_in_two() -> None:
+    for shift in range(6):
+        question = "x" * shift + "&<>" * 400
+        q = AskUserQuestionItem(id="x", question=question)
+        rendered = render_question(q, ask_id=ASK, index=0)
+        assert_valid(rendered.blocks, rendered.text)
+        shown = [b["text"]["text"] for b in rendered.blocks if b["type"] == "section"]
+        assert len(shown) == 2
+        assert not re.search(r"&[a-z]*$", shown[0])
+        assert "".join(shown) == escape(question)
+
+
+def test_a_question_of_nothing_but_ampersands_is_shown_as_plain_text() -> None:
+    q = AskUserQuestionItem(id="x", question="&" * 3_000)  # 15,000 characters escaped
+    rendered = render_question(q, ask_id=ASK, index=0)
+    assert_valid(rendered.blocks, rendered.text)
+    (question,) = [b["text"] for b in rendered.blocks if b["type"] == "section"]
+    assert question == {"type": "plain_text", "text": "&" * 3_000, "emoji": True}
+
+
+def test_a_large_plan_review_fits_one_message_and_so_does_its_outcome() -> None:
+    # 12,000 characters of plan + a 3,000-character question: ~15,000 before (bolt-js#2509).
+    q = AskUserQuestionItem(
+        id="plan",
+        question="Q" * 3_000,
+        header="Review the plan",
+        detail="# Plan\n" + "- a step of the plan\n" * 570,
+        options=plan_review_question("# x").options,
+        intent=plan_review_question("# x").intent,
+    )
+    rendered = render_question(q, ask_id=ASK, index=0, deadline=1_800_000_000)
+    assert_valid(rendered.blocks, rendered.text)
+    assert block_text_length(rendered.blocks) <= MESSAGE_CHARS
+    assert rendered.detail_overflow
+    item = AskUserQuestionAnswerItem(
+        id="plan", custom="no, " * 800, answered_by=Responder("U1", "al")
+    )
+    final = render_outcome(q, outcome="answered", item=item)
+    assert_valid(final.blocks, final.text)
+    assert block_text_length(final.blocks) <= MESSAGE_CHARS
+    assert "the agent has the whole answer" in str(final.blocks)
+
+
+INJECTED = (
+    "<!channel> <!here|here> <!everyone> <!subteam^S0OPS> <@U0VICTIM>"
+    " <https://evil.example|Approve here>"
+)
+
+
+def test_someone_elses_text_cannot_mention_or_link_anywhere() -> None:
+    q = AskUserQuestionItem(
+        id="x",
+        question=f"Ship? {INJECTED}",
+        header=f"Gate {INJECTED}"[:140],
+        detail=(
+            f"# Plan\n{INJECTED}\nand @here, [Approve here](https://evil.example/x)\n**bold** stays"
+        ),
+        options=(AskUserQuestionOption(f"yes {INJECTED}", f"desc {INJECTED}"),),
+    )
+    rendered = render_question(q, ask_id=ASK, index=0, agent=AgentRef("a", INJECTED))
+    item = AskUserQuestionAnswerItem(
+        id="x", selected=(q.labels[0],), custom=INJECTED, answered_by=Responder("U1", "al")
+    )
+    final = render_outcome(q, outcome="answered", item=item)
+    for message in (rendered, final):
+        args = {"text": message.text, "blocks": message.blocks}
+        assert [m.target for m in mentions_in(args, method="x")] == (
+            [] if message is rendered else ["U1"]  # only the answerer, named by the relay
+        )
+        # Only the detail's markdown link is a link, and its host is written after it.
+        assert [link.url for link in links_in(args, method="x")] == ["https://evil.example/x"]
+        assert "&lt;!channel&gt;" in message.text
+    (markdown,) = [b["text"] for b in rendered.blocks if b["type"] == "markdown"]
+    assert "[Approve here](https://evil.example/x) (evil.example)" in markdown
+    assert "**bold** stays" in markdown
+    for token in ("<!", "<@", "<https", "@here"):
+        assert token not in markdown
+    assert markdown.replace("\u2060", "") == q.detail.replace(
+        "(https://evil.example/x)", "(https://evil.example/x) (evil.example)"
+    )
+
+
+def test_ordinary_markdown_and_code_are_left_alone() -> None:
+    plain = "# Title\n\n- **a** _b_ ~~c~~ `d < e && f`\n\n```\nif a < b and c > d: pass\n```\n[docs.example.com](https://docs.example.com/x)"
+    assert inert_markdown(plain) == plain
+
+
+def test_private_notices_quote_labels_and_ids_inert() -> None:
+    assert notices.not_recorded(f"'{INJECTED}' is not an option") == (
+        f"That answer was not recorded: '{escape(INJECTED)}' is not an option"
+    )
+    forged = AskUserQuestionAnswerItem(id="x", answered_by=Responder("U1><!channel", None))
+    assert "<!channel" not in notices.already_answered(forged)
+    real = AskUserQuestionAnswerItem(id="x", answered_by=Responder("U0ALICE", None))
+    assert notices.already_answered(real).startswith("<@U0ALICE> already answered")

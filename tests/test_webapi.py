@@ -15,7 +15,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.slack.provider import _default_retry_handlers
-from relay.slack.webapi import LeanCalls
+from relay.slack.webapi import LeanCalls, ResponseUrlRefused
 from relay.testing import FakeSlack
 from tests.redis_server import free_port
 
@@ -149,3 +149,37 @@ async def test_the_request_is_the_one_slack_sdk_sends() -> None:
 
 
 _COMPARED = ("Authorization", "Content-Type", "User-Agent", "X-Operator")
+
+
+async def test_a_response_url_post_reaches_the_clicker_without_a_token() -> None:
+    async with FakeSlack() as slack, lean(slack) as calls:
+        ts = await posted(calls)
+        url = slack.build_block_actions(slack.messages[0], {"type": "button"}, user="U1")[
+            "response_url"
+        ]
+        body = {"response_type": "ephemeral", "replace_original": False, "text": "only you"}
+        await calls.respond(url, body)
+        (notice,) = slack.ephemerals
+        assert (notice.method, notice.token, notice.args["text"]) == (
+            "response_url",
+            None,
+            "only you",
+        )
+        assert not slack.messages[0].updated
+        assert slack.messages[0].ts == ts
+        for _ in range(4):  # a response_url takes 5 replies in all
+            await calls.respond(url, body)
+        with pytest.raises(ResponseUrlRefused) as refused:
+            await calls.respond(url, body)
+        assert (refused.value.status, refused.value.error) == (404, "used_url")
+
+
+async def test_a_response_url_post_without_a_session_opens_its_own() -> None:
+    async with FakeSlack() as slack:
+        calls = LeanCalls(AsyncWebClient(token=TOKEN, base_url=slack.base_url))
+        await calls.call("chat.postMessage", {"channel": "C1", "text": "Deploy?"})
+        url = slack.build_block_actions(slack.messages[0], {"type": "button"}, user="U1")[
+            "response_url"
+        ]
+        await calls.respond(url, {"response_type": "ephemeral", "text": "hi"})
+        assert [e.args["text"] for e in slack.ephemerals] == ["hi"]

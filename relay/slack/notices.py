@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem
 from relay.slack.parse import Notice
-from relay.slack.render import escape
+from relay.slack.render import escape, mention
 from relay.store.record import AskRecord, AskStatus
 
 __all__ = [
     "already_answered",
     "cannot_check_groups",
     "cannot_record",
+    "foreign_installation",
     "no_longer_pending",
     "not_allowed",
+    "not_recorded",
     "notice_text",
     "own_ask",
 ]
@@ -64,7 +66,7 @@ def cannot_check_groups() -> str:
 
 def already_answered(item: AskUserQuestionAnswerItem) -> str:
     """For a second click on a question someone already answered."""
-    who = f"<@{item.answered_by.id}>" if item.answered_by else "someone"
+    who = mention(item.answered_by.id) if item.answered_by else "someone"
     return f"{who} already answered this question; your click changed nothing."
 
 
@@ -77,7 +79,7 @@ def no_longer_pending(record: AskRecord | None) -> str:
         )
     if record.status is AskStatus.ANSWERED:
         answered = [r for r in record.responses if r is not None and r.answered_by is not None]
-        who = ", ".join(sorted({f"<@{r.answered_by.id}>" for r in answered if r.answered_by}))
+        who = ", ".join(sorted({mention(r.answered_by.id) for r in answered if r.answered_by}))
         return (
             f"This question was already answered by {who or 'someone'}; your click changed nothing."
         )
@@ -87,6 +89,20 @@ def no_longer_pending(record: AskRecord | None) -> str:
         AskStatus.FAILED: "it could not be delivered",
     }.get(record.status, "it has ended")
     return f"This question is no longer pending ({escape(why)}), so your click was not recorded."
+
+
+def foreign_installation() -> str:
+    """For a click that came through another installation of the app (another workspace or
+    Enterprise Grid organisation) than the one this relay serves."""
+    return (
+        "This question belongs to another Slack organisation or workspace than the one this"
+        " relay serves, so your click was not recorded."
+    )
+
+
+def not_recorded(reason: str) -> str:
+    """For an answer the relay refused (``reason`` may quote labels or typed text)."""
+    return f"That answer was not recorded: {escape(reason)}"
 
 
 def cannot_record() -> str:

@@ -68,6 +68,14 @@ class Click:
     option: int | None = None
     ticked: tuple[int, ...] = ()
     text: str | None = None
+    response_url: str | None = None
+    """Where to answer the clicker privately: reaches anyone who could click, members of
+    the channel or not (a ``chat.postEphemeral`` does not)."""
+    enterprise_id: str | None = None
+    """The Enterprise Grid organisation the click came from (``enterprise.id``)."""
+    is_enterprise_install: bool = False
+    """Whether the click came through an org-wide install (then ``team`` is ``null`` and
+    ``team_id`` is the clicker's ``user.team_id``: their workspace or the organisation)."""
 
 
 def _str(value: object) -> str | None:
@@ -168,6 +176,7 @@ def parse_click(payload: object) -> Click | None:
     container = container if isinstance(container, Mapping) else {}
     team = payload.get("team")
     channel = payload.get("channel")
+    enterprise = payload.get("enterprise")
     return Click(
         ask_id=ask_id,
         index=index,
@@ -184,6 +193,12 @@ def parse_click(payload: object) -> Click | None:
         option=option,
         ticked=_ticked(payload, ask_id, index),
         text=text,
+        response_url=_str(payload.get("response_url")),
+        # As slack_bolt.request.internals.extract_enterprise_id: an object or a bare id.
+        enterprise_id=_str(enterprise.get("id"))
+        if isinstance(enterprise, Mapping)
+        else _str(enterprise),
+        is_enterprise_install=payload.get("is_enterprise_install") is True,
     )
 
 

@@ -54,8 +54,10 @@ from relay.questions import (
     validate_request,
 )
 from relay.slack import notices
+from relay.slack.installation import Installation
 from relay.slack.parse import Click, ClickKind, Notice, decide
 from relay.slack.people import Gatekeeper, ids
+from relay.slack.private import tell_privately
 from relay.slack.render import (
     RenderedQuestion,
     render_detail_reply,
@@ -109,6 +111,7 @@ _SLACK_ADVICE: dict[str, str] = {
     "missing_scope": "the app lacks a scope: add it in the app manifest and reinstall",
     "invalid_blocks": "Slack refused the message layout: report this as a relay bug",
     "msg_too_long": "the message is too long for Slack: shorten the question",
+    "msg_blocks_too_long": "Slack found the message too long in total: report this as a relay bug",
     "user_not_found": "check the user id of the DM target",
     "ratelimited": "Slack kept rate-limiting the relay: ask less often or spread channels",
 }
@@ -294,7 +297,7 @@ class SlackProvider:
             policy_users=ids(policy_users, "policy_users"),
             policy_groups=ids(policy_groups, "policy_groups"),
         )
-        self._identity: tuple[str | None, str | None] | None = None
+        self._identity: Installation | None = None
         self._identity_lock = asyncio.Lock()
         self._route = route
         self.repair_after = _REPAIR_AFTER
@@ -523,15 +526,17 @@ class SlackProvider:
 
     async def identity(self) -> tuple[str | None, str | None]:
         """The bot's workspace (team) id and app id, from ``auth.test`` once per process."""
+        installation = await self.installation()
+        return installation.team_id, installation.app_id
+
+    async def installation(self) -> Installation:
+        """The installation the bot token belongs to (workspace, app, Grid organisation),
+        from ``auth.test`` once per process."""
         if self._identity is None:
             async with self._identity_lock:
                 if self._identity is None:
                     response = await self.client.auth_test()
-                    team, app = response.get("team_id"), response.get("app_id")
-                    self._identity = (
-                        str(team) if team else None,
-                        str(app) if app else None,
-                    )
+                    self._identity = Installation.from_auth_test(response.data)  # type: ignore[arg-type]
         return self._identity
 
     async def _open_channel(self, channel: str) -> str:
@@ -704,16 +709,17 @@ class SlackProvider:
             return
         self._lend_session()
         try:
-            team, app = await self.identity()
+            installation = await self.installation()
         except SLACK_FAILURES:
             _log.exception("auth.test failed; cannot check which workspace a click came from")
             self._notify(click, notices.cannot_record())
             return
-        if (team is not None and click.team_id != team) or (
-            app is not None and click.api_app_id != app
-        ):
-            # Signed with our secret but from another workspace or app: never ours to answer.
-            self.events.emit("refused", click.ask_id, user=click.user_id, why="foreign_team_or_app")
+        foreign = installation.refusal(click)
+        if foreign is not None:
+            # Signed with our secret but from another installation: never ours to answer.
+            self.events.emit("refused", click.ask_id, user=click.user_id, why=foreign)
+            if foreign != "foreign_app":  # another app's click is no message of ours
+                self._notify(click, notices.foreign_installation(), fallback=False)
             return
         try:
             record = await self.store.get(ask_id=click.ask_id)
@@ -756,7 +762,7 @@ class SlackProvider:
             validate_answer_item(question, decision, index=click.index)
             result = await self.store.answer(ask_id=record.id, index=click.index, item=decision)
         except UserInteractionError as exc:
-            self._notify(click, f"That answer was not recorded: {exc}")
+            self._notify(click, notices.not_recorded(str(exc)))
             return
         except Exception:
             _log.exception("store failed while recording an answer to ask %s", record.id)
@@ -811,19 +817,14 @@ class SlackProvider:
         self.events.emit("repaired", record.id, question=question.id)
         self._spawn(self._update(record.id, message, final))
 
-    def _notify(self, click: Click, text: str) -> None:
-        if click.channel_id:
-            self._spawn(self._ephemeral(click.channel_id, click.user_id, click.thread_ts, text))
+    def _notify(self, click: Click, text: str, *, fallback: bool = True) -> None:
+        if click.response_url or click.channel_id:
+            self._spawn(self._ephemeral(click, text, fallback=fallback))
 
-    async def _ephemeral(self, channel: str, user: str, thread_ts: str | None, text: str) -> None:
-        try:
-            fields = {"channel": channel, "user": user, "text": text}
-            if thread_ts is not None:
-                fields["thread_ts"] = thread_ts
-            async with self._background_slots:
-                await self._lean.call("chat.postEphemeral", fields)
-        except SLACK_FAILURES as exc:
-            _log.warning("could not tell %s privately: %s", user, exc or type(exc).__name__)
+    async def _ephemeral(self, click: Click, text: str, *, fallback: bool) -> None:
+        # The click's response_url first (it reaches non-members), then chat.postEphemeral.
+        async with self._background_slots:
+            await tell_privately(self._lean, click, text, fallback=fallback)
 
     # ---- Slack transport --------------------------------------------------------------------
 
@@ -848,9 +849,14 @@ class SlackProvider:
             )
         return build_web_app(self.bolt_app, path=path)
 
-    async def connect_socket_mode(self, app_token: str) -> None:
-        """Receive interactions over Socket Mode (no public URL); needs an ``xapp-`` token."""
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+    async def connect_socket_mode(
+        self, app_token: str, *, retry_refused_after: float | None = None
+    ) -> None:
+        """Receive interactions over Socket Mode (no public URL); needs an ``xapp-`` token.
+
+        Slack holds about 10 connections per app; past that it refuses one, which then
+        retries after ``retry_refused_after`` seconds (default 10), doubling up to 5 min."""
+        from relay.slack.socket_mode import FIRST_RETRY, socket_mode_handler
 
         if not app_token or not app_token.startswith("xapp-"):
             raise RelayConfigError(
@@ -860,7 +866,11 @@ class SlackProvider:
             )
         if self._socket is not None:
             return
-        handler = AsyncSocketModeHandler(self.bolt_app, app_token=app_token)
+        handler = socket_mode_handler(
+            self.bolt_app,
+            app_token=app_token,
+            first_retry=FIRST_RETRY if retry_refused_after is None else retry_refused_after,
+        )
         self._socket = handler
         await handler.connect_async()  # type: ignore[no-untyped-call]
 

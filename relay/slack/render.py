@@ -2,52 +2,81 @@
 
 Routing lives in the ids: every interactive block has ``block_id = relay:{ask_id}:{index}:{part}``
 and every value carries an option *index*, never a label, so labels of any length come back
-exactly (they are looked up in the request on the server).
+exactly (they are looked up in the request on the server). The inputs are ``inputs``'.
+
+Sizes: Slack refuses a message whose blocks hold about 13,200 characters of text in total
+(``msg_blocks_too_long``, slackapi/bolt-js#2509) even when each block is within its own
+limit, so every message stays within ``MESSAGE_CHARS`` (12,000, the figure Slack gave there
+"with a buffer for block containers"), its final update too: the detail gets what the
+question, the options and the inputs (or the outcome line, whichever is longer) leave, and
+the rest continues in thread replies. Someone else's text is escaped (mrkdwn, the fallback
+``text``) or made inert (the ``markdown`` block): see ``text``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from relay.errors import bad_request
+from relay.errors import UserInteractionError, bad_request
 from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem
+from relay.slack.inputs import (
+    ACTION_CHECKS,
+    ACTION_MULTI,
+    ACTION_OPTION,
+    ACTION_PREFIX,
+    ACTION_SELECT,
+    ACTION_SKIP,
+    ACTION_SUBMIT,
+    ACTION_TEXT,
+    BLOCK_PREFIX,
+    MAX_OPTIONS,
+    block_id,
+    input_blocks,
+    mrkdwn,
+    option_listing,
+    plain,
+    sections,
+)
+from relay.slack.text import block_text_length, chunks, escape, escape_within, inert_markdown
 
 __all__ = [
+    "ACTION_CHECKS",
+    "ACTION_MULTI",
+    "ACTION_OPTION",
     "ACTION_PREFIX",
+    "ACTION_SELECT",
+    "ACTION_SKIP",
+    "ACTION_SUBMIT",
+    "ACTION_TEXT",
     "BLOCK_PREFIX",
     "MAX_OPTIONS",
+    "MESSAGE_CHARS",
     "Outcome",
     "RenderedQuestion",
     "block_id",
     "escape",
+    "labels_of",
+    "mention",
     "render_detail_reply",
     "render_outcome",
     "render_question",
 ]
 
-BLOCK_PREFIX = "relay"
-ACTION_PREFIX = "relay."
-MAX_OPTIONS = 100
-MAX_BUTTONS = 5
-MAX_CHECKBOXES = 10
 MAX_BLOCKS = 50
 SECTION_CHARS = 3000
 HEADER_CHARS = 150
-LABEL_CHARS = 75
-MARKDOWN_CHARS = 12_000
-TEXT_INPUT_CHARS = 3000
+MARKDOWN_CHARS = 12_000  # across the markdown blocks of one message
 FALLBACK_CHARS = 3000
-
-# Actions carried by each element; parse.py reads the same names.
-ACTION_OPTION = "relay.option"  # a button per option: relay.option.{index}
-ACTION_SELECT = "relay.select"
-ACTION_CHECKS = "relay.checks"
-ACTION_MULTI = "relay.multi"
-ACTION_SUBMIT = "relay.submit"
-ACTION_SKIP = "relay.skip"
-ACTION_TEXT = "relay.text"
+MESSAGE_CHARS = 12_000
+"""Characters of text the relay puts in one message's blocks (Slack refuses at ~13,200)."""
+OUTCOME_LINE_CHARS = 3000  # room every message keeps for its final "Answered by …: …"
+_LAST_DEADLINE = 9_999_999_999.0  # sizes the "times out …" line for any deadline
+_MIN_DETAIL = 500  # with less room left than this, the whole detail goes to the thread
+_NOTE_CHARS = 100  # the "continues in N thread replies" line
+_USER_ID = re.compile(r"[UW][A-Z0-9]{1,20}")
 
 Outcome = Literal["answered", "timed_out", "aborted", "closed", "failed"]
 
@@ -61,229 +90,119 @@ class RenderedQuestion:
     detail_overflow: tuple[str, ...] = ()
 
 
-def block_id(ask_id: str, index: int, part: str) -> str:
-    """The routing id of an interactive block of question ``index`` of ask ``ask_id``."""
-    return f"{BLOCK_PREFIX}:{ask_id}:{index}:{part}"
-
-
-def escape(text: str) -> str:
-    """Escape text for Slack ``mrkdwn`` so it cannot mention, link or format by accident."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _plain(text: str) -> dict[str, Any]:
-    return {"type": "plain_text", "text": text, "emoji": True}
-
-
-def _mrkdwn(text: str) -> dict[str, Any]:
-    return {"type": "mrkdwn", "text": text}
-
-
-def _shorten(text: str, limit: int) -> str:
-    """Fit ``text`` in ``limit`` characters for display, marking the cut with an ellipsis."""
-    text = " ".join(text.split()) or "(blank)"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _chunks(text: str, limit: int) -> list[str]:
-    """Split ``text`` into pieces of at most ``limit`` characters, preferring line breaks.
-
-    Lossless: ``"".join(_chunks(t, n)) == t``, so nothing is ever silently cut.
-    """
-    pieces: list[str] = []
-    rest = text
-    while len(rest) > limit:
-        cut = rest.rfind("\n", 0, limit) + 1
-        if cut <= limit // 2:
-            cut = rest.rfind(" ", 0, limit) + 1
-        if cut <= limit // 2:
-            cut = limit
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    if rest:
-        pieces.append(rest)
-    return pieces
-
-
-def _sections(text: str) -> list[dict[str, Any]]:
-    return [{"type": "section", "text": _mrkdwn(piece)} for piece in _chunks(text, SECTION_CHARS)]
-
-
 def _heading_blocks(question: AskUserQuestionItem) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if question.header:
         header = " ".join(question.header.split())
         if header and len(header) <= HEADER_CHARS:
-            blocks.append({"type": "header", "text": _plain(header)})
+            blocks.append({"type": "header", "text": plain(header)})
         elif header:
-            blocks.extend(_sections(f"*{escape(header)}*"))
-    text = escape(question.question) if question.question.strip() else "_(no question text)_"
-    if len(text) > SECTION_CHARS:
+            blocks.extend(sections(f"*{escape(header)}*"))
+    # The limit is what the reader sees; Slack's 3,000 per section count the escaped text,
+    # which can be longer: it is split over two sections then, or (longer still, as when it
+    # is mostly "&") sent as plain_text, which needs no escaping.
+    if len(question.question) > SECTION_CHARS:
         raise bad_request(
             f"question {question.id} is {len(question.question)} characters; Slack shows at most"
             f" {SECTION_CHARS} in a message section: keep the question short and put the rest"
             " in detail"
         )
-    blocks.append({"type": "section", "text": _mrkdwn(text)})
+    if not question.question.strip():
+        blocks.append({"type": "section", "text": mrkdwn("_(no question text)_")})
+        return blocks
+    text = escape(question.question)
+    if len(text) <= 2 * SECTION_CHARS:
+        blocks.extend(sections(text))
+    else:  # mostly & < >: shown as it is, nothing in plain_text is parsed
+        blocks.append({"type": "section", "text": plain(question.question)})
     return blocks
 
 
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [mrkdwn(text)]}
+
+
 def _detail_blocks(
-    question: AskUserQuestionItem, budget: int
+    question: AskUserQuestionItem, room: int
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Blocks showing the detail within ``budget`` markdown characters, and the overflow."""
+    """Blocks showing the detail within ``room`` characters, and the pieces for the thread."""
     if question.detail is None:
         return [], []
     blocks: list[dict[str, Any]] = []
     if question.intent is not None:
-        blocks.append({"type": "context", "elements": [_mrkdwn("*Plan under review*")]})
+        blocks.append(_context("*Plan under review*"))
     if not question.detail.strip():
-        blocks.append({"type": "context", "elements": [_mrkdwn("_(no detail given)_")]})
+        blocks.append(_context("_(no detail given)_"))
         return blocks, []
-    first, *overflow = _chunks(question.detail, min(budget, MARKDOWN_CHARS))
-    blocks.append({"type": "markdown", "text": first})
-    if overflow:
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [
-                    _mrkdwn(
-                        f"_The detail continues in {len(overflow)} thread repl"
-                        f"{'y' if len(overflow) == 1 else 'ies'}._"
-                    )
-                ],
-            }
-        )
+    detail = inert_markdown(question.detail)
+    first = min(MARKDOWN_CHARS, room - _NOTE_CHARS)
+    if len(detail) <= min(MARKDOWN_CHARS, room):
+        blocks.append({"type": "markdown", "text": detail})
+        return blocks, []
+    shown = chunks(detail, first)[0] if first >= _MIN_DETAIL else ""
+    overflow = chunks(detail[len(shown) :], MARKDOWN_CHARS)
+    replies = f"{len(overflow)} thread repl{'y' if len(overflow) == 1 else 'ies'}"
+    if shown:
+        blocks.append({"type": "markdown", "text": shown})
+        blocks.append(_context(f"_The detail continues in {replies}._"))
+    else:
+        blocks.append(_context(f"_The detail is in {replies}._"))
     return blocks, overflow
 
 
-def _option_listing(question: AskUserQuestionItem) -> list[dict[str, Any]]:
-    """Descriptions, and full labels too long for a button, as a list under the question."""
-    options = question.options or ()
-    shown = any(o.description for o in options) or any(len(o.label) > LABEL_CHARS for o in options)
-    if not shown:
-        return []
-    lines = []
-    for o in options:
-        line = f"• *{escape(o.label)}*"
-        if o.description:
-            line += f" — {escape(o.description)}"
-        lines.append(line)
-    return _sections("\n".join(lines))
-
-
-def _button(text: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
-    button: dict[str, Any] = {
-        "type": "button",
-        "text": _plain(_shorten(text, LABEL_CHARS)),
-        "action_id": action_id,
-        "value": value,
-    }
-    if style:
-        button["style"] = style
-    return button
-
-
-def _option_object(index: int, label: str, description: str | None) -> dict[str, Any]:
-    option: dict[str, Any] = {"text": _plain(_shorten(label, LABEL_CHARS)), "value": str(index)}
-    if description:
-        option["description"] = _plain(_shorten(description, LABEL_CHARS))
-    return option
-
-
-def _input_blocks(
-    question: AskUserQuestionItem, ask_id: str, index: int, batch: bool
-) -> list[dict[str, Any]]:
-    options = question.options or ()
-    if len(options) > MAX_OPTIONS:
-        raise bad_request(
-            f"question {question.id} has {len(options)} options; Slack menus hold at most"
-            f" {MAX_OPTIONS}: split the question or offer fewer options"
-        )
-    elements: list[dict[str, Any]] = []
-    if options and not question.multi_select:
-        if len(options) <= MAX_BUTTONS:
-            approve = question.intent.approve if question.intent else None
-            for i, o in enumerate(options):
-                style = "primary" if o.label == approve else None
-                elements.append(_button(o.label, f"{ACTION_OPTION}.{i}", str(i), style))
-        else:
-            elements.append(
-                {
-                    "type": "static_select",
-                    "action_id": ACTION_SELECT,
-                    "placeholder": _plain("Choose an option"),
-                    "options": [
-                        _option_object(i, o.label, o.description) for i, o in enumerate(options)
-                    ],
-                }
-            )
-    elif options:
-        objects = [_option_object(i, o.label, o.description) for i, o in enumerate(options)]
-        if len(options) <= MAX_CHECKBOXES:
-            elements.append({"type": "checkboxes", "action_id": ACTION_CHECKS, "options": objects})
-        else:
-            elements.append(
-                {
-                    "type": "multi_static_select",
-                    "action_id": ACTION_MULTI,
-                    "placeholder": _plain("Choose options"),
-                    "options": objects,
-                }
-            )
-        elements.append(_button("Submit", ACTION_SUBMIT, "submit", "primary"))
-    if batch:
-        elements.append(_button("Skip", ACTION_SKIP, "skip"))
-    blocks: list[dict[str, Any]] = []
-    if elements:
-        blocks.append(
-            {"type": "actions", "block_id": block_id(ask_id, index, "act"), "elements": elements}
-        )
-    if question.intent is not None:
-        label = "Feedback for the agent (press Enter to send it and keep planning)"
-    elif not options:
-        label = "Your answer (press Enter to send)"
-    elif question.multi_select:
-        label = "Add a note or your own answer (Enter sends it with the ticked options)"
-    else:
-        label = "Or answer in your own words (press Enter to send)"
-    blocks.append(
-        {
-            "type": "input",
-            "block_id": block_id(ask_id, index, "text"),
-            "dispatch_action": True,
-            "label": _plain(label),
-            "element": {
-                "type": "plain_text_input",
-                "action_id": ACTION_TEXT,
-                "max_length": TEXT_INPUT_CHARS,
-                "dispatch_action_config": {"trigger_actions_on": ["on_enter_pressed"]},
-            },
-        }
-    )
-    return blocks
-
-
 def _slack_date(epoch: float, fallback: str) -> str:
-    return f"<!date^{int(epoch)}^{{date_short_pretty}} at {{time}}|{fallback}>"
+    return f"<!date^{int(epoch)}^{{date_short_pretty}} at {{time}}|{escape(fallback)}>"
 
 
 def _asked_by(
     agent: AgentRef | None, index: int, count: int, deadline: float | None
 ) -> dict[str, Any]:
-    parts = [
-        f"Asked by *{escape(_shorten(agent.display_name, 200))}*" if agent else "Asked by an agent"
-    ]
+    who = f"Asked by *{escape_within(agent.display_name, 200)}*" if agent else "Asked by an agent"
+    parts = [who]
     if count > 1:
         parts.append(f"question {index + 1} of {count}")
     if deadline is not None:
         parts.append(f"times out {_slack_date(deadline, 'at the deadline')}")
-    return {"type": "context", "elements": [_mrkdwn(" · ".join(parts))]}
+    return _context(" · ".join(parts))
 
 
 def _fallback(question: AskUserQuestionItem, suffix: str = "") -> str:
+    # The top-level text is what notifications show, and Slack parses it as mrkdwn.
     head = f"{question.header}: " if question.header else ""
-    return _shorten(f"{head}{question.question}{suffix}", FALLBACK_CHARS)
+    return escape_within(f"{head}{question.question}", FALLBACK_CHARS - len(suffix)) + suffix
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What a question's pending message and its final update share."""
+
+    heading: list[dict[str, Any]]
+    detail: list[dict[str, Any]]
+    overflow: list[str]
+    listing: list[dict[str, Any]]
+    describe: bool  # option descriptions on menu entries (dropped when they do not fit)
+
+
+def _layout(
+    question: AskUserQuestionItem, agent: AgentRef | None, index: int, count: int
+) -> _Layout:
+    """Split the message's room the same way for the pending message and its final update,
+    so that the thread replies continue exactly where either leaves off."""
+    heading, listing = _heading_blocks(question), option_listing(question)
+    asked = _asked_by(agent, index, count, _LAST_DEADLINE)
+    fixed = block_text_length([*heading, *listing, asked])
+    for describe in (True, False):  # menu descriptions repeat the listing: they go first
+        inputs = block_text_length(input_blocks(question, "", index, count > 1, describe=describe))
+        room = MESSAGE_CHARS - fixed - max(inputs, OUTCOME_LINE_CHARS)
+        if room >= 0:
+            detail, overflow = _detail_blocks(question, room)
+            return _Layout(heading, detail, overflow, listing, describe)
+    raise bad_request(
+        f"question {question.id} needs {fixed + inputs} characters of Slack text for its"
+        f" question and options (labels, descriptions), more than the {MESSAGE_CHARS} one"
+        " message safely holds (Slack refuses about 13,200): shorten the option labels or"
+        " descriptions, or offer fewer options"
+    )
 
 
 def _check_size(question: AskUserQuestionItem, blocks: list[dict[str, Any]]) -> None:
@@ -304,32 +223,36 @@ def render_question(
     deadline: float | None = None,
 ) -> RenderedQuestion:
     """The pending message for question ``index`` of ``count``; ``BAD_REQUEST`` if unshowable."""
-    detail, overflow = _detail_blocks(question, MARKDOWN_CHARS)
+    layout = _layout(question, agent, index, count)
     blocks = [
-        *_heading_blocks(question),
-        *detail,
-        *_option_listing(question),
-        *_input_blocks(question, ask_id, index, count > 1),
+        *layout.heading,
+        *layout.detail,
+        *layout.listing,
+        *input_blocks(question, ask_id, index, count > 1, describe=layout.describe),
         _asked_by(agent, index, count, deadline),
     ]
     _check_size(question, blocks)
     return RenderedQuestion(
-        blocks=blocks, text=_fallback(question), detail_overflow=tuple(overflow)
+        blocks=blocks, text=_fallback(question), detail_overflow=tuple(layout.overflow)
     )
 
 
 def render_detail_reply(piece: str, *, part: int, parts: int) -> dict[str, Any]:
-    """A thread reply carrying one more piece of a detail too long for the question message."""
+    """A thread reply carrying one more piece of a detail too long for the question message
+    (``piece`` as ``render_question`` made it: mentions and links already inert)."""
     return {
         "text": f"Detail, continued ({part} of {parts})",
         "blocks": [{"type": "markdown", "text": piece}],
     }
 
 
+def mention(user_id: str) -> str:
+    """``<@U…>`` for a Slack user id; anything else is shown escaped, never parsed."""
+    return f"<@{user_id}>" if _USER_ID.fullmatch(user_id) else escape(user_id)
+
+
 def _who(item: AskUserQuestionAnswerItem) -> str:
-    if item.answered_by is None:
-        return "someone"
-    return f"<@{item.answered_by.id}>"
+    return "someone" if item.answered_by is None else mention(item.answered_by.id)
 
 
 def _answered_line(item: AskUserQuestionAnswerItem) -> str:
@@ -343,7 +266,12 @@ def _answered_line(item: AskUserQuestionAnswerItem) -> str:
     if item.custom is not None:
         quoted = "\n".join(f"> {escape(line)}" for line in item.custom.splitlines() or [""])
         parts.append(f"\n{quoted}")
-    return f":white_check_mark: Answered by {who}{when}: " + "".join(parts)
+    line = f":white_check_mark: Answered by {who}{when}: " + "".join(parts)
+    if len(line) <= OUTCOME_LINE_CHARS:
+        return line
+    # The whole answer went to the agent; the message shows as much as its room holds.
+    note = "… _(shortened here; the agent has the whole answer)_"
+    return chunks(line, OUTCOME_LINE_CHARS - len(note))[0].rstrip() + note
 
 
 _ENDINGS: dict[str, str] = {
@@ -363,24 +291,26 @@ def render_outcome(
     index: int = 0,
     count: int = 1,
 ) -> RenderedQuestion:
-    """The final message for a question that has ended: no inputs left, the outcome shown."""
-    detail, _ = _detail_blocks(question, MARKDOWN_CHARS)
+    """The final message for a question that has ended: no inputs left, the outcome shown.
+    It always fits: what ``render_question`` would refuse loses its options list, then its
+    detail."""
     if outcome == "answered" and item is not None:
         line = _answered_line(item)
         summary = "answered"
     else:
         line = _ENDINGS.get(outcome, _ENDINGS["aborted"])
         summary = outcome.replace("_", " ")
-    blocks = [
-        *_heading_blocks(question),
-        *detail,
-        *_option_listing(question),
-        *_sections(line),
-        _asked_by(agent, index, count, None),
-    ]
-    if len(blocks) > MAX_BLOCKS:
-        # The outcome must always fit: drop the option list rather than fail the update.
-        blocks = [*_heading_blocks(question), *detail, *_sections(line)][:MAX_BLOCKS]
+    ending = [*sections(line), _asked_by(agent, index, count, None)]
+    try:
+        layout = _layout(question, agent, index, count)
+        heading, detail, listing = layout.heading, layout.detail, layout.listing
+    except UserInteractionError:  # no message could hold it (asked before these limits)
+        heading, detail, listing = _heading_blocks(question), [], []
+    blocks = [*heading, *detail, *listing, *ending]
+    if len(blocks) > MAX_BLOCKS or block_text_length(blocks) > MESSAGE_CHARS:
+        blocks = [*heading, *detail, *ending]
+    if len(blocks) > MAX_BLOCKS or block_text_length(blocks) > MESSAGE_CHARS:
+        blocks = [*heading, *ending][:MAX_BLOCKS]
     return RenderedQuestion(blocks=blocks, text=_fallback(question, f" — {summary}"))
 
 

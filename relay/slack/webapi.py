@@ -9,7 +9,8 @@ parameters, session, proxy and SSL settings; a JSON body) and treats failures th
 slack-sdk does: the client's own retry handlers decide on retries and waits, and a refusal
 raises ``SlackApiError`` with an ``AsyncSlackResponse``. A successful call skips the retry
 handlers, which only act on failures. Without a live session (the provider lends one while
-it runs) the call goes through slack-sdk as before.
+it runs) the call goes through slack-sdk as before. ``LeanCalls.respond`` posts to a click's
+``response_url`` over the same session (private notices; see ``relay.slack.private``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 from typing import Any
 from urllib.parse import urljoin
 
+import aiohttp
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
@@ -26,7 +28,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from relay import safejson
 
-__all__ = ["LeanCalls", "encode_json"]
+__all__ = ["LeanCalls", "ResponseUrlRefused", "encode_json"]
 
 # As slack-sdk: stop a misbehaving retry handler from looping forever.
 _MAX_ATTEMPTS = 100
@@ -123,6 +125,28 @@ class LeanCalls:
                 break
         return state.next_attempt_requested
 
+    async def respond(self, response_url: str, fields: dict[str, Any]) -> None:
+        """Post ``fields`` as JSON to an interaction's ``response_url`` (it needs no token).
+
+        Raises ``ResponseUrlRefused`` when Slack answers with an error (an expired or used
+        URL: 404) and the network's errors; there are no retries: the caller falls back.
+        """
+        client = self.client
+        session = client.session
+        options: dict[str, Any] = {}
+        if client.proxy:
+            options["proxy"] = client.proxy
+        if client.ssl is not None:
+            options["ssl"] = client.ssl
+        headers = {"Content-Type": "application/json;charset=utf-8"}
+        payload = encode_json(fields)
+        if session is None or session.closed:
+            timeout = aiohttp.ClientTimeout(total=client.timeout)
+            async with aiohttp.ClientSession(timeout=timeout) as own:
+                await _respond(own, response_url, payload, headers, options)
+            return
+        await _respond(session, response_url, payload, headers, options)
+
     def _url(self, method: str) -> str:
         key = (self.client.base_url, method)
         url = self._urls.get(key)
@@ -142,6 +166,32 @@ class LeanCalls:
             headers["Content-Type"] = "application/json;charset=utf-8"
             self._headers, self._headers_for = headers, key
         return self._headers
+
+
+class ResponseUrlRefused(Exception):
+    """Slack refused a post to a ``response_url`` (HTTP status and its error, if any)."""
+
+    def __init__(self, status: int, error: str | None) -> None:
+        super().__init__(f"response_url answered HTTP {status}: {error or 'no error given'}")
+        self.status = status
+        self.error = error
+
+
+async def _respond(
+    session: aiohttp.ClientSession,
+    url: str,
+    payload: bytes,
+    headers: dict[str, str],
+    options: dict[str, Any],
+) -> None:
+    async with session.post(url, data=payload, headers=headers, **options) as res:
+        raw = await res.read()
+        # Slack answers {"ok": true}, or (older surfaces) a bare "ok"; errors are non-200
+        # ("expired_url", "used_url") or {"ok": false, "error": …}.
+        data = _decode(raw) if res.content_type == "application/json" else {}
+        if res.status != 200 or data.get("ok") is False:
+            error = data.get("error") if isinstance(data.get("error"), str) else None
+            raise ResponseUrlRefused(res.status, error or raw[:100].decode(errors="replace"))
 
 
 def _decode(raw: bytes) -> dict[str, Any]:

@@ -13,7 +13,9 @@ payloads over HTTP or Socket Mode::
 """
 
 from .blocks import BlocksRejected, check_blocks
+from .elements import button_text_shown
 from .fake_slack import FakeSlack
+from .mentions import Link, Mention
 from .records import ClickResult, FakeMessage, RecordedCall
 
 __all__ = [
@@ -21,6 +23,9 @@ __all__ = [
     "ClickResult",
     "FakeMessage",
     "FakeSlack",
+    "Link",
+    "Mention",
     "RecordedCall",
+    "button_text_shown",
     "check_blocks",
 ]

@@ -5,6 +5,13 @@ The checks are ``slack_sdk.models.blocks``' validators plus the limits the SDK d
 about (block count, total ``markdown`` text, element types allowed in an actions block,
 duplicate ids, empty text objects); each error ends with a ``[json-pointer:/blocks/…]`` like
 Slack's own ``errors`` list.
+
+Slack also refuses a message whose blocks hold too much text in total, with
+``msg_blocks_too_long``, even when every block is within its own documented limit: at about
+13,200 characters (slackapi/bolt-js#2509 measured 13,297 with markdown blocks alone, fewer
+with other blocks; Slack's reply there speaks of 12,000 characters "with a buffer for block
+containers"; bolt-js#2867). The fake totals every ``text`` string of the blocks and refuses
+past ``MAX_BLOCK_TEXT_CHARS``.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ from slack_sdk.models.blocks import Block
 
 __all__ = [
     "MAX_BLOCKS",
+    "MAX_BLOCK_TEXT_CHARS",
     "MAX_MARKDOWN_CHARS",
     "MAX_TEXT_CHARS",
     "BlocksRejected",
+    "block_text_chars",
     "check_blocks",
     "with_generated_ids",
 ]
@@ -31,6 +40,8 @@ MAX_BLOCKS = 50
 """Blocks allowed in one message."""
 MAX_MARKDOWN_CHARS = 12_000
 """Characters allowed across all ``markdown`` blocks of one message."""
+MAX_BLOCK_TEXT_CHARS = 13_200
+"""Characters of text all blocks of one message may hold (Slack: ``msg_blocks_too_long``)."""
 MAX_TEXT_CHARS = 40_000
 """Characters allowed in a message's top-level ``text`` (Slack answers ``msg_too_long``)."""
 _MAX_TEXT_INPUT_LENGTH = 3_000
@@ -84,7 +95,30 @@ def check_blocks(blocks: object) -> BlocksRejected | None:
             f"markdown blocks hold {markdown_chars} characters in total, more than "
             f"{MAX_MARKDOWN_CHARS} [json-pointer:/blocks]"
         )
-    return BlocksRejected(error="invalid_blocks", errors=errors) if errors else None
+    if errors:
+        return BlocksRejected(error="invalid_blocks", errors=errors)
+    total = block_text_chars(blocks)
+    if total > MAX_BLOCK_TEXT_CHARS:
+        return BlocksRejected(
+            error="msg_blocks_too_long",
+            errors=[
+                f"the blocks hold {total} characters of text, more than Slack takes in one"
+                f" message (about {MAX_BLOCK_TEXT_CHARS}) [json-pointer:/blocks]"
+            ],
+        )
+    return None
+
+
+def block_text_chars(node: object) -> int:
+    """Every ``text`` string's characters in ``node`` (blocks, a block, an element)."""
+    if isinstance(node, list):
+        return sum(block_text_chars(item) for item in node)
+    if not isinstance(node, dict):
+        return 0
+    return sum(
+        len(value) if key == "text" and isinstance(value, str) else block_text_chars(value)
+        for key, value in node.items()
+    )
 
 
 def _sdk_errors(block: dict[str, Any], pointer: str) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "BUTTON",
+    "BUTTON_SHOWN_CHARS",
     "CHECKBOXES",
     "MULTI_SELECTS",
     "SINGLE_SELECTS",
@@ -19,6 +20,7 @@ __all__ = [
     "Located",
     "ViewerState",
     "action_for",
+    "button_text_shown",
     "find_button",
     "find_input",
     "find_options",
@@ -27,6 +29,11 @@ __all__ = [
     "state_values",
     "visible_text_matches",
 ]
+
+BUTTON_SHOWN_CHARS = 30
+"""Characters of a button's text Slack's client shows before it cuts the rest off with "…"
+(about 30; the text itself may hold 75, docs.slack.dev/reference/block-kit/block-elements/
+button-element). Observed in Slack's clients, not documented: relay issue 12."""
 
 BUTTON = frozenset({"button"})
 CHECKBOXES = frozenset({"checkboxes"})
@@ -99,6 +106,8 @@ class Located:
     def describe(self) -> str:
         """The element for an error message: its visible text and ids."""
         text = _text_of(self.element.get("text")) or _text_of(self.element.get("placeholder"))
+        if self.kind == "button":
+            text = button_text_shown(text)
         shown = f"{text!r} " if text else ""
         return f"{shown}({self.kind}, block_id={self.block_id!r}, action_id={self.action_id!r})"
 
@@ -116,6 +125,13 @@ def iter_elements(blocks: Iterable[dict[str, Any]]) -> Iterator[Located]:
                 yield Located(block=block, element=block["accessory"])
         elif kind == "input" and isinstance(block.get("element"), dict):
             yield Located(block=block, element=block["element"])
+
+
+def button_text_shown(text: str) -> str:
+    """What Slack's client shows of a button whose text is ``text``."""
+    if len(text) <= BUTTON_SHOWN_CHARS:
+        return text
+    return text[: BUTTON_SHOWN_CHARS - 1].rstrip() + "…"
 
 
 def visible_text_matches(shown: str, wanted: str) -> bool:
@@ -163,7 +179,11 @@ def find_button(
 ) -> Located:
     """The one button whose visible text is ``text``; ``LookupError`` naming what is visible."""
     buttons = _select(blocks, BUTTON, block_id=block_id, action_id=action_id)
-    found = [b for b in buttons if visible_text_matches(_text_of(b.element.get("text")), text)]
+    found = [
+        b
+        for b in buttons
+        if visible_text_matches(button_text_shown(_text_of(b.element.get("text"))), text)
+    ]
     return _unique(found, f"button {text!r}", buttons)
 
 

@@ -22,8 +22,11 @@ from slack_sdk.signature import SignatureVerifier
 
 from .faults import ApiReply, Fault, FaultPlan, RateLimiter
 from .human import Humans
-from .records import ClickResult, FakeMessage, RecordedCall
-from .socket_mode import SOCKET_MODE_PATH, SocketModeServer
+from .install import Install
+from .mentions import links_in, mentions_in
+from .records import ClickResult, RecordedCall
+from .socket_mode import MAX_CONNECTIONS, SOCKET_MODE_PATH, SocketModeServer
+from .view import WorkspaceView
 from .waits import CallLog
 from .workspace import Workspace
 
@@ -31,14 +34,21 @@ __all__ = ["FakeSlack"]
 
 _JSON_STRING_FIELDS = ("blocks", "attachments", "metadata")
 _APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+_MESSAGE_METHODS = frozenset(
+    {"chat.postMessage", "chat.update", "chat.postEphemeral", "response_url"}
+)
 
 
-class FakeSlack(CallLog, Humans):
+class FakeSlack(WorkspaceView, CallLog, Humans):
     """A fake Slack workspace served over real HTTP on ``127.0.0.1`` (a free port).
 
     Answers the Web API like Slack (validation and errors included), records every call,
     fails on demand (``fail``, ``rate_limit``) and delivers simulated humans' actions to the
     app as signed ``block_actions`` requests or Socket Mode envelopes.
+
+    ``enterprise_id`` puts the workspace in an Enterprise Grid organisation;
+    ``enterprise_install`` makes the app's install org-wide (``auth.test`` and payloads
+    change as in Slack). ``max_socket_connections`` is Slack's Socket Mode cap (10).
     """
 
     def __init__(
@@ -52,6 +62,9 @@ class FakeSlack(CallLog, Humans):
         team_domain: str = "fake",
         verification_token: str = "fake-verification-token",  # noqa: S107
         ack_timeout: float = 3.0,
+        max_socket_connections: int = MAX_CONNECTIONS,
+        enterprise_id: str | None = None,
+        enterprise_install: bool = False,
     ) -> None:
         super().__init__()
         self.signing_secret = signing_secret
@@ -60,15 +73,23 @@ class FakeSlack(CallLog, Humans):
         self.ack_timeout = ack_timeout
         """Seconds the app has to answer an action (Slack's deadline is 3)."""
         self._workspace = Workspace(
-            team_id=team_id,
-            team_domain=team_domain,
-            api_app_id=api_app_id,
-            bot_user_id=bot_user_id,
-            bot_id=bot_id,
+            install=Install(
+                team_id=team_id,
+                team_domain=team_domain,
+                api_app_id=api_app_id,
+                bot_user_id=bot_user_id,
+                bot_id=bot_id,
+                enterprise_id=enterprise_id,
+                enterprise_install=enterprise_install,
+            )
         )
         self._faults = FaultPlan()
         self._limiter = RateLimiter()
-        self._sockets = SocketModeServer(api_app_id=api_app_id, changed=self._changes.notify)
+        self._sockets = SocketModeServer(
+            api_app_id=api_app_id,
+            changed=self._changes.notify,
+            max_connections=max_socket_connections,
+        )
         Humans.__init__(
             self,
             workspace=self._workspace,
@@ -132,44 +153,6 @@ class FakeSlack(CallLog, Humans):
     def base_url(self) -> str:
         """The Web API base URL for ``AsyncWebClient(base_url=...)``."""
         return f"{self.url}api/"
-
-    # -- the workspace ---------------------------------------------------------------------
-
-    @property
-    def messages(self) -> list[FakeMessage]:
-        """Every message the bot posted, in post order (deleted ones included)."""
-        return self._workspace.messages
-
-    @property
-    def usergroups(self) -> dict[str, list[str]]:
-        """User groups for ``usergroups.users.list``: ``{"S123": ["U1", "U2"]}``."""
-        return self._workspace.usergroups
-
-    @usergroups.setter
-    def usergroups(self, groups: dict[str, list[str]]) -> None:
-        self._workspace.usergroups = groups
-
-    @property
-    def missing_channels(self) -> set[str]:
-        """Channels that answer ``channel_not_found`` (any other id exists)."""
-        return self._workspace.missing_channels
-
-    @missing_channels.setter
-    def missing_channels(self, channels: set[str]) -> None:
-        self._workspace.missing_channels = channels
-
-    @property
-    def not_in_channels(self) -> set[str]:
-        """Channels the bot is not a member of: posting answers ``not_in_channel``."""
-        return self._workspace.not_in_channels
-
-    @not_in_channels.setter
-    def not_in_channels(self, channels: set[str]) -> None:
-        self._workspace.not_in_channels = channels
-
-    def add_user(self, user_id: str, *, name: str, real_name: str | None = None) -> None:
-        """Register a human (for ``users.info`` and the ``user`` of their actions)."""
-        self._workspace.users[user_id] = {"name": name, "real_name": real_name or name}
 
     def fail(
         self,
@@ -242,7 +225,10 @@ class FakeSlack(CallLog, Humans):
         target = self._workspace.response_targets.get(key)
         args = {**body, "user": target.user if target else None, "text": body.get("text", "")}
         if target is not None:
-            args["channel"] = target.message.channel
+            message = target.message
+            args["channel"] = message.channel
+            if message.thread_ts and message.thread_ts != message.ts:
+                args["thread_ts"] = message.thread_ts  # shown where the clicked reply is
         reply = await self._apply_fault("response_url")
         ephemeral = False
         if reply is None:
@@ -259,6 +245,9 @@ class FakeSlack(CallLog, Humans):
 
     async def _record(self, call: RecordedCall, *, ephemeral: bool = False) -> None:
         self.calls.append(call)
+        if call.ok and call.method in _MESSAGE_METHODS:
+            self.mentions.extend(mentions_in(call.args, method=call.method))
+            self.links.extend(links_in(call.args, method=call.method))
         if ephemeral or (call.method == "chat.postEphemeral" and call.ok):
             call.args.setdefault("text", "")
             self.ephemerals.append(call)
@@ -271,11 +260,24 @@ class FakeSlack(CallLog, Humans):
         """How many Socket Mode connections are open."""
         return self._sockets.connections
 
-    def disconnect_sockets(self) -> asyncio.Task[None]:
-        """Drop every Socket Mode connection, as Slack does now and then; the client
-        reconnects through ``apps.connections.open``. Await the result to wait for the
-        close handshakes (optional)."""
-        return self._sockets.disconnect_all()
+    @property
+    def refused_sockets(self) -> int:
+        """How many Socket Mode connections were refused with ``too_many_websockets``
+        (past ``max_socket_connections``, 10 by default as in Slack)."""
+        return self._sockets.refused
+
+    def disconnect_sockets(self, *, reason: str | None = "refresh_requested") -> asyncio.Task[None]:
+        """Drop every Socket Mode connection, as Slack does now and then: a ``disconnect``
+        message with ``reason`` first (``None`` sends none, as when the network drops), then
+        the close; the client reconnects through ``apps.connections.open``. Await the result
+        to wait for the close handshakes (optional)."""
+        return self._sockets.disconnect_all(reason=reason)
+
+    async def send_socket_envelope(self, envelope: dict[str, Any]) -> ClickResult:
+        """Send a Socket Mode envelope exactly as given (a recorded one, say) to a connected
+        client and wait for its ack, like ``post_interaction`` does for the envelopes it
+        builds."""
+        return await self._sockets.send_envelope(envelope, timeout=self.ack_timeout)
 
     # -- delivery of humans' actions -------------------------------------------------------
 

@@ -21,9 +21,11 @@ from .elements import (
     Located,
     ViewerState,
     action_for,
+    button_text_shown,
     find_button,
     find_input,
     find_options,
+    iter_elements,
     state_values,
 )
 from .records import ClickResult, FakeMessage
@@ -85,20 +87,33 @@ class Humans:
         response_key = workspace.open_response_url(message, user)
         return {
             "type": "block_actions",
-            "user": {"id": user, "username": name, "name": name, "team_id": workspace.team_id},
+            "user": {
+                "id": user,
+                "username": name,
+                "name": name,
+                "team_id": workspace.user_team(user),
+            },
             "api_app_id": workspace.api_app_id,
             "token": self._verification_token,
             "container": container,
             "trigger_id": f"{secrets.randbelow(10**13)}.{int(time.time())}.{secrets.token_hex(16)}",
-            "team": {"id": workspace.team_id, "domain": workspace.team_domain},
-            "enterprise": None,
-            "is_enterprise_install": False,
+            **workspace.install.payload_fields(),
             "channel": {"id": message.channel, "name": workspace.channel_name(message.channel)},
             "message": workspace.message_json(message, text=text, blocks=blocks),
             "state": {"values": state_values(blocks, self.state_of(message, user))},
             "response_url": f"{self._response_url_base()}{response_key}",
             "actions": [action],
         }
+
+    def buttons_seen(self, message: FakeMessage, *, version: int | None = None) -> list[str]:
+        """The text of each button of ``message`` as a human sees it: cut at about 30
+        characters, so that two labels alike that far look the same."""
+        blocks, _ = shown(message, version)
+        return [
+            button_text_shown(str((located.element.get("text") or {}).get("text", "")))
+            for located in iter_elements(blocks)
+            if located.kind == "button"
+        ]
 
     async def click(
         self,

@@ -58,6 +58,16 @@ class FakeMessage:
     user: str
     metadata: dict[str, Any] | None = None
     deleted: bool = False
+    reply_count: int = 0
+    """Replies in the thread this message starts; once it has one, Slack also sets the
+    parent's own ``thread_ts`` (to its ``ts``), ``reply_users`` and ``latest_reply``."""
+    reply_users: list[str] = field(default_factory=list)
+    latest_reply: str | None = None
+
+    @property
+    def is_thread_parent(self) -> bool:
+        """Whether replies were posted in this message's thread."""
+        return self.reply_count > 0
 
     @property
     def updated(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .changes import ChangeFeed
+from .mentions import Link, Mention
 from .records import FakeMessage, RecordedCall
 
 __all__ = ["CallLog"]
@@ -20,6 +21,10 @@ class CallLog:
         self.ephemerals: list[RecordedCall] = []
         """``chat.postEphemeral`` calls and ephemeral ``response_url`` posts (``args`` has
         ``user`` and ``text``)."""
+        self.mentions: list[Mention] = []
+        """Every notification the messages sent would set off (``<!here>``, ``<@U…>``…)."""
+        self.links: list[Link] = []
+        """Every link the messages sent show, with the text shown for it."""
         self._changes = ChangeFeed()
 
     @property

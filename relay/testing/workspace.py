@@ -16,6 +16,7 @@ from typing import Any
 
 from .blocks import MAX_TEXT_CHARS, check_blocks, with_generated_ids
 from .faults import ApiReply
+from .install import Install
 from .records import FakeMessage
 
 __all__ = ["RESPONSE_URL_LIFETIME", "RESPONSE_URL_MAX_USES", "ResponseTarget", "Workspace"]
@@ -41,18 +42,18 @@ class ResponseTarget:
 class Workspace:
     """One Slack workspace with one bot: its users, user groups, channels and messages."""
 
-    def __init__(
-        self, *, team_id: str, team_domain: str, api_app_id: str, bot_user_id: str, bot_id: str
-    ) -> None:
-        self.team_id = team_id
-        self.team_domain = team_domain
-        self.api_app_id = api_app_id
-        self.bot_user_id = bot_user_id
-        self.bot_id = bot_id
+    def __init__(self, *, install: Install) -> None:
+        self.install = install
+        self.team_id = install.team_id
+        self.team_domain = install.team_domain
+        self.api_app_id = install.api_app_id
+        self.bot_user_id = install.bot_user_id
+        self.bot_id = install.bot_id
         self.users: dict[str, dict[str, str]] = {}
         self.usergroups: dict[str, list[str]] = {}
         self.missing_channels: set[str] = set()
         self.not_in_channels: set[str] = set()
+        self.channel_members: dict[str, set[str]] = {}
         self.messages: list[FakeMessage] = []
         # (channel, ts) -> message: chat.update finds its message without a scan.
         self._by_key: dict[tuple[str, str], FakeMessage] = {}
@@ -102,6 +103,18 @@ class Workspace:
         """The user's handle, registered with ``add_user`` or derived from the id."""
         return self.users.get(user, {}).get("name", user.lower())
 
+    def user_team(self, user: str) -> str:
+        """The workspace (or, on Grid, organisation) a user belongs to: ``user.team_id``."""
+        return self.users.get(user, {}).get("team_id") or self.team_id
+
+    def is_member(self, channel: str, user: str) -> bool:
+        """Whether ``user`` is in ``channel``: a DM holds its one user, a channel listed in
+        ``channel_members`` holds those, and any other channel holds everyone."""
+        if channel.startswith("D"):
+            return self._dm_channels.get(user) == channel
+        members = self.channel_members.get(channel)
+        return members is None or user in members
+
     def find_message(self, channel: str, ts: str) -> FakeMessage | None:
         """The live message ``ts`` in ``channel``, if there is one."""
         message = self._by_key.get((channel, ts))
@@ -126,6 +139,15 @@ class Workspace:
             body["blocks"] = shown_blocks
         if message.thread_ts:
             body["thread_ts"] = message.thread_ts
+        if message.is_thread_parent:
+            body.update(
+                reply_count=message.reply_count,
+                reply_users_count=len(message.reply_users),
+                latest_reply=message.latest_reply,
+                reply_users=list(message.reply_users),
+                is_locked=False,
+                subscribed=False,
+            )
         if message.metadata is not None:
             body["metadata"] = message.metadata
         return copy.deepcopy(body)
@@ -171,19 +193,7 @@ class Workspace:
     # -- Web API methods ------------------------------------------------------------------
 
     def _auth_test(self, args: _Args) -> ApiReply:
-        return ApiReply(
-            body={
-                "ok": True,
-                "url": f"https://{self.team_domain}.slack.com/",
-                "team": "Fake Workspace",
-                "user": self.user_name(self.bot_user_id),
-                "team_id": self.team_id,
-                "user_id": self.bot_user_id,
-                "bot_id": self.bot_id,
-                "app_id": self.api_app_id,
-                "is_enterprise_install": False,
-            }
-        )
+        return ApiReply(body=self.install.auth_test(bot_name=self.user_name(self.bot_user_id)))
 
     def _post_message(self, args: _Args) -> ApiReply:
         channel = args.get("channel")
@@ -241,9 +251,15 @@ class Workspace:
         channel = str(args.get("channel") or "")
         if not channel:
             return ApiReply.error("channel_not_found")
-        if not args.get("user"):
+        user = str(args.get("user") or "")
+        rejected = self._rejected_channel(channel)
+        if rejected is not None:
+            return rejected
+        # "The user should be in the channel" (api.slack.com/methods/chat.postEphemeral):
+        # a public channel's non-member can see and click a message, but not get this.
+        if not user or not self.is_member(channel, user):
             return ApiReply.error("user_not_in_channel")
-        rejected = self._rejected_channel(channel) or self._rejected_content(args)
+        rejected = self._rejected_content(args)
         if rejected is not None:
             return rejected
         return ApiReply(body={"ok": True, "message_ts": self.next_ts()})
@@ -280,7 +296,7 @@ class Workspace:
                 "ok": True,
                 "user": {
                     "id": user,
-                    "team_id": self.team_id,
+                    "team_id": self.user_team(user),
                     "name": name,
                     "real_name": real_name,
                     "deleted": False,
@@ -304,7 +320,9 @@ class Workspace:
         if blocks is not None:
             rejected = check_blocks(blocks)
             if rejected is not None:
-                body = {"ok": False, "error": rejected.error, "errors": rejected.errors}
+                body: dict[str, Any] = {"ok": False, "error": rejected.error}
+                if rejected.error == "invalid_blocks":  # msg_blocks_too_long says no more
+                    body["errors"] = rejected.errors
                 return ApiReply(body=body, status=status)
         if not text and not blocks:
             return ApiReply(body={"ok": False, "error": "no_text"}, status=status)
@@ -330,6 +348,15 @@ class Workspace:
         )
         self.messages.append(message)
         self._by_key[(channel, ts)] = message
+        parent = self.find_message(channel, thread_ts) if thread_ts else None
+        if parent is not None and parent.thread_ts in (None, parent.ts):
+            # A reply makes its parent a thread parent: Slack gives the parent a thread_ts
+            # of its own ts and counts the replies (conversations.replies' first message).
+            parent.thread_ts = parent.ts
+            parent.reply_count += 1
+            if message.user not in parent.reply_users:
+                parent.reply_users.append(message.user)
+            parent.latest_reply = ts
         return message
 
 

@@ -97,15 +97,20 @@ async def test_clicks_from_another_workspace_or_app_are_ignored() -> None:
     async with slack_env() as env:
         task = env.ask(question())
         message = await env.message()
-        for field, value in (("team", {"id": "T0OTHER", "domain": "x"}), ("api_app_id", "A0OTHER")):
+        for field, value in (("api_app_id", "A0OTHER"), ("team", {"id": "T0OTHER", "domain": "x"})):
             payload = env.slack.build_block_actions(message, first_button(message), user="U0ALICE")
             payload[field] = value
             reply = await env.slack.post_interaction(payload)
             assert reply.status == 200
         await env.slack.wait_for_call("auth.test")
+        # Another workspace's clicker hears why through their click's response_url (never
+        # chat.postEphemeral: that would be this workspace's channel); another app's, nothing.
+        (notice,) = [await env.slack.wait_for_ephemeral()]
+        assert notice.method == "response_url"
+        assert "another Slack organisation or workspace" in notice.args["text"]
         assert not task.done()
-        assert not env.slack.ephemerals
         assert not message.updated
+        assert len(env.slack.ephemerals) == 1
         await env.slack.click(message, "prod", user="U0ALICE")
         await result(task)
 

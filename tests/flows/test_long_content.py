@@ -16,7 +16,9 @@ async def test_a_200_character_label_is_answered_exactly() -> None:
     async with slack_env() as env:
         task = env.ask(q)
         message = await env.message()
-        await env.slack.click(message, LONG[:200], user="U0ALICE")  # matched by its shortened text
+        # Cut on its button (numbered, and listed whole under the question): found by what
+        # a human sees of it.
+        await env.slack.click(message, "1. " + LONG[:200], user="U0ALICE")
         answer = await result(task)
         assert answer.answers[0].selected == (LONG[:200],)
         assert len(answer.answers[0].selected[0]) == 200

@@ -170,11 +170,13 @@ async def while_a_withdrawn_batch_is_updated(fault: Fault) -> None:
 
 
 async def while_a_refused_clicker_is_told(fault: Fault) -> None:
-    """The refused click is acknowledged, told or not; the ask stays open for the others."""
+    """The refused click is acknowledged, told or not (the notice's two routes, the click's
+    response_url and then chat.postEphemeral, both failing); the ask stays open."""
     async with watched_env(allowed_users={"U0ALICE"}) as w:
         env = w.env
         task = env.ask(question())
         message = await env.message()
+        fault.inject(env.slack, "response_url")  # never retried: the fallback is
         fault.inject(env.slack, "chat.postEphemeral")
         clicked = await env.slack.click(message, "prod", user="U0EVE")
         assert clicked.ok, clicked

@@ -325,10 +325,22 @@ async def test_clicks_from_another_workspace_or_app_are_ignored(
     user_team_id = {"ours": OUR_TEAM, "missing": None}.get(user_team, user_team)
     if (team_id or user_team_id) == OUR_TEAM and app == "ours":
         return  # nothing foreign left: that is the genuine click
+    # Each click has its own response_url (one takes 5 replies), as in Slack.
+    a = world.messages["A"]
+    fresh = world.env.slack.build_block_actions(a, first_button(a), user="U0BOB")
+    payload["response_url"] = fresh["response_url"]
+    told = len(world.env.slack.ephemerals)
     reply = await world.send_signed(payload)
     assert reply.status == 200
+    await world.env.provider.drain()
     expected_state(await world.state())
-    assert not world.env.slack.ephemerals, "a foreign click must not even be answered"
+    # Another workspace's clicker is told why through their click's response_url, nothing
+    # else (no chat.postEphemeral into a channel of ours); another app's click, nothing.
+    assert not world.env.slack.calls_to("chat.postEphemeral")
+    new = world.env.slack.ephemerals[told:]
+    assert len(new) == (1 if app == "ours" else 0)
+    assert all(n.method == "response_url" for n in new)
+    assert all("another Slack organisation or workspace" in n.args["text"] for n in new)
 
 
 # ---- the control: the genuine request works ----------------------------------------------

@@ -304,9 +304,15 @@ async def test_a_thousand_asks_and_five_thousand_clicks_on_two_replicas(cluster:
     # Exactly one outcome per ask: final, and shown once on its message by the winner alone.
     assert set(statuses) <= set(OUTCOMES), statuses
     assert sum(statuses.values()) == ASKS
-    updates = Counter(call.args["ts"] for call in slack.calls_to("chat.update"))
-    assert set(updates.values()) == {1}, [ts for ts, n in updates.items() if n != 1][:5]
+    updates: dict[str, list[Any]] = {}
+    for call in slack.calls_to("chat.update"):
+        updates.setdefault(call.args["ts"], []).append(call.args["blocks"])
     assert len(updates) == ASKS
+    # A click 10 s or more after the outcome repairs the message (its update may have been
+    # lost, see test_repair.py): on a loaded machine the later clicks of a round come that
+    # late. A repair shows the same outcome again, never another one.
+    shown = {ts: {json.dumps(blocks) for blocks in sent} for ts, sent in updates.items()}
+    assert {len(outcomes) for outcomes in shown.values()} == {1}
     # The replicas counted the same outcomes, each once, between them.
     counted = [await metrics(cluster, relay) for relay in cluster.replicas]
     for outcome in OUTCOMES:

@@ -494,8 +494,13 @@ async def test_refused_clicks_leave_no_task_behind_and_a_genuine_one_answers(
     fuzz: Fuzz,
 ) -> None:
     async def refused_clicks(count: int) -> int:
+        eve = fuzz.eve[0]
         for _ in range(count):
-            body = form_body(fuzz.eve[0].payload)
+            # Each click has its own response_url (one takes 5 replies), as in Slack.
+            fresh = fuzz.env.slack.build_block_actions(
+                eve.message, eve.payload["actions"][0], user="U0EVE"
+            )
+            body = form_body({**eve.payload, "response_url": fresh["response_url"]})
             assert (await fuzz.send(body, signed_headers(body))).status == 200
         await fuzz.env.provider.drain()
         return task_count()

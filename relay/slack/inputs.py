@@ -1,0 +1,215 @@
+"""A pending question's inputs as Block Kit, and the list of its options. Pure: no I/O.
+
+Every interactive block has ``block_id = relay:{ask_id}:{index}:{part}`` and every value an
+option *index*, never a label (parse.py reads them back). Slack's clients show about 30
+characters of a button's text (75 may be sent; relay issue 12, spec/slack.md "Learned the
+hard way") and 75 of a menu or checkbox option: when any label is longer than its element
+shows, the options are numbered, on the element and in the full list under the question, so
+that two labels alike that far are still told apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relay.errors import bad_request
+from relay.questions import AskUserQuestionItem
+from relay.slack.text import chunks, escape, shorten
+
+__all__ = [
+    "ACTION_CHECKS",
+    "ACTION_MULTI",
+    "ACTION_OPTION",
+    "ACTION_PREFIX",
+    "ACTION_SELECT",
+    "ACTION_SKIP",
+    "ACTION_SUBMIT",
+    "ACTION_TEXT",
+    "BLOCK_PREFIX",
+    "BUTTON_CHARS",
+    "MAX_OPTIONS",
+    "block_id",
+    "input_blocks",
+    "mrkdwn",
+    "option_listing",
+    "plain",
+    "sections",
+]
+
+BLOCK_PREFIX = "relay"
+ACTION_PREFIX = "relay."
+MAX_OPTIONS = 100
+MAX_BUTTONS = 5
+MAX_CHECKBOXES = 10
+SECTION_CHARS = 3000
+LABEL_CHARS = 75  # an option object's or a button's text
+BUTTON_CHARS = 30  # of a button's text Slack shows
+TEXT_INPUT_CHARS = 3000
+
+# Actions carried by each element; parse.py reads the same names.
+ACTION_OPTION = "relay.option"  # a button per option: relay.option.{index}
+ACTION_SELECT = "relay.select"
+ACTION_CHECKS = "relay.checks"
+ACTION_MULTI = "relay.multi"
+ACTION_SUBMIT = "relay.submit"
+ACTION_SKIP = "relay.skip"
+ACTION_TEXT = "relay.text"
+
+
+def block_id(ask_id: str, index: int, part: str) -> str:
+    """The routing id of an interactive block of question ``index`` of ask ``ask_id``."""
+    return f"{BLOCK_PREFIX}:{ask_id}:{index}:{part}"
+
+
+def plain(text: str) -> dict[str, Any]:
+    """A ``plain_text`` object (shown as it is: Slack parses nothing in it)."""
+    return {"type": "plain_text", "text": text, "emoji": True}
+
+
+def mrkdwn(text: str) -> dict[str, Any]:
+    """A ``mrkdwn`` object; ``text`` must already be escaped where it is someone else's."""
+    return {"type": "mrkdwn", "text": text}
+
+
+def sections(escaped: str) -> list[dict[str, Any]]:
+    """Sections holding ``escaped`` mrkdwn: Slack's 3,000 count the escaped characters."""
+    return [{"type": "section", "text": mrkdwn(piece)} for piece in chunks(escaped, SECTION_CHARS)]
+
+
+def _on_buttons(question: AskUserQuestionItem) -> bool:
+    options = question.options or ()
+    return bool(options) and not question.multi_select and len(options) <= MAX_BUTTONS
+
+
+def _numbered(question: AskUserQuestionItem) -> bool:
+    """Whether some label is longer than its element shows (the options get numbers)."""
+    shows = BUTTON_CHARS if _on_buttons(question) else LABEL_CHARS
+    return any(len(" ".join(o.label.split())) > shows for o in question.options or ())
+
+
+def _shown(question: AskUserQuestionItem, index: int, limit: int) -> str:
+    label = (question.options or ())[index].label
+    if not _numbered(question):
+        return shorten(label, limit)
+    number = f"{index + 1}. "
+    return number + shorten(label, limit - len(number))
+
+
+def option_listing(question: AskUserQuestionItem) -> list[dict[str, Any]]:
+    """Descriptions, and labels longer than their element shows (numbered), in full."""
+    options = question.options or ()
+    numbered = _numbered(question)
+    if not numbered and not any(o.description for o in options):
+        return []
+    lines = []
+    for i, o in enumerate(options):
+        line = f"{i + 1}. *{escape(o.label)}*" if numbered else f"• *{escape(o.label)}*"
+        if o.description:
+            line += f" — {escape(o.description)}"
+        lines.append(line)
+    return sections("\n".join(lines))
+
+
+def _button(text: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "text": plain(text),
+        "action_id": action_id,
+        "value": value,
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def _option_object(question: AskUserQuestionItem, index: int, describe: bool) -> dict[str, Any]:
+    description = (question.options or ())[index].description
+    option: dict[str, Any] = {
+        "text": plain(_shown(question, index, LABEL_CHARS)),
+        "value": str(index),
+    }
+    if description and describe:
+        option["description"] = plain(shorten(description, LABEL_CHARS))
+    return option
+
+
+def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> list[dict[str, Any]]:
+    options = question.options or ()
+    elements: list[dict[str, Any]] = []
+    if _on_buttons(question):
+        approve = question.intent.approve if question.intent else None
+        for i, o in enumerate(options):
+            style = "primary" if o.label == approve else None
+            text = _shown(question, i, BUTTON_CHARS)
+            elements.append(_button(text, f"{ACTION_OPTION}.{i}", str(i), style))
+    elif options:
+        objects = [_option_object(question, i, describe) for i in range(len(options))]
+        if not question.multi_select:
+            elements.append(
+                {
+                    "type": "static_select",
+                    "action_id": ACTION_SELECT,
+                    "placeholder": plain("Choose an option"),
+                    "options": objects,
+                }
+            )
+        elif len(options) <= MAX_CHECKBOXES:
+            elements.append({"type": "checkboxes", "action_id": ACTION_CHECKS, "options": objects})
+        else:
+            elements.append(
+                {
+                    "type": "multi_static_select",
+                    "action_id": ACTION_MULTI,
+                    "placeholder": plain("Choose options"),
+                    "options": objects,
+                }
+            )
+        if question.multi_select:
+            elements.append(_button("Submit", ACTION_SUBMIT, "submit", "primary"))
+    if batch:
+        elements.append(_button("Skip", ACTION_SKIP, "skip"))
+    return elements
+
+
+def _field_label(question: AskUserQuestionItem) -> str:
+    if question.intent is not None:
+        return "Feedback for the agent (press Enter to send it and keep planning)"
+    if not question.options:
+        return "Your answer (press Enter to send)"
+    if question.multi_select:
+        return "Add a note or your own answer (Enter sends it with the ticked options)"
+    return "Or answer in your own words (press Enter to send)"
+
+
+def input_blocks(
+    question: AskUserQuestionItem, ask_id: str, index: int, batch: bool, *, describe: bool = True
+) -> list[dict[str, Any]]:
+    """The question's buttons, menu or checkboxes (option descriptions on menu entries
+    unless ``describe`` is false), *Skip* in a batch, and the Enter-sending text field."""
+    options = question.options or ()
+    if len(options) > MAX_OPTIONS:
+        raise bad_request(
+            f"question {question.id} has {len(options)} options; Slack menus hold at most"
+            f" {MAX_OPTIONS}: split the question or offer fewer options"
+        )
+    blocks: list[dict[str, Any]] = []
+    elements = _elements(question, batch, describe)
+    if elements:
+        blocks.append(
+            {"type": "actions", "block_id": block_id(ask_id, index, "act"), "elements": elements}
+        )
+    blocks.append(
+        {
+            "type": "input",
+            "block_id": block_id(ask_id, index, "text"),
+            "dispatch_action": True,
+            "label": plain(_field_label(question)),
+            "element": {
+                "type": "plain_text_input",
+                "action_id": ACTION_TEXT,
+                "max_length": TEXT_INPUT_CHARS,
+                "dispatch_action_config": {"trigger_actions_on": ["on_enter_pressed"]},
+            },
+        }
+    )
+    return blocks
