@@ -27,6 +27,16 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.request.internals import (
+    extract_actor_enterprise_id,
+    extract_actor_team_id,
+    extract_actor_user_id,
+    extract_channel_id,
+    extract_enterprise_id,
+    extract_team_id,
+    extract_thread_ts,
+    extract_user_id,
+)
 from slack_bolt.request.payload_utils import (
     is_block_actions,
     to_action,
@@ -264,7 +274,13 @@ def _routable(body: dict[str, Any]) -> bool:
     except _UNREADABLE:
         return False
     event, view = body.get("event", {}), body.get("view", {})
-    ids = (action_id, body.get("action_id"), body.get("callback_id"))
+    # Bolt's context and its per-request Web API client take these as they come (a team id
+    # that is an object reaches the client's query string and raises there).
+    try:
+        context_ids = tuple(extract(body) for extract in _CONTEXT_READERS)
+    except _UNREADABLE:
+        return False
+    ids = (action_id, body.get("action_id"), body.get("callback_id"), *context_ids)
     return (
         isinstance(event, dict)
         and isinstance(view, dict)
@@ -272,6 +288,17 @@ def _routable(body: dict[str, Any]) -> bool:
         and all(isinstance(i, str | None) for i in ids)
     )
 
+
+_CONTEXT_READERS = (
+    extract_enterprise_id,
+    extract_actor_enterprise_id,
+    extract_team_id,
+    extract_actor_team_id,
+    extract_user_id,
+    extract_actor_user_id,
+    extract_channel_id,
+    extract_thread_ts,
+)
 
 _PAYLOAD_READERS = (
     to_options,

@@ -514,3 +514,40 @@ async def test_refused_clicks_leave_no_task_behind_and_a_genuine_one_answers(
     state = await state_of(fuzz.env)
     assert state.asks[0].status is AskStatus.ANSWERED
     assert state.asks[0].responders == (ALLOWED,)
+
+
+# ---- examples the fuzzing found ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # Not a relay click (no action), so Bolt's: its per-request client took the team id
+        # into a query string and raised.
+        {"team": {"id": {"x": False}}, "actions": [{"action_id": "theirs", "block_id": "b"}]},
+        {
+            "team": None,
+            "user": {"id": "U0EVE", "team_id": ["T0"]},
+            "actions": [{"action_id": "theirs", "block_id": "b"}],
+        },
+        {
+            "enterprise": {"id": {"E": 1}},
+            "is_enterprise_install": True,
+            "actions": [{"action_id": "theirs", "block_id": "b"}],
+        },
+        {
+            "channel": {"id": {"nested": 1}},
+            "container": {"channel_id": 5},
+            "actions": [{"action_id": "theirs", "block_id": "b"}],
+        },
+    ],
+)
+async def test_ids_of_the_wrong_type_are_refused_before_bolt(
+    fuzz: Fuzz, errors: list[logging.LogRecord], edit: dict[str, Any]
+) -> None:
+    body = form_body({**fuzz.eve[0].payload, **edit})
+    reply = await fuzz.send(body, signed_headers(body))
+    assert reply.status in REFUSALS
+    await fuzz.env.provider.drain()
+    assert logged_errors(errors) == []
+    await assert_unchanged(fuzz)
