@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
-__all__ = ["CANNOT_READ", "USAGE", "CommandError", "Commands", "Parser", "parse_json", "read_text"]
+__all__ = [
+    "CANNOT_READ",
+    "USAGE",
+    "CommandError",
+    "Commands",
+    "Parser",
+    "parse_json",
+    "read_text",
+    "relay_command",
+]
 
 USAGE = "USAGE"
 CANNOT_READ = "CANNOT_READ"
@@ -59,3 +70,16 @@ def parse_json(text: str, source: str) -> object:
             f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
         ) from None
     return data
+
+
+def relay_command() -> str:
+    """How to run ``relay`` again from this shell: ``relay`` when that is on ``PATH`` and is
+    this program, else the path it was started by (``.venv/bin/relay`` after scripts/serve)."""
+    started = sys.argv[0] if sys.argv else ""
+    if os.path.basename(started) != "relay":
+        return f"{os.path.basename(sys.executable)} -m relay.cli"
+    found = shutil.which("relay")
+    if found is not None and os.path.realpath(found) == os.path.realpath(started):
+        return "relay"
+    relative = os.path.relpath(started)
+    return relative if not relative.startswith("..") else os.path.abspath(started)
