@@ -515,7 +515,16 @@ window.BlockKit = (() => {
     }
   }
 
-  function renderBlocks(blocks, ctx) {
+  const NO_STATE = {
+    interactive: false,
+    userName: () => null, channelName: () => null, groupHandle: () => null,
+    choice: () => undefined, remember: () => {},
+    draft: () => undefined, setDraft: () => {},
+    act: () => {},
+  };
+
+  function renderBlocks(blocks, given) {
+    const ctx = { ...NO_STATE, ...given };
     const root = el("div", "blocks");
     for (const block of blocks || []) {
       if (!block || typeof block !== "object") continue;

@@ -59,9 +59,9 @@
   }
 
   function snapshot(data) {
-    if (data.me !== state.me) {
-      state.me = data.me;
-      const url = new URL(window.location.href);
+    state.me = data.me;
+    const url = new URL(window.location.href);
+    if (url.searchParams.get("as") !== data.me) {
       url.searchParams.set("as", data.me);
       window.history.replaceState(null, "", url);
     }
@@ -290,7 +290,10 @@
       draft: (block, element) => state.drafts.get(fieldKey(m, block, element)),
       setDraft: (block, element, value) => state.drafts.set(fieldKey(m, block, element), value),
       choice: (block, element) => state.choices.get(fieldKey(m, block, element)),
-      remember: (block, element, entry) => state.choices.set(fieldKey(m, block, element), entry),
+      remember: (block, element, entry) => {
+        state.choices.set(fieldKey(m, block, element), entry);
+        renderItem(rootKey(m)); // show the choice at once, as Slack's client does
+      },
       act: (block, element, what) => act(m, block, element, what),
     };
   }
