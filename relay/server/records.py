@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from relay.questions import AskUserQuestionAnswerItem
@@ -27,7 +28,8 @@ def record_json(record: AskRecord) -> dict[str, Any]:
         "created_at": record.created_at.isoformat(),
     }
     if record.deadline is not None:
-        out["deadline"] = record.deadline
+        # ISO 8601 in UTC, like every other time in the record (the store keeps epoch seconds).
+        out["deadline"] = datetime.fromtimestamp(record.deadline, UTC).isoformat()
     answered = [r for r in record.responses if r is not None]
     if answered:
         out["responses"] = [_response(r) for r in answered]
