@@ -84,7 +84,7 @@ def _banner(settings: Settings, *, generated: bool, ignored_slack: bool, relay: 
     ]
     if ignored_slack:
         lines.append(
-            "  note:   the SLACK_* variables in the environment are not used by the sandbox"
+            "  note:   the sandbox does not use the SLACK_* variables set in the environment"
         )
     if settings.host not in ("127.0.0.1", "::1", "localhost"):
         lines.append(
