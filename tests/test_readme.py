@@ -106,3 +106,12 @@ async def test_plain_blocks_run(code: str, tmp_path: Path) -> None:
     script.write_text(code)
     exit_code, out, err = await finish(await run(sys.executable, str(script), env=base_env()))
     assert exit_code == 0, out + err
+
+
+def test_the_screenshot_the_readme_shows_is_there() -> None:
+    text = README.read_text(encoding="utf-8")
+    shots = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)
+    assert shots == ["docs/sandbox-plan-review.png"]
+    png = (README.parent / shots[0]).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(png) > 20_000  # a real page, not a blank one

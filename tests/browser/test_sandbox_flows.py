@@ -43,7 +43,8 @@ async def test_a_plan_review_approved_in_the_page_reaches_the_agent(
     page: Page, agent: Agent, tmp_path: Path
 ) -> None:
     await page.open(ALICE)
-    verdict_task = agent.spawn(review_plan(agent.service, PLAN))
+    coder = AgentRef(id="coder", name="Coding agent")
+    verdict_task = agent.spawn(review_plan(agent.service, PLAN, agent=coder))
     text = await page.wait_for_text("rate limiting", "Approve this plan")
     assert "Plan review" in text
     assert "token bucket" in text
@@ -60,10 +61,15 @@ async def test_a_plan_review_approved_in_the_page_reaches_the_agent(
     # The README's screenshot: always produced (so producing it cannot rot), and committed
     # from a run with UPDATE_SCREENSHOTS=1.
     shot = tmp_path / "sandbox-plan-review.png"
-    await page.screenshot(shot)
+    await page.run(page.driver.set_window_size, 1200, 900)
+    try:
+        await page.script("document.getElementById('messages').scrollTop = 0")
+        await page.screenshot(shot)
+        if UPDATE_SCREENSHOTS:
+            await page.screenshot(SCREENSHOT)
+    finally:
+        await page.run(page.driver.set_window_size, 1280, 1600)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    if UPDATE_SCREENSHOTS:
-        await page.screenshot(SCREENSHOT)
 
 
 async def test_feedback_typed_and_sent_with_enter_keeps_the_agent_planning(
