@@ -76,7 +76,7 @@ def main() -> int:
             clone += ["--branch", args.branch]
         subprocess.run([*clone, args.source, f"{tmp}/relay"], check=True)  # noqa: S603
         cloned = time.monotonic()
-        process = subprocess.Popen(  # noqa: S603
+        process = subprocess.Popen(
             ["bash", "scripts/serve"],  # noqa: S607
             cwd=f"{tmp}/relay",
             env=env,
@@ -101,9 +101,7 @@ def main() -> int:
             feed = events(f"{page}sandbox/events?as=U0SBALICE")
             next(feed)  # the snapshot
             post(f"{page}sandbox/sample", {"name": "plan-review"})
-            for event, message in feed:
-                if event == "message":
-                    break
+            message = next(data for event, data in feed if event == "message")
             block = next(b for b in message["blocks"] if b["type"] == "actions")
             approve = next(e for e in block["elements"] if e["text"]["text"] == "Approve")
             post(

@@ -11,6 +11,9 @@ for a fixture by name; async tests need pytest-asyncio (``pip install 'slack-rel
 - ``relay_service``: a ``UserInteractionService`` with ``slack_provider`` registered.
 
 Each test gets its own of each, so nothing leaks from one test to the next.
+
+This is the one module of ``relay.testing`` that uses the rest of relay (``SlackProvider``,
+the service), and only inside its fixtures: ``FakeSlack`` itself still depends on nothing.
 """
 
 from __future__ import annotations
