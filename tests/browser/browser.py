@@ -42,7 +42,7 @@ FLAGS = (
     "--disable-dev-shm-usage",
     "--window-size=1280,1600",
 )
-WAIT = 10.0
+WAIT = 20.0
 
 
 def start_chromium() -> tuple[WebDriver, Path]:
@@ -107,6 +107,16 @@ class Page:
         wait = WebDriverWait(self.driver, WAIT, poll_frequency=0.05)
         return wait.until(check, message=f"waited {WAIT:g}s for {what}")
 
+    def retrying(self, action: Callable[[], None], what: str) -> None:
+        """Do ``action``, again if the element was re-rendered under it (a click either
+        lands or raises ``StaleElementReferenceException`` before it dispatches)."""
+
+        def attempt(_: WebDriver) -> bool:
+            action()
+            return True
+
+        self.until(attempt, what)
+
     # -- navigation ---------------------------------------------------------------------------
 
     async def open(self, person: str) -> None:
@@ -161,9 +171,10 @@ class Page:
 
     async def message(self, containing: str) -> WebElement:
         """The one top-level message containing ``containing`` (waits for it)."""
-        return await self.run(
-            lambda: self.until(lambda _: self._find(containing), f"a message with {containing!r}")
-        )
+        return await self.run(self._waited, containing)
+
+    def _waited(self, containing: str) -> WebElement:
+        return self.until(lambda _: self._find(containing), f"a message with {containing!r}")
 
     def _find(self, containing: str) -> WebElement | None:
         try:
@@ -209,17 +220,17 @@ class Page:
         """Click the button reading ``button`` in the message containing ``containing``."""
 
         def go() -> None:
-            self._message(containing).find_element(
+            self._waited(containing).find_element(
                 By.XPATH, f".//button[normalize-space()={_literal(button)}]"
             ).click()
 
-        await self.run(go)
+        await self.run(self.retrying, go, f"clicking {button!r}")
 
     async def type(self, containing: str, text: str, *, enter: bool = True) -> None:
         """Type ``text`` into the message's text field, then press Enter (unless told not)."""
 
         def go() -> None:
-            field = self._message(containing).find_element(By.CSS_SELECTOR, "input.text-input")
+            field = self._waited(containing).find_element(By.CSS_SELECTOR, "input.text-input")
             field.click()
             field.send_keys(text)
             if enter:
@@ -231,22 +242,22 @@ class Page:
         """Tick (or untick) the checkbox ``option`` in the message."""
 
         def go() -> None:
-            self._message(containing).find_element(
+            self._waited(containing).find_element(
                 By.XPATH,
                 f".//label[contains(@class,'choice')][.//span[contains(@class,'choice-text')]"
                 f"/span[normalize-space()={_literal(option)}]]/input",
             ).click()
 
-        await self.run(go)
+        await self.run(self.retrying, go, f"ticking {option!r}")
 
     async def choose(self, containing: str, option: str, *, nth: int = 0) -> None:
         """Pick ``option`` in the ``nth`` menu (static or multi-select) of the message."""
 
         def go() -> None:
-            menus = self._message(containing).find_elements(By.CSS_SELECTOR, "select.select")
+            menus = self._waited(containing).find_elements(By.CSS_SELECTOR, "select.select")
             Select(menus[nth]).select_by_visible_text(option)
 
-        await self.run(go)
+        await self.run(self.retrying, go, f"choosing {option!r}")
 
     async def wait_for_chips(self, containing: str, count: int) -> list[str]:
         """Wait until the message's multi-select shows ``count`` chosen options; their texts."""

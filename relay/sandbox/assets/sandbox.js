@@ -44,7 +44,6 @@
     const source = new EventSource("/sandbox/events?as=" + encodeURIComponent(me));
     state.source = source;
     setStatus("connecting…", "connecting");
-    source.addEventListener("open", () => setStatus("live", "live"));
     source.addEventListener("error", () => setStatus("reconnecting…", "connecting"));
     source.addEventListener("snapshot", (e) => snapshot(JSON.parse(e.data)));
     source.addEventListener("message", (e) => upsert(JSON.parse(e.data)));
@@ -85,6 +84,7 @@
     samples(data.samples);
     sidebar();
     renderChannel();
+    setStatus("live", "live");
   }
 
   function upsert(m) {
