@@ -268,7 +268,7 @@ async def test_sigterm_with_a_page_open_stops_promptly_and_cleanly() -> None:
 def test_plain_relay_serve_without_credentials_never_starts_the_sandbox() -> None:
     import subprocess
 
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    env = {"PATH": "/usr/bin:/bin"}  # relay is not on PATH, as after scripts/serve
     result = subprocess.run(  # noqa: S603 - our own command
         [str(Path(sys.executable).parent / "relay"), "serve"],
         env=env, capture_output=True, text=True, timeout=60, check=False, cwd=ROOT,

@@ -323,3 +323,14 @@ async def test_every_time_in_a_record_is_iso_8601_in_utc(env: tuple[FakeSlack, R
     _, record = await relay.request("GET", f"/v1/asks/{created['id']}?wait=10")
     for stamp in (record["answered_at"], record["responses"][0]["answered_at"]):
         assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0)
+
+
+async def test_a_deadline_beyond_year_9999_is_shown_as_the_latest_time(
+    env: tuple[FakeSlack, Relay],
+) -> None:
+    _, relay = env
+    status, created = await relay.request(
+        "POST", "/v1/asks", json={**ASK, "slack": {"timeout_s": 2.9e28}}
+    )
+    assert status == 201, created
+    assert created["deadline"] == "9999-12-31T23:59:59.999999+00:00"

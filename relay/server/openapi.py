@@ -147,7 +147,8 @@ _RECORD = {
         "deadline": {
             "type": "string",
             "format": "date-time",
-            "description": "When the ask times out (ISO 8601, UTC); absent when it never does.",
+            "description": "When the ask times out (ISO 8601, UTC); absent when it never"
+            " does; 9999-12-31T23:59:59.999999+00:00 when it is later than that.",
         },
         "answer": {"$ref": "#/components/schemas/Answer"},
         "answered_by": {"$ref": "#/components/schemas/Person"},
