@@ -327,3 +327,27 @@ async def start_script(env: dict[str, str]) -> Relay:
     relay = Relay(url=f"http://127.0.0.1:{port}", port=port, process=process, env=env)
     relay._reader = asyncio.create_task(relay._read())
     return relay
+
+
+async def test_on_loopback_the_page_answers_only_to_loopback_host_names() -> None:
+    # A site that rebinds its own name to 127.0.0.1 sends its name as Host: refused.
+    async with sandbox() as relay, aiohttp.ClientSession() as session:
+        for host, status in (
+            (f"evil.example:{relay.port}", 421),
+            (f"localhost:{relay.port}", 200),
+            (f"127.0.0.1:{relay.port}", 200),
+        ):
+            for path in ("/", "/sandbox/events?as=U0SBALICE"):
+                async with session.get(relay.url + path, headers={"Host": host}) as response:
+                    assert response.status == status, (host, path)
+        async with session.post(
+            f"{relay.url}/sandbox/sample",
+            json={"name": "plan-review"},
+            headers={"Host": f"evil.example:{relay.port}"},
+        ) as response:
+            assert response.status == 421
+        # The relay's own API is not the page's: it keeps answering any name, with a token.
+        async with session.get(
+            f"{relay.url}/healthz", headers={"Host": f"relay.internal:{relay.port}"}
+        ) as response:
+            assert response.status == 200

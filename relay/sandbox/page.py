@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
 
@@ -63,8 +64,18 @@ _HEARTBEAT = 15.0
 class SandboxPage:
     """Serves the page for ``sandbox``; asks its samples through ``api_url`` with ``token``."""
 
-    def __init__(self, sandbox: Sandbox, *, api_url: str, token: str) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        api_url: str,
+        token: str,
+        hostnames: frozenset[str] | None = None,
+    ) -> None:
         self._sandbox = sandbox
+        # Host names the page answers to (None: any). On loopback only loopback names, so a
+        # web page elsewhere cannot reach it through DNS rebinding (its Host would differ).
+        self._hostnames = hostnames
         self._api_url = api_url.rstrip("/")
         self._token = token
         self._http: aiohttp.ClientSession | None = None
@@ -72,11 +83,11 @@ class SandboxPage:
 
     def install(self, app: web.Application) -> None:
         """Add the page's routes and lifecycle hooks to the relay's ``app``."""
-        app.router.add_get("/", self._index)
-        app.router.add_get("/sandbox/assets/{name}", self._asset)
-        app.router.add_get("/sandbox/events", self._events)
-        app.router.add_post("/sandbox/act", self._act)
-        app.router.add_post("/sandbox/sample", self._sample)
+        app.router.add_get("/", self._guarded(self._index))
+        app.router.add_get("/sandbox/assets/{name}", self._guarded(self._asset))
+        app.router.add_get("/sandbox/events", self._guarded(self._events))
+        app.router.add_post("/sandbox/act", self._guarded(self._act))
+        app.router.add_post("/sandbox/sample", self._guarded(self._sample))
         app.on_startup.append(self._startup)
         app.on_shutdown.append(self._shutdown)
 
@@ -89,6 +100,16 @@ class SandboxPage:
         await self._sandbox.stop()
         if self._http is not None:
             await self._http.close()
+
+    def _guarded(
+        self, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            if self._hostnames is not None and _hostname(request.host) not in self._hostnames:
+                return _error(421, "WRONG_HOST", f"open the sandbox as {min(self._hostnames)}")
+            return await handler(request)
+
+        return guarded
 
     # -- the page ---------------------------------------------------------------------------
 
@@ -211,6 +232,13 @@ async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
     if not isinstance(body, dict):
         return _error(400, "BAD_REQUEST", "the body must be a JSON object")
     return body
+
+
+def _hostname(host: str) -> str:
+    """``host`` (a Host header) without its port: ``[::1]:3000`` -> ``::1``."""
+    if host.startswith("["):
+        return host[1:].split("]")[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
 def _error(status: int, code: str, message: str) -> web.Response:

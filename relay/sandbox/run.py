@@ -23,6 +23,7 @@ from relay.tuning import tune_gc
 
 __all__ = ["loopback_url", "run_sandbox", "sandbox_settings", "serve_sandbox"]
 
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _SANDBOX_BOT_TOKEN = "xoxb-sandbox-not-a-real-token"  # noqa: S105 - FakeSlack accepts any
 
 
@@ -86,7 +87,7 @@ def _banner(settings: Settings, *, generated: bool, ignored_slack: bool, relay: 
         lines.append(
             "  note:   the sandbox does not use the SLACK_* variables set in the environment"
         )
-    if settings.host not in ("127.0.0.1", "::1", "localhost"):
+    if settings.host not in _LOOPBACK:
         lines.append(
             f"  note:   listening on {settings.host}, not only loopback: anyone who can reach it"
             " can use the page"
@@ -112,7 +113,13 @@ async def serve_sandbox(
         sandbox = Sandbox(
             slack, channel=settings.channel or DEFAULT_CHANNEL, allowed_users=settings.allowed_users
         )
-        page = SandboxPage(sandbox, api_url=url, token=settings.api_tokens[0])
+        loopback = settings.host in _LOOPBACK
+        page = SandboxPage(
+            sandbox,
+            api_url=url,
+            token=settings.api_tokens[0],
+            hostnames=frozenset({"127.0.0.1", "localhost", "::1"}) if loopback else None,
+        )
         ready = asyncio.Event()
         ignored = any(k.startswith("SLACK_") and v.strip() for k, v in env.items())
 
