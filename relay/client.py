@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Collection
+from collections.abc import Awaitable, Collection, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -60,7 +60,12 @@ _LIMITED_FOR = 300.0
 
 
 class RelayProvider:
-    """Asks through a hosted relay (``relay serve``) at ``url`` with bearer ``token``."""
+    """Asks through a hosted relay (``relay serve``) at ``url`` with bearer ``token``.
+
+    ``channel``, ``thread_ts``, ``allowed_users`` and ``timeout`` route every ask; ``slack``
+    adds any other field of the API's ``slack`` section (``allowed_groups``, ``requester``,
+    ``prevent_self_approval``). Close it with ``aclose()`` or use ``async with``.
+    """
 
     def __init__(
         self,
@@ -74,6 +79,7 @@ class RelayProvider:
         poll: float = 30.0,
         give_up_after: float | None = None,
         session: aiohttp.ClientSession | None = None,
+        slack: Mapping[str, Any] | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise RelayConfigError(
@@ -85,7 +91,9 @@ class RelayProvider:
             )
         self._url = url.rstrip("/")
         self._token = token
-        self._slack: dict[str, Any] = {}
+        # The API's ``slack`` section for every ask (allowed_groups, requester, …); the
+        # named parameters above win over it.
+        self._slack: dict[str, Any] = dict(slack or {})
         if channel is not None:
             self._slack["channel"] = channel
         if thread_ts is not None:
@@ -234,6 +242,12 @@ class RelayProvider:
         if self._own_session and self._session is not None:
             await self._session.close()
             self._session = None
+
+    async def __aenter__(self) -> RelayProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def _backoff(attempt: int) -> float:

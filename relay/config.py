@@ -64,6 +64,8 @@ relay: no Slack credentials are set, so there is nothing to connect to yet.
        RELAY_API_TOKENS=…       (any long random string; agents send it as a bearer token)
   3. Run `relay serve` again.  For HTTP mode set SLACK_SIGNING_SECRET instead of
      SLACK_APP_TOKEN and use `relay manifest --request-url https://<host>/slack/events`.
+
+To try relay first with no workspace: `relay serve --sandbox` (a Slack stand-in in your browser).
 """
 
 _LOG_LEVELS = ("debug", "info", "warning", "error")

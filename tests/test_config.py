@@ -177,7 +177,10 @@ def serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_relay_serve_with_no_credentials_prints_the_setup_steps() -> None:
     result = serve({})
     assert result.returncode == 2
-    assert result.stderr == NO_CREDENTIALS_HELP
+    # Commands in the help are spelled as this one was run (here `python -m relay.cli`).
+    invoked = f"{Path(sys.executable).name} -m relay.cli"
+    assert result.stderr == NO_CREDENTIALS_HELP.replace("`relay ", f"`{invoked} ")
+    assert "--sandbox" in result.stderr
     assert "Traceback" not in result.stderr
 
 

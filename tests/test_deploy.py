@@ -9,6 +9,7 @@ import dataclasses
 import json
 import re
 import shlex
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ from relay.config import ENV_VARS, Settings
 from relay.errors import RelayConfigError
 from relay.manifest import BOT_SCOPES, build_manifest, manifest_text
 
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "kubernetes"
 HTTP_URL = "https://relay.example.com/slack/events"
 SCOPES = {"chat:write", "im:write", "users:read", "usergroups:read"}
@@ -337,7 +339,7 @@ def test_the_image_is_built_from_a_pinned_python_311_slim_and_only_the_package()
     assert bases
     assert all(re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", base) for base in bases), bases
     assert copies == [
-        "pyproject.toml README.md ./",
+        "pyproject.toml README.md LICENSE ./",
         "relay ./relay",
         "--from=build /install /usr/local",
     ]
@@ -416,3 +418,22 @@ def test_the_relay_service_selects_the_relay_pods() -> None:
     labels = objects[("Deployment", "relay")]["spec"]["template"]["metadata"]["labels"]
 
     assert objects[("Service", "relay")]["spec"]["selector"].items() <= labels.items()
+
+
+def test_the_docker_build_context_leaves_out_virtualenvs_caches_and_secrets() -> None:
+    ignored = {
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    assert {".git", ".venv", "venv", "deploy/.env", ".env", "**/__pycache__"} <= ignored
+    # Nothing the image needs is ignored.
+    for needed in ("pyproject.toml", "README.md", "LICENSE", "relay"):
+        assert needed not in ignored
+        assert (ROOT / needed).exists()
+
+
+def test_the_license_file_matches_the_declared_license() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    assert declared == "MIT"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")

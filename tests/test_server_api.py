@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -307,3 +308,29 @@ async def test_the_api_sets_groups_and_prevents_self_approval(
         "POST", "/v1/asks", json={**ASK, "slack": {"prevent_self_approval": "yes"}}
     )
     assert (status, reply["error"]["code"]) == (400, "BAD_REQUEST")
+
+
+async def test_every_time_in_a_record_is_iso_8601_in_utc(env: tuple[FakeSlack, Relay]) -> None:
+    slack, relay = env
+    body = {**ASK, "slack": {"timeout_s": 600}}
+    status, created = await relay.request("POST", "/v1/asks", json=body)
+    assert status == 201
+    created_at = datetime.fromisoformat(created["created_at"])
+    deadline = datetime.fromisoformat(created["deadline"])
+    assert created_at.utcoffset() == deadline.utcoffset() == timedelta(0)
+    assert timedelta(seconds=599) < deadline - created_at < timedelta(seconds=601)
+    await slack.click(await slack.wait_for_message(), "prod", user="U0ALICE")
+    _, record = await relay.request("GET", f"/v1/asks/{created['id']}?wait=10")
+    for stamp in (record["answered_at"], record["responses"][0]["answered_at"]):
+        assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0)
+
+
+async def test_a_deadline_beyond_year_9999_is_shown_as_the_latest_time(
+    env: tuple[FakeSlack, Relay],
+) -> None:
+    _, relay = env
+    status, created = await relay.request(
+        "POST", "/v1/asks", json={**ASK, "slack": {"timeout_s": 2.9e28}}
+    )
+    assert status == 201, created
+    assert created["deadline"] == "9999-12-31T23:59:59.999999+00:00"

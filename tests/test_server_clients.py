@@ -218,3 +218,56 @@ async def test_relay_ask_usage_errors_are_one_line_and_exit_2(env: tuple[FakeSla
         assert err.startswith("relay: error: USAGE: ")
         assert fragment in err
         assert err.count("\n") == 1
+
+
+async def test_relay_ask_says_who_may_answer_with_users_and_groups(
+    env: tuple[FakeSlack, Relay],
+) -> None:
+    slack, relay = env
+    slack.usergroups = {"S0OPS": ["U0CAROL"]}
+    process = await relay_ask(
+        relay, "-q", "Ship?", "-o", "yes", "--allowed-user", "U0BOB", "--allowed-group", "S0OPS"
+    )
+    message = await slack.wait_for_message()
+    await slack.click(message, "yes", user="U0ALICE")
+    notice = await slack.wait_for_ephemeral(user="U0ALICE")
+    assert "not allowed" in notice.args["text"]
+    await slack.click(message, "yes", user="U0CAROL")  # a member of the allowed group
+    code, out, _ = await finish(process)
+    assert code == 0
+    assert json.loads(out) == {"answers": [{"id": "answer", "selected": ["yes"]}]}
+
+
+async def test_relay_ask_file_may_carry_the_apis_slack_section(
+    env: tuple[FakeSlack, Relay], tmp_path: pytest.TempPathFactory
+) -> None:
+    slack, relay = env
+    request = tmp_path / "request.json"  # type: ignore[operator]
+    request.write_text(
+        json.dumps(
+            {
+                "questions": [{"id": "go", "question": "Deploy?", "options": [{"label": "yes"}]}],
+                "slack": {
+                    "allowed_users": ["U0ALICE", "U0BOB"],
+                    "requester": "U0BOB",
+                    "prevent_self_approval": True,
+                },
+            }
+        )
+    )
+    process = await relay_ask(relay, "--file", str(request))
+    message = await slack.wait_for_message()
+    await slack.click(message, "yes", user="U0BOB")
+    assert "you asked for this approval" in (
+        (await slack.wait_for_ephemeral(user="U0BOB")).args["text"].lower()
+    )
+    await slack.click(message, "yes", user="U0ALICE")
+    code, out, _ = await finish(process)
+    assert code == 0
+    assert json.loads(out)["answers"][0]["selected"] == ["yes"]
+
+    request.write_text(json.dumps({"questions": [{"id": "a", "question": "?"}], "slack": {"x": 1}}))
+    code, out, err = await finish(await relay_ask(relay, "--file", str(request)))
+    assert (code, out) == (2, "")
+    assert err == "relay: error: BAD_REQUEST: slack.x is not a known field\n"
+    assert len(slack.messages) == 1  # nothing was asked

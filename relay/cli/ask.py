@@ -3,6 +3,10 @@
 Through a hosted relay (``--relay-url``/``RELAY_URL`` and ``RELAY_TOKEN``), or directly with
 Slack credentials over Socket Mode (``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``).
 
+Who may answer: ``--allowed-user U…`` and ``--allowed-group S…`` (repeatable), ``--requester
+U…`` with ``--prevent-self-approval``; or the API's ``slack`` section in ``--file`` (flags
+win over it).
+
 Exit codes: 0 answered (with ``--approve``: that label was chosen), 1 answered otherwise
 (``--approve`` only), 2 bad usage or configuration, 3 timed out, 4 aborted or withdrawn,
 5 failed (Slack or the relay could not be reached or refused).
@@ -14,6 +18,8 @@ import argparse
 import asyncio
 import os
 import sys
+from dataclasses import replace
+from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -27,8 +33,9 @@ from relay.questions import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
 )
+from relay.server.api import read_slack_section as read_slack
 from relay.service import UserInteractionService
-from relay.slack import SlackProvider, SlackTarget
+from relay.slack import SlackProvider
 from relay.tool import js_json
 
 __all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_NOT_APPROVED", "EXIT_TIMED_OUT", "add_ask"]
@@ -74,6 +81,25 @@ def add_ask(commands: Commands) -> None:
     where.add_argument("--channel", help="channel id (C…) or user id (U…, a DM) to ask in")
     where.add_argument("--thread-ts", help="post in this thread")
     where.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    who = parser.add_argument_group("who may answer (default: the relay's own allowlist)")
+    who.add_argument(
+        "--allowed-user",
+        action="append",
+        metavar="U…",
+        help="a Slack user id who may answer (repeat for more)",
+    )
+    who.add_argument(
+        "--allowed-group",
+        action="append",
+        metavar="S…",
+        help="a Slack user group id whose members may answer (repeat for more)",
+    )
+    who.add_argument("--requester", metavar="U…", help="the person the ask is made for")
+    who.add_argument(
+        "--prevent-self-approval",
+        action="store_true",
+        help="the --requester may not answer their own ask",
+    )
     where.add_argument(
         "--approve",
         metavar="LABEL",
@@ -84,15 +110,24 @@ def add_ask(commands: Commands) -> None:
     parser.set_defaults(handler=_run_ask)
 
 
-def _request(args: argparse.Namespace) -> AskUserQuestionRequest:
+def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str, Any]]:
+    """The request, and the API's ``slack`` section (from ``--file``, then the flags)."""
     agent = AgentRef(id=args.agent)
     if args.file is not None:
         if args.question or args.option:
             raise CommandError(USAGE, "use --file or --question/--option, not both")
         source = "stdin" if args.file == "-" else args.file
         data = parse_json(read_text(args.file), source)
+        slack: dict[str, Any] = {}
+        if isinstance(data, dict) and "slack" in data:
+            data = dict(data)
+            section = data.pop("slack")
+            if section is not None:
+                read_slack(section)  # the API's own checks: a bad field is an error here
+                slack = dict(section)
         request = AskUserQuestionRequest.from_dict(data, strict=True)
-        return AskUserQuestionRequest(request.questions, agent=request.agent or agent)
+        request = AskUserQuestionRequest(request.questions, agent=request.agent or agent)
+        return request, _with_flags(slack, args)
     if not args.question:
         raise CommandError(USAGE, "say what to ask: --question TEXT (or --file request.json)")
     detail = args.detail
@@ -107,21 +142,31 @@ def _request(args: argparse.Namespace) -> AskUserQuestionRequest:
         options=options,
         multi_select=args.multi,
     )
-    return AskUserQuestionRequest((item,), agent=agent)
+    return AskUserQuestionRequest((item,), agent=agent), _with_flags({}, args)
 
 
-def _provider(args: argparse.Namespace) -> RelayProvider | SlackProvider:
+def _with_flags(slack: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The ``slack`` section with the command line's routing flags laid over it."""
+    flags: dict[str, Any] = {
+        "channel": args.channel,
+        "thread_ts": args.thread_ts,
+        "timeout_s": args.timeout,
+        "allowed_users": args.allowed_user,
+        "allowed_groups": args.allowed_group,
+        "requester": args.requester,
+        "prevent_self_approval": True if args.prevent_self_approval else None,
+    }
+    merged = {**slack, **{k: v for k, v in flags.items() if v is not None}}
+    read_slack(merged)
+    return merged
+
+
+def _provider(args: argparse.Namespace, slack: dict[str, Any]) -> RelayProvider | SlackProvider:
     if args.relay_url:
         token = os.environ.get("RELAY_TOKEN", "")
         if not token:
             raise CommandError(USAGE, "set RELAY_TOKEN to one of the relay's API tokens")
-        return RelayProvider(
-            args.relay_url,
-            token,
-            channel=args.channel,
-            thread_ts=args.thread_ts,
-            timeout=args.timeout,
-        )
+        return RelayProvider(args.relay_url, token, slack=slack)
     bot, app = os.environ.get("SLACK_BOT_TOKEN"), os.environ.get("SLACK_APP_TOKEN")
     if not bot or not app:
         raise CommandError(
@@ -129,20 +174,23 @@ def _provider(args: argparse.Namespace) -> RelayProvider | SlackProvider:
             "say how to reach Slack: --relay-url (or RELAY_URL) with RELAY_TOKEN, or"
             " SLACK_BOT_TOKEN and SLACK_APP_TOKEN to ask directly over Socket Mode",
         )
-    channel = args.channel or os.environ.get("RELAY_CHANNEL")
+    channel = slack.get("channel") or os.environ.get("RELAY_CHANNEL")
     if not channel:
         raise CommandError(USAGE, "say where to ask: --channel C… (or RELAY_CHANNEL)")
     base_url = os.environ.get("SLACK_API_URL") or AsyncWebClient.BASE_URL
+    target = replace(read_slack(slack), channel=channel)
     return SlackProvider(
         client=AsyncWebClient(token=bot, base_url=base_url),
         channel=channel,
-        route=lambda _: SlackTarget(channel, thread_ts=args.thread_ts),
-        timeout=args.timeout if args.timeout is not None else 900.0,
+        route=lambda _: target,
+        timeout=900.0,
     )
 
 
-async def _ask(args: argparse.Namespace, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-    provider = _provider(args)
+async def _ask(
+    args: argparse.Namespace, request: AskUserQuestionRequest, slack: dict[str, Any]
+) -> AskUserQuestionAnswer:
+    provider = _provider(args, slack)
     service = UserInteractionService()
     service.register_provider(provider)
     app_token = os.environ.get("SLACK_APP_TOKEN", "")
@@ -155,13 +203,13 @@ async def _ask(args: argparse.Namespace, request: AskUserQuestionRequest) -> Ask
 
 
 def _run_ask(args: argparse.Namespace) -> int:
-    request = _request(args)
+    request, slack = _request(args)
     if args.approve is not None and args.approve not in request.questions[0].labels:
         raise CommandError(
             USAGE, f"--approve {args.approve!r} is not one of the options of the first question"
         )
     try:
-        answer = asyncio.run(_ask(args, request))
+        answer = asyncio.run(_ask(args, request, slack))
     except UserInteractionError as exc:
         sys.stderr.write(f"relay: {exc.code}: {exc}\n")
         return _exit_code(exc)

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from relay import safejson
 
-__all__ = ["CANNOT_READ", "USAGE", "CommandError", "Commands", "Parser", "parse_json", "read_text"]
+__all__ = [
+    "CANNOT_READ",
+    "USAGE",
+    "CommandError",
+    "Commands",
+    "Parser",
+    "parse_json",
+    "read_text",
+    "relay_command",
+]
 
 USAGE = "USAGE"
 CANNOT_READ = "CANNOT_READ"
@@ -57,3 +68,16 @@ def parse_json(text: str, source: str) -> object:
         return safejson.loads(text)
     except ValueError as exc:
         raise CommandError("BAD_REQUEST", f"{source} is not valid JSON: {exc}") from None
+
+
+def relay_command() -> str:
+    """How to run ``relay`` again from this shell: ``relay`` when that is on ``PATH`` and is
+    this program, else the path it was started by (``.venv/bin/relay`` after scripts/serve)."""
+    started = sys.argv[0] if sys.argv else ""
+    if os.path.basename(started) != "relay":
+        return f"{os.path.basename(sys.executable)} -m relay.cli"
+    found = shutil.which("relay")
+    if found is not None and os.path.realpath(found) == os.path.realpath(started):
+        return "relay"
+    relative = os.path.relpath(started)
+    return relative if not relative.startswith("..") else os.path.abspath(started)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from relay.cli.common import Commands
+from relay.cli.common import Commands, relay_command
 from relay.config import NO_CREDENTIALS_HELP, Settings
 from relay.errors import RelayConfigError
 
@@ -40,20 +41,32 @@ def add_serve(commands: Commands) -> None:
             " overrides the variable it names."
         ),
     )
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="try relay with no Slack workspace: a local Slack stand-in and a page at"
+        " http://127.0.0.1:3000/ (loopback only unless --host or RELAY_HOST says otherwise)",
+    )
     for flag, env in _FLAGS.items():
         parser.add_argument(f"--{flag.replace('_', '-')}", metavar=env, help=f"overrides {env}")
     parser.set_defaults(handler=_run_serve)
 
 
 def _run_serve(args: argparse.Namespace) -> int:
+    overrides = {env: getattr(args, flag) for flag, env in _FLAGS.items()}
+    if args.sandbox:
+        from relay.sandbox.run import run_sandbox
+
+        run_sandbox(overrides, env=os.environ, relay=relay_command())
+        return 0
     from relay.server.main import run
 
-    overrides = {env: getattr(args, flag) for flag, env in _FLAGS.items()}
     try:
         settings = Settings.from_env(**overrides)
     except RelayConfigError as exc:
+        # Never a silent fall-back to the sandbox: a typo in production must stay an error.
         if str(exc) == NO_CREDENTIALS_HELP:
-            sys.stderr.write(NO_CREDENTIALS_HELP)
+            sys.stderr.write(NO_CREDENTIALS_HELP.replace("`relay ", f"`{relay_command()} "))
             return 2
         raise
     run(settings)

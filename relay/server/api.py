@@ -21,7 +21,7 @@ from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTar
 from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
 
-__all__ = ["AskApi"]
+__all__ = ["AskApi", "read_slack_section"]
 
 _SLACK_KEYS = frozenset(
     {
@@ -166,13 +166,13 @@ def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]
     slack = fields.pop("slack", None)
     try:
         request = AskUserQuestionRequest.from_dict(fields, strict=True)
-        target = _read_slack(slack) if slack is not None else None
+        target = read_slack_section(slack) if slack is not None else None
     except HarnessError as exc:
         raise ApiError.of(exc) from None
     return request, target
 
 
-def _read_slack(data: object) -> SlackTarget:
+def read_slack_section(data: object) -> SlackTarget:
     if not isinstance(data, Mapping):
         raise bad_request("slack must be an object")
     for key in data:

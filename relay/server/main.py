@@ -8,6 +8,7 @@ import logging
 import re
 import signal
 import sys
+from collections.abc import Callable
 
 from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
@@ -81,8 +82,16 @@ def _no_default_channel(_: object) -> SlackTarget:
     return SlackTarget(channel="")
 
 
-async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
-    """Run the relay until SIGTERM/SIGINT (or cancellation), then shut down cleanly."""
+async def serve(
+    settings: Settings,
+    *,
+    ready: asyncio.Event | None = None,
+    extend: Callable[[web.Application], None] | None = None,
+) -> None:
+    """Run the relay until SIGTERM/SIGINT (or cancellation), then shut down cleanly.
+
+    ``extend`` may add routes and hooks to the application before it starts (the sandbox's
+    page does); the relay's own routes are unchanged."""
     store = await _store(settings)
     client = AsyncWebClient(
         token=settings.bot_token, base_url=settings.slack_api_url or AsyncWebClient.BASE_URL
@@ -110,6 +119,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         serve_slack_events=not settings.socket_mode,
         **limits_of(settings),
     )
+    if extend is not None:
+        extend(app)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, **RUNNER_OPTIONS)
     await runner.setup()
     site = GuardedSite(runner, settings.host, settings.port, connections=app[CONNECTIONS])

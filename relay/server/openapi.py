@@ -155,8 +155,17 @@ _RECORD = {
             "type": "string",
             "enum": ["pending", "answered", "aborted", "timed_out", "failed"],
         },
-        "created_at": {"type": "string", "format": "date-time"},
-        "deadline": {"type": "number", "description": "Epoch seconds when the ask times out."},
+        "created_at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the ask was created (ISO 8601, UTC, like every time here).",
+        },
+        "deadline": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the ask times out (ISO 8601, UTC); absent when it never"
+            " does; 9999-12-31T23:59:59.999999+00:00 when it is later than that.",
+        },
         "answer": {"$ref": "#/components/schemas/Answer"},
         "answered_by": {"$ref": "#/components/schemas/Person"},
         "answered_at": {"type": "string", "format": "date-time"},

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from relay.questions import AskUserQuestionAnswerItem
 from relay.store.record import AskRecord, AskStatus
 
 __all__ = ["record_json"]
+
+# A deadline past what datetime can show (a timeout of 1e28 s is allowed: "practically never").
+_LATEST = datetime.max.replace(tzinfo=UTC)
+
+
+def _iso(epoch: float) -> str:
+    try:
+        return datetime.fromtimestamp(epoch, UTC).isoformat()
+    except (OverflowError, ValueError, OSError):
+        return _LATEST.isoformat()
 
 
 def _response(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
@@ -27,7 +38,8 @@ def record_json(record: AskRecord) -> dict[str, Any]:
         "created_at": record.created_at.isoformat(),
     }
     if record.deadline is not None:
-        out["deadline"] = record.deadline
+        # ISO 8601 in UTC, like every other time in the record (the store keeps epoch seconds).
+        out["deadline"] = _iso(record.deadline)
     answered = [r for r in record.responses if r is not None]
     if answered:
         out["responses"] = [_response(r) for r in answered]

@@ -10,6 +10,9 @@ payloads over HTTP or Socket Mode::
         ...
         message = await slack.wait_for_message(channel="C123")
         result = await slack.click(message, "Approve", user="U123")
+
+Installing relay also registers a pytest plugin (``relay.testing.pytest_plugin``) with the
+fixtures ``fake_slack``, ``slack_provider`` and ``relay_service``.
 """
 
 from .blocks import BlocksRejected, check_blocks

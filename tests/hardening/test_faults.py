@@ -17,6 +17,7 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -340,7 +341,8 @@ async def test_redis_stopping_and_restarting_loses_no_answer(cluster: Cluster) -
         status, body = await cluster.a.request("POST", "/v1/asks", json=ASK.to_dict())
         assert (status, body["error"]["code"]) == (502, "PROVIDER_FAILED")
         # What this waits for is time itself: the last deadlines pass while Redis is away.
-        await asyncio.sleep(max(0.0, expiring["deadline"] - time.time()) + 0.2)
+        deadline = datetime.fromisoformat(expiring["deadline"]).timestamp()
+        await asyncio.sleep(max(0.0, deadline - time.time()) + 0.2)
         cluster.redis.start()
 
         for message in messages[3:6]:

@@ -1,0 +1,250 @@
+"""The sandbox's web page and its routes, added to the relay's own application.
+
+- ``GET /``: the page (a Slack-like channel view), ``GET /sandbox/assets/…``: its script and
+  style, served with a strict Content-Security-Policy (no inline script, Trusted Types);
+- ``GET /sandbox/events?as=U…``: server-sent events for one viewer: a snapshot, then every
+  message posted, updated or deleted and every private notice sent to that viewer;
+- ``POST /sandbox/act``: a viewer's click, choice or Enter, delivered to ``/slack/events``
+  by FakeSlack as Slack's signed request;
+- ``POST /sandbox/sample``: ask a sample question through the relay's own ``/v1`` API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from relay.sandbox.directory import PEOPLE
+from relay.sandbox.samples import SAMPLES, sample_request
+from relay.sandbox.standin import ActionRefused, Sandbox
+
+__all__ = ["CONTENT_SECURITY_POLICY", "SandboxPage"]
+
+_log = logging.getLogger("relay.sandbox")
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+        "require-trusted-types-for 'script'",
+        "trusted-types 'none'",
+    )
+)
+"""The page's policy: only its own script and style; no inline code, no frames, and no
+string-to-DOM sinks at all (Trusted Types), so agent text can only ever become text."""
+
+_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+_ASSETS = {
+    "blockkit.js": "text/javascript",
+    "sandbox.js": "text/javascript",
+    "sandbox.css": "text/css",
+}
+_HEARTBEAT = 15.0
+
+
+class SandboxPage:
+    """Serves the page for ``sandbox``; asks its samples through ``api_url`` with ``token``."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        api_url: str,
+        token: str,
+        hostnames: frozenset[str] | None = None,
+    ) -> None:
+        self._sandbox = sandbox
+        # Host names the page answers to (None: any). On loopback only loopback names, so a
+        # web page elsewhere cannot reach it through DNS rebinding (its Host would differ).
+        self._hostnames = hostnames
+        self._api_url = api_url.rstrip("/")
+        self._token = token
+        self._http: aiohttp.ClientSession | None = None
+        self._closing = asyncio.Event()
+
+    def install(self, app: web.Application) -> None:
+        """Add the page's routes and lifecycle hooks to the relay's ``app``."""
+        app.router.add_get("/", self._guarded(self._index))
+        app.router.add_get("/sandbox/assets/{name}", self._guarded(self._asset))
+        app.router.add_get("/sandbox/events", self._guarded(self._events))
+        app.router.add_post("/sandbox/act", self._guarded(self._act))
+        app.router.add_post("/sandbox/sample", self._guarded(self._sample))
+        app.on_startup.append(self._startup)
+        app.on_shutdown.append(self._shutdown)
+
+    async def _startup(self, _: web.Application) -> None:
+        self._sandbox.start()
+        self._http = aiohttp.ClientSession(headers={"Authorization": f"Bearer {self._token}"})
+
+    async def _shutdown(self, _: web.Application) -> None:
+        self._closing.set()
+        await self._sandbox.stop()
+        if self._http is not None:
+            await self._http.close()
+
+    def _guarded(
+        self, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            if self._hostnames is not None and _hostname(request.host) not in self._hostnames:
+                return _error(421, "WRONG_HOST", f"open the sandbox as {min(self._hostnames)}")
+            return await handler(request)
+
+        return guarded
+
+    # -- the page ---------------------------------------------------------------------------
+
+    async def _index(self, _: web.Request) -> web.Response:
+        html = resources.files("relay.sandbox").joinpath("assets/index.html").read_text("utf-8")
+        return web.Response(text=html, content_type="text/html", headers=_HEADERS)
+
+    async def _asset(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in _ASSETS:
+            raise web.HTTPNotFound()
+        text = resources.files("relay.sandbox").joinpath(f"assets/{name}").read_text("utf-8")
+        return web.Response(text=text, content_type=_ASSETS[name], headers=_HEADERS)
+
+    # -- live updates -----------------------------------------------------------------------
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        viewer = request.query.get("as") or PEOPLE[0].id
+        if not self._sandbox.is_person(viewer):
+            return _error(400, "BAD_REQUEST", "as= must name one of the sandbox's people")
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-store",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionResetError, asyncio.CancelledError):
+            await self._stream(response, viewer)
+        return response
+
+    async def _stream(self, response: web.StreamResponse, viewer: str) -> None:
+        sandbox, slack = self._sandbox, self._sandbox.slack
+        generation = sandbox.generation
+        owners = sandbox.dm_owners()
+        sent: dict[tuple[str, str], tuple[int, bool]] = {}
+        messages = []
+        for message in slack.messages:
+            sent[(message.channel, message.ts)] = (len(message.versions), message.deleted)
+            if sandbox.visible(message.channel, viewer, owners):
+                messages.append(sandbox.message_view(message, viewer))
+        notices_seen = len(slack.ephemerals)
+        dms = {channel for channel, owner in owners.items() if owner == viewer}
+        snapshot = {
+            "me": viewer,
+            **sandbox.directory(),
+            "dms": sorted(dms),
+            "messages": messages,
+            "ephemerals": sandbox.ephemerals_for(viewer),
+            "samples": [{"name": k, "title": v["title"]} for k, v in SAMPLES.items()],
+        }
+        await _send(response, "snapshot", snapshot)
+        while not self._closing.is_set():
+            changed = await sandbox.wait_for_change(generation, timeout=_HEARTBEAT)
+            if changed == generation:
+                await response.write(b": still here\n\n")
+                continue
+            generation = changed
+            owners = sandbox.dm_owners()
+            for channel, owner in owners.items():
+                if owner == viewer and channel not in dms:
+                    dms.add(channel)
+                    await _send(response, "dm", {"channel": channel})
+            for message in slack.messages:
+                key = (message.channel, message.ts)
+                now = (len(message.versions), message.deleted)
+                if sent.get(key) == now:
+                    continue
+                sent[key] = now
+                if sandbox.visible(message.channel, viewer, owners):
+                    await _send(response, "message", sandbox.message_view(message, viewer))
+            for notice in sandbox.ephemerals_for(viewer, notices_seen):
+                await _send(response, "ephemeral", notice)
+            notices_seen = len(slack.ephemerals)
+
+    # -- actions ----------------------------------------------------------------------------
+
+    async def _act(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            result = await self._sandbox.act(str(body.get("as", "")), body)
+        except ActionRefused as exc:
+            return _error(exc.status, exc.code, str(exc))
+        return web.json_response(
+            {"status": result.status, "body": result.body, "dispatched": result.dispatched}
+        )
+
+    async def _sample(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        if isinstance(body, web.Response):
+            return body
+        ask = sample_request(str(body.get("name", "")))
+        if ask is None:
+            return _error(400, "BAD_REQUEST", f"name must be one of {', '.join(SAMPLES)}")
+        if self._http is None:
+            return _error(503, "UNAVAILABLE", "the sandbox is starting; try again")
+        # Through the relay's own API, exactly as an agent would ask.
+        async with self._http.post(f"{self._api_url}/v1/asks", json=ask) as response:
+            record = await response.json(content_type=None)
+        if response.status != 201:
+            _log.warning("sample %s refused: %s", body.get("name"), record)
+        return web.json_response(record, status=response.status)
+
+
+async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
+    # A JSON body and a same-origin Origin: another site open in the browser cannot post
+    # here (a cross-origin JSON POST needs a CORS preflight, which this server never grants).
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        return _error(403, "FORBIDDEN", "requests from another site are refused")
+    if request.content_type != "application/json":
+        return _error(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as application/json")
+    try:
+        body = json.loads(await request.content.read(64 * 1024))
+    except ValueError:
+        return _error(400, "BAD_REQUEST", "the body is not valid JSON")
+    if not isinstance(body, dict):
+        return _error(400, "BAD_REQUEST", "the body must be a JSON object")
+    return body
+
+
+def _hostname(host: str) -> str:
+    """``host`` (a Host header) without its port: ``[::1]:3000`` -> ``::1``."""
+    if host.startswith("["):
+        return host[1:].split("]")[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+async def _send(response: web.StreamResponse, event: str, data: object) -> None:
+    payload = json.dumps(data, separators=(",", ":"))
+    await response.write(f"event: {event}\ndata: {payload}\n\n".encode())

@@ -1,0 +1,142 @@
+"""``relay serve --sandbox``: the production relay against an embedded Slack stand-in.
+
+The relay is started exactly as ``relay serve`` starts it (same provider, store, API and
+``/slack/events`` click path, with signature checks); only its Slack is local: FakeSlack
+serves the Web API on a loopback port and delivers the page's clicks, signed, to the relay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import sys
+from collections.abc import Mapping
+from typing import TextIO
+
+from relay.config import Settings
+from relay.sandbox.directory import DEFAULT_CHANNEL, PEOPLE
+from relay.sandbox.page import SandboxPage
+from relay.sandbox.standin import Sandbox
+from relay.server.main import configure_logging, serve
+from relay.testing import FakeSlack
+from relay.tuning import tune_gc
+
+__all__ = ["loopback_url", "run_sandbox", "sandbox_settings", "serve_sandbox"]
+
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+_SANDBOX_BOT_TOKEN = "xoxb-sandbox-not-a-real-token"  # noqa: S105 - FakeSlack accepts any
+
+
+def loopback_url(host: str, port: int) -> str:
+    """The URL this machine reaches a server listening on ``host:port`` at."""
+    if host in ("0.0.0.0", "", "*"):  # noqa: S104 - naming the wildcard, not binding it
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def sandbox_settings(
+    slack: FakeSlack, env: Mapping[str, str], overrides: Mapping[str, str | None]
+) -> tuple[Settings, bool]:
+    """The relay's settings for the sandbox, and whether its API token was generated.
+
+    Slack settings come from the stand-in (any in ``env`` are ignored); the relay listens on
+    loopback unless ``RELAY_HOST`` (or ``--host``) says otherwise; asks go to the sandbox's
+    channel and its allowed people unless ``RELAY_CHANNEL``/``RELAY_ALLOWED_USERS`` are set.
+    """
+    source = {k: v for k, v in env.items() if not k.startswith("SLACK_")}
+    source.update(
+        SLACK_BOT_TOKEN=_SANDBOX_BOT_TOKEN,
+        SLACK_SIGNING_SECRET=slack.signing_secret,
+        SLACK_API_URL=slack.base_url,
+    )
+    defaults = {
+        "RELAY_HOST": "127.0.0.1",
+        "RELAY_CHANNEL": DEFAULT_CHANNEL,
+        "RELAY_ALLOWED_USERS": ",".join(p.id for p in PEOPLE if p.allowed),
+    }
+    for name, value in defaults.items():
+        if not source.get(name, "").strip():
+            source[name] = value
+    generated = not source.get("RELAY_API_TOKENS") and not source.get("RELAY_API_TOKENS_FILE")
+    if generated:
+        source["RELAY_API_TOKENS"] = secrets.token_urlsafe(24)
+    slack_flags = {k: v for k, v in overrides.items() if not k.startswith("SLACK_")}
+    return Settings.from_env(source, **slack_flags), generated
+
+
+def _banner(settings: Settings, *, generated: bool, ignored_slack: bool, relay: str) -> str:
+    url = loopback_url(settings.host, settings.port)
+    token = settings.api_tokens[0]
+    shown = f"{token}   (generated; set RELAY_API_TOKENS to choose your own)"
+    if not generated:
+        shown = "the one in RELAY_API_TOKENS"
+        token = "<your token>"  # noqa: S105 - a placeholder shown to the user
+    lines = [
+        "relay sandbox: Slack is simulated on this machine, no workspace is involved. To connect"
+        " a real one, set SLACK_BOT_TOKEN and SLACK_APP_TOKEN (steps: deploy/README.md) and"
+        f" run `{relay} serve` without --sandbox.",
+        f"  page:   {url}/",
+        f"  API:    {url}/v1/asks   token: {shown}",
+        f"  try:    RELAY_URL={url} RELAY_TOKEN={token} {relay} ask -q 'Ship it?' -o Ship -o Wait",
+    ]
+    if ignored_slack:
+        lines.append(
+            "  note:   the sandbox does not use the SLACK_* variables set in the environment"
+        )
+    if settings.host not in _LOOPBACK:
+        lines.append(
+            f"  note:   listening on {settings.host}, not only loopback: anyone who can reach it"
+            " can use the page"
+        )
+    return "\n".join(lines) + "\n"
+
+
+async def serve_sandbox(
+    env: Mapping[str, str],
+    overrides: Mapping[str, str | None],
+    *,
+    out: TextIO = sys.stdout,
+    relay: str = "relay",
+) -> None:
+    """Run the sandbox until SIGTERM/SIGINT: FakeSlack, the relay on it, and the page."""
+    async with FakeSlack(signing_secret=secrets.token_hex(20)) as slack:
+        settings, generated = sandbox_settings(slack, env, overrides)
+        configure_logging(settings)
+        if settings.gc_threshold is not None:
+            tune_gc(settings.gc_threshold)
+        url = loopback_url(settings.host, settings.port)
+        slack.interactivity_url = f"{url}/slack/events"
+        sandbox = Sandbox(
+            slack, channel=settings.channel or DEFAULT_CHANNEL, allowed_users=settings.allowed_users
+        )
+        loopback = settings.host in _LOOPBACK
+        page = SandboxPage(
+            sandbox,
+            api_url=url,
+            token=settings.api_tokens[0],
+            hostnames=frozenset({"127.0.0.1", "localhost", "::1"}) if loopback else None,
+        )
+        ready = asyncio.Event()
+        ignored = any(k.startswith("SLACK_") and v.strip() for k, v in env.items())
+
+        async def announce() -> None:
+            await ready.wait()
+            out.write(_banner(settings, generated=generated, ignored_slack=ignored, relay=relay))
+            out.flush()
+
+        announcing = asyncio.create_task(announce())
+        try:
+            await serve(settings, ready=ready, extend=page.install)
+        finally:
+            announcing.cancel()
+
+
+def run_sandbox(
+    overrides: Mapping[str, str | None], *, env: Mapping[str, str], relay: str = "relay"
+) -> None:
+    """The body of ``relay serve --sandbox``."""
+    asyncio.run(serve_sandbox(env, overrides, relay=relay))

@@ -1,0 +1,102 @@
+"""A pytest plugin with fixtures for testing an agent against ``FakeSlack``.
+
+Installing slack-relay registers it (entry point ``pytest11``: ``relay``), so a test only asks
+for a fixture by name; async tests need pytest-asyncio (``pip install 'slack-relay[testing]'``):
+
+- ``fake_slack``: a started ``FakeSlack`` whose people include ``U0ALICE`` (alice) and
+  ``U0BOB`` (bob);
+- ``slack_provider``: a ``SlackProvider`` posting to ``fake_slack`` in ``C0TEST``, its
+  ``/slack/events`` served on a free loopback port where ``fake_slack`` delivers clicks
+  (signed, as Slack signs them); closed after the test;
+- ``relay_service``: a ``UserInteractionService`` with ``slack_provider`` registered.
+
+Each test gets its own of each, so nothing leaks from one test to the next.
+
+This is the one module of ``relay.testing`` that uses the rest of relay (``SlackProvider``,
+the service), and only inside its fixtures: ``FakeSlack`` itself still depends on nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+__all__ = ["CHANNEL", "PEOPLE", "SIGNING_SECRET", "fake_slack", "relay_service", "slack_provider"]
+
+CHANNEL = "C0TEST"
+"""The channel ``slack_provider`` asks in."""
+SIGNING_SECRET = "relay-pytest-signing-secret"  # noqa: S105 - a test fake's secret
+"""The secret ``fake_slack`` signs with and ``slack_provider`` checks."""
+PEOPLE = {"U0ALICE": "alice", "U0BOB": "bob"}
+"""The people ``fake_slack`` knows (user id -> name)."""
+
+pytest_asyncio: Any
+try:
+    import pytest_asyncio
+except ImportError:  # pragma: no cover - the fixtures then say what to install
+    pytest_asyncio = None
+
+
+def _async_fixture(fn: Any) -> Any:
+    if pytest_asyncio is not None:
+        return pytest_asyncio.fixture(fn)
+
+    @pytest.fixture(name=fn.__name__)
+    def missing() -> None:
+        pytest.fail(
+            f"the {fn.__name__} fixture needs pytest-asyncio: pip install 'slack-relay[testing]'"
+        )
+
+    return missing
+
+
+@_async_fixture
+async def fake_slack() -> AsyncIterator[Any]:
+    """A started ``FakeSlack`` (``U0ALICE`` alice and ``U0BOB`` bob among its people)."""
+    from relay.testing import FakeSlack
+
+    async with FakeSlack(signing_secret=SIGNING_SECRET) as slack:
+        for user, name in PEOPLE.items():
+            slack.add_user(user, name=name)
+        yield slack
+
+
+@_async_fixture
+async def slack_provider(fake_slack: Any) -> AsyncIterator[Any]:
+    """A ``SlackProvider`` on ``fake_slack``, its click endpoint served and wired up."""
+    from aiohttp import web
+
+    from relay.slack import SlackProvider
+
+    provider = SlackProvider(
+        token="xoxb-relay-pytest",  # noqa: S106 - FakeSlack accepts any bot token
+        base_url=fake_slack.base_url,
+        signing_secret=SIGNING_SECRET,
+        channel=CHANNEL,
+    )
+    runner = web.AppRunner(provider.web_app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    fake_slack.interactivity_url = f"http://127.0.0.1:{port}/slack/events"
+    try:
+        yield provider
+    finally:
+        await provider.aclose()
+        await runner.cleanup()
+
+
+@_async_fixture
+async def relay_service(slack_provider: Any) -> AsyncIterator[Any]:
+    """A ``UserInteractionService`` whose provider is ``slack_provider``."""
+    from relay.service import UserInteractionService
+
+    service = UserInteractionService()
+    dispose = service.register_provider(slack_provider)
+    try:
+        yield service
+    finally:
+        dispose()

@@ -1,0 +1,353 @@
+"""`relay serve --sandbox` over HTTP (the page itself is tested in tests/browser/): what it
+prints at start, where it listens, the live feed's privacy, the page's action endpoint, and
+that the relay under it is the production relay (signatures checked, API token required)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from relay.sandbox import sandbox_settings
+from relay.testing import FakeSlack
+from tests.sandbox_env import ALICE, DAVE, TOKEN, sandbox_env
+from tests.server_env import Relay, free_port, start_relay
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Started:
+    process: asyncio.subprocess.Process
+    banner: str
+    log: list[str]
+
+    async def stop(self) -> int:
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+        return await asyncio.wait_for(self.process.wait(), 15)
+
+
+async def start_printing(*argv: str, env: dict[str, str], lines: int = 4) -> Started:
+    """Start a command and collect the first ``lines`` lines of its banner on stdout."""
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        env=env,
+        cwd=ROOT,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    banner = []
+    try:
+        for _ in range(lines):
+            line = await asyncio.wait_for(process.stdout.readline(), 90)
+            assert line, "the process ended before printing its banner"
+            banner.append(line.decode())
+    except BaseException:
+        process.kill()
+        await process.wait()
+        raise
+    return Started(process=process, banner="".join(banner), log=[])
+
+
+def relay_cli(*args: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "relay.cli", *args)
+
+
+async def test_start_prints_the_page_a_generated_token_and_how_to_connect_slack() -> None:
+    port = free_port()
+    env = sandbox_env(port)
+    del env["RELAY_API_TOKENS"]
+    started = await start_printing(*relay_cli("serve", "--sandbox"), env=env)
+    try:
+        banner = started.banner
+        assert banner.startswith("relay sandbox: Slack is simulated on this machine")
+        assert "set SLACK_BOT_TOKEN and SLACK_APP_TOKEN" in banner.splitlines()[0]
+        assert f"page:   http://127.0.0.1:{port}/" in banner
+        token = banner.split("token: ")[1].split()[0]
+        assert len(token) >= 24
+        async with aiohttp.ClientSession() as session:
+            url = f"http://127.0.0.1:{port}/v1/asks"
+            body = {"questions": [{"id": "a", "question": "Works?"}]}
+            async with session.post(url, json=body) as response:
+                assert response.status == 401  # the sandbox's API needs its token too
+            headers = {"Authorization": f"Bearer {token}"}
+            async with session.post(url, json=body, headers=headers) as response:
+                assert response.status == 201
+    finally:
+        assert await started.stop() == 0
+
+
+async def test_it_listens_on_loopback_unless_the_operator_says_otherwise() -> None:
+    with_host = sandbox_env(free_port(), RELAY_HOST="0.0.0.0")  # noqa: S104
+    started = await start_printing(*relay_cli("serve", "--sandbox"), env=with_host, lines=5)
+    try:
+        assert "listening on 0.0.0.0, not only loopback" in started.banner
+        assert "token: the one in RELAY_API_TOKENS" in started.banner
+        assert TOKEN not in started.banner
+    finally:
+        assert await started.stop() == 0
+    async with FakeSlack() as slack:
+        settings, generated = sandbox_settings(slack, {}, {})
+        assert (settings.host, generated) == ("127.0.0.1", True)
+        settings, _ = sandbox_settings(slack, {"RELAY_HOST": " "}, {"RELAY_HOST": "::1"})
+        assert settings.host == "::1"
+        real = {"SLACK_BOT_TOKEN": "xoxb-real", "SLACK_APP_TOKEN": "xapp-real"}
+        settings, _ = sandbox_settings(slack, real, {"SLACK_API_URL": "https://slack.com/api/"})
+        # The stand-in's Slack, whatever the environment or the flags say.
+        assert settings.slack_api_url == slack.base_url
+        assert settings.bot_token != "xoxb-real"
+        assert not settings.socket_mode
+
+
+async def test_slack_variables_in_the_environment_are_ignored_and_said_so() -> None:
+    env = sandbox_env(free_port(), SLACK_BOT_TOKEN="xoxb-real-one", SLACK_APP_TOKEN="xapp-1")
+    started = await start_printing(*relay_cli("serve", "--sandbox"), env=env, lines=5)
+    try:
+        assert "the sandbox does not use the SLACK_* variables" in started.banner
+    finally:
+        assert await started.stop() == 0
+
+
+@asynccontextmanager
+async def sandbox() -> AsyncIterator[Relay]:
+    relay = await start_relay(sandbox_env(free_port()), "--sandbox")
+    try:
+        yield relay
+    finally:
+        assert await relay.stop() == 0
+
+
+class Feed:
+    """One viewer's server-sent events, parsed."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self.response = response
+        self.events: list[tuple[str, Any]] = []
+
+    async def next(self, kind: str, timeout: float = 10.0) -> Any:
+        async with asyncio.timeout(timeout):
+            event, data = "", []
+            while True:
+                line = (await self.response.content.readline()).decode().rstrip("\n")
+                if line.startswith("event: "):
+                    event = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    data.append(line.removeprefix("data: "))
+                elif not line and event:
+                    parsed = json.loads("\n".join(data))
+                    self.events.append((event, parsed))
+                    if event == kind:
+                        return parsed
+                    event, data = "", []
+
+
+@asynccontextmanager
+async def feed(session: aiohttp.ClientSession, relay: Relay, viewer: str) -> AsyncIterator[Feed]:
+    async with session.get(f"{relay.url}/sandbox/events?as={viewer}") as response:
+        assert response.headers["Content-Type"] == "text/event-stream"
+        yield Feed(response)
+
+
+async def act(
+    session: aiohttp.ClientSession, relay: Relay, body: dict[str, Any], **headers: str
+) -> tuple[int, Any]:
+    async with session.post(f"{relay.url}/sandbox/act", json=body, headers=headers) as response:
+        return response.status, await response.json()
+
+
+def button(message: dict[str, Any], text: str) -> dict[str, Any]:
+    for block in message["blocks"]:
+        for element in block.get("elements") or []:
+            if element.get("type") == "button" and element["text"]["text"] == text:
+                return {"block_id": block["block_id"], "action_id": element["action_id"]}
+    raise LookupError(text)
+
+
+async def test_private_notices_reach_only_the_person_they_were_sent_to() -> None:
+    async with (
+        sandbox() as relay,
+        aiohttp.ClientSession() as session,
+        feed(session, relay, DAVE) as dave,
+        feed(session, relay, ALICE) as alice,
+    ):
+        snapshot = await dave.next("snapshot")
+        assert (snapshot["me"], snapshot["messages"], snapshot["ephemerals"]) == (DAVE, [], [])
+        await alice.next("snapshot")
+        status, _ = await relay.request(
+            "POST", "/sandbox/sample", json={"name": "deploy-gate"}, token=None
+        )
+        assert status == 201
+        message = await dave.next("message")
+        assert message == await alice.next("message")
+        click = {"as": DAVE, "channel": message["channel"], "ts": message["ts"],
+                 "version": message["version"], "kind": "button", "text": "Deploy",
+                 **button(message, "Deploy")}  # fmt: skip
+        status, result = await act(session, relay, click)
+        assert (status, result["status"], result["dispatched"]) == (200, 200, True)
+        notice = await dave.next("ephemeral")
+        assert "not allowed to answer" in notice["text"]
+        # Alice's feed carries the click's effects on the message only: here, none.
+        status, result = await act(session, relay, {**click, "as": ALICE})
+        assert result["status"] == 200
+        answered = await alice.next("message")
+        assert "Answered by <@U0SBALICE>" in json.dumps(answered["blocks"])
+        assert [e for e, _ in alice.events if e == "ephemeral"] == []
+
+
+async def test_the_action_endpoint_refuses_what_the_page_would_never_send() -> None:
+    async with sandbox() as relay, aiohttp.ClientSession() as session:
+        async with feed(session, relay, ALICE) as alice:
+            await alice.next("snapshot")
+            await relay.request("POST", "/sandbox/sample", json={"name": "plan-review"}, token=None)
+            message = await alice.next("message")
+        where = {"channel": message["channel"], "ts": message["ts"], "version": 0}
+        good = {"as": ALICE, **where, "kind": "button", "text": "Approve",
+                **button(message, "Approve")}  # fmt: skip
+        cases: list[tuple[dict[str, Any], dict[str, str], int, str]] = [
+            ({**good, "as": "U0NOBODY"}, {}, 400, "BAD_REQUEST"),
+            ({**good, "kind": "hover"}, {}, 400, "BAD_REQUEST"),
+            ({**good, "ts": "1.000001"}, {}, 404, "NOT_FOUND"),
+            ({**good, "text": "Reject"}, {}, 409, "GONE"),
+            ({**good, "version": -1}, {}, 400, "BAD_REQUEST"),
+            ({**good, "typed": [{"block_id": "x"}]}, {}, 400, "BAD_REQUEST"),
+            (good, {"Origin": "https://evil.example"}, 403, "FORBIDDEN"),
+        ]
+        for body, headers, status, code in cases:
+            got, result = await act(session, relay, body, **headers)
+            assert (got, result["error"]["code"]) == (status, code), body
+        async with session.post(
+            f"{relay.url}/sandbox/act",
+            data=json.dumps(good),
+            headers={"Content-Type": "text/plain"},
+        ) as response:
+            assert response.status == 415
+        async with session.get(f"{relay.url}/sandbox/events?as=U0NOBODY") as response:
+            assert response.status == 400
+        # Nothing was answered by any of that; the good click still works.
+        got, result = await act(session, relay, good)
+        assert (got, result["status"]) == (200, 200)
+        await relay.wait_for_log("event=answered")
+
+
+async def test_the_relay_under_the_sandbox_still_checks_slacks_signatures() -> None:
+    async with sandbox() as relay, aiohttp.ClientSession() as session:
+        action = {"type": "button", "block_id": "relay:x:0:act", "action_id": "relay.option.0"}
+        payload = {"type": "block_actions", "actions": [action], "user": {"id": ALICE}}
+        form = {"payload": json.dumps(payload)}
+        stamp = str(int(time.time()))
+        headers = {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": "v0=" + "0" * 64}
+        async with session.post(
+            f"{relay.url}/slack/events", data=form, headers=headers
+        ) as response:
+            assert response.status == 401
+
+
+async def test_sigterm_with_a_page_open_stops_promptly_and_cleanly() -> None:
+    relay = await start_relay(sandbox_env(free_port()), "--sandbox")
+    async with aiohttp.ClientSession() as session, feed(session, relay, ALICE) as alice:
+        await alice.next("snapshot")
+        started = time.monotonic()
+        assert await relay.stop() == 0
+        assert time.monotonic() - started < 5
+
+
+def test_plain_relay_serve_without_credentials_never_starts_the_sandbox() -> None:
+    import subprocess
+
+    env = {"PATH": "/usr/bin:/bin"}  # relay is not on PATH, as after scripts/serve
+    result = subprocess.run(  # noqa: S603 - our own command
+        [str(Path(sys.executable).parent / "relay"), "serve"],
+        env=env, capture_output=True, text=True, timeout=60, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "relay serve --sandbox" in result.stderr
+    assert "sandbox:" not in result.stdout
+    # The help names the command as it was run, even when `relay` is not on PATH.
+    assert f"`{os.path.relpath(Path(sys.executable).parent / 'relay', ROOT)} manifest" in (
+        result.stderr
+    )
+
+
+@pytest.mark.parametrize("credentials", [False, True])
+async def test_scripts_serve_starts_the_sandbox_only_without_credentials(
+    credentials: bool,
+) -> None:
+    port = free_port()
+    env = sandbox_env(port, VENV=str(Path(sys.executable).parent.parent))
+    async with FakeSlack(signing_secret="scripts-serve-secret") as slack:
+        if credentials:
+            env.update(
+                SLACK_BOT_TOKEN="xoxb-scripts-serve",
+                SLACK_SIGNING_SECRET="scripts-serve-secret",
+                SLACK_API_URL=slack.base_url,
+                RELAY_CHANNEL="C0SERVE",
+                RELAY_HOST="127.0.0.1",
+            )
+            relay = await start_script(env)
+            try:
+                line = await relay.wait_for_log("relay listening", timeout=90)
+                assert "HTTP mode" in line
+                assert not any("the sandbox" in entry for entry in relay.log)
+            finally:
+                assert await relay.stop() == 0
+            return
+        started = await start_printing("bash", "scripts/serve", env=env)
+        try:
+            assert started.banner.startswith("relay sandbox:")
+            assert f"page:   http://127.0.0.1:{port}/" in started.banner
+        finally:
+            assert await started.stop() == 0
+        assert started.process.stderr is not None
+        err = (await started.process.stderr.read()).decode()
+        assert "No Slack credentials are set" in err
+        assert "bin/relay" in err  # where relay is, since it is not on PATH
+
+
+async def start_script(env: dict[str, str]) -> Relay:
+    process = await asyncio.create_subprocess_exec(
+        "bash", "scripts/serve", env=env, cwd=ROOT,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    port = int(env["PORT"])
+    relay = Relay(url=f"http://127.0.0.1:{port}", port=port, process=process, env=env)
+    relay._reader = asyncio.create_task(relay._read())
+    return relay
+
+
+async def test_on_loopback_the_page_answers_only_to_loopback_host_names() -> None:
+    # A site that rebinds its own name to 127.0.0.1 sends its name as Host: refused.
+    async with sandbox() as relay, aiohttp.ClientSession() as session:
+        for host, status in (
+            (f"evil.example:{relay.port}", 421),
+            (f"localhost:{relay.port}", 200),
+            (f"127.0.0.1:{relay.port}", 200),
+        ):
+            for path in ("/", "/sandbox/events?as=U0SBALICE"):
+                async with session.get(relay.url + path, headers={"Host": host}) as response:
+                    assert response.status == status, (host, path)
+        async with session.post(
+            f"{relay.url}/sandbox/sample",
+            json={"name": "plan-review"},
+            headers={"Host": f"evil.example:{relay.port}"},
+        ) as response:
+            assert response.status == 421
+        # The relay's own API is not the page's: it keeps answering any name, with a token.
+        async with session.get(
+            f"{relay.url}/healthz", headers={"Host": f"relay.internal:{relay.port}"}
+        ) as response:
+            assert response.status == 200
