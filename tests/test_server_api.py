@@ -325,12 +325,11 @@ async def test_every_time_in_a_record_is_iso_8601_in_utc(env: tuple[FakeSlack, R
         assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0)
 
 
-async def test_a_deadline_beyond_year_9999_is_shown_as_the_latest_time(
-    env: tuple[FakeSlack, Relay],
-) -> None:
-    _, relay = env
+async def test_a_deadline_past_a_year_cannot_be_set(env: tuple[FakeSlack, Relay]) -> None:
+    # The ceiling keeps every deadline a date a person can read (and datetime can show).
+    slack, relay = env
     status, created = await relay.request(
         "POST", "/v1/asks", json={**ASK, "slack": {"timeout_s": 2.9e28}}
     )
-    assert status == 201, created
-    assert created["deadline"] == "9999-12-31T23:59:59.999999+00:00"
+    assert (status, created["error"]["code"]) == (400, "BAD_REQUEST"), created
+    assert not slack.calls_to("chat.postMessage")

@@ -173,6 +173,8 @@ def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]
 
 
 def read_slack_section(data: object) -> SlackTarget:
+    """The API body's ``slack`` object as a ``SlackTarget``, or ``BAD_REQUEST`` naming the
+    field that is wrong (``relay ask --file`` checks its requests with it too)."""
     if not isinstance(data, Mapping):
         raise bad_request("slack must be an object")
     for key in data:

@@ -10,15 +10,10 @@ from relay.store.record import AskRecord, AskStatus
 
 __all__ = ["record_json"]
 
-# A deadline past what datetime can show (a timeout of 1e28 s is allowed: "practically never").
-_LATEST = datetime.max.replace(tzinfo=UTC)
-
 
 def _iso(epoch: float) -> str:
-    try:
-        return datetime.fromtimestamp(epoch, UTC).isoformat()
-    except (OverflowError, ValueError, OSError):
-        return _LATEST.isoformat()
+    # Timeouts are at most a year (LONGEST_TIMEOUT), so every deadline has a date.
+    return datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
 def _response(item: AskUserQuestionAnswerItem) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -172,7 +173,8 @@ async def test_the_operators_ceiling_bounds_every_timeout(slack: FakeSlack) -> N
                 "POST", "/v1/asks", json={**ASK, "slack": {"timeout_s": asked}}
             )
             assert status == 201, record
-            assert started + expected - 1 < record["deadline"] < time.time() + expected + 1
+            deadline = datetime.fromisoformat(record["deadline"]).timestamp()
+            assert started + expected - 1 < deadline < time.time() + expected + 1
     for message in slack.messages:
         dates = str(message.blocks).split("<!date^")[1:]
         assert all(len(d.split("^")[0]) <= 11 for d in dates)  # an epoch, not 309 digits
