@@ -12,7 +12,10 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from relay.grants import GrantStore, MemoryGrants
+from relay.mcp.http import mount_mcp
 from relay.server.api import OWNER, AskApi
+from relay.server.approvals import ApprovalApi
 from relay.server.auth import Authenticator
 from relay.server.errors import ApiError, error_response
 from relay.server.metrics import CONTENT_TYPE, Metrics
@@ -61,13 +64,20 @@ def build_app(
     max_wait: float = 60.0,
     max_body: int = 256 * 1024,
     serve_slack_events: bool = True,
+    grants: GrantStore | None = None,
+    mcp_progress_interval: float = 10.0,
 ) -> web.Application:
-    """The server's application: ``/slack/events``, ``/v1/…``, health, metrics, OpenAPI."""
+    """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
+    OpenAPI. ``grants`` holds the approvals' grants (in memory when not given)."""
     auth = Authenticator(api_tokens)
     metrics = Metrics(store=provider.store)
     provider.events.subscribe(metrics.observe)
     readiness = _Readiness(provider)
     api = AskApi(provider=provider, max_wait=max_wait, max_body=max_body)
+    grant_store = grants if grants is not None else MemoryGrants()
+    approvals = ApprovalApi(
+        provider=provider, grants=grant_store, max_wait=max_wait, max_body=max_body
+    )
 
     @web.middleware
     async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -128,7 +138,15 @@ def build_app(
             web.get("/metrics", metrics_route),
             web.get("/openapi.json", openapi),
             *api.routes(),
+            *approvals.routes(),
         ]
+    )
+    mount_mcp(
+        app,
+        provider=provider,
+        grants=grant_store,
+        auth=auth,
+        progress_interval=mcp_progress_interval,
     )
     if serve_slack_events:
         app.router.add_post("/slack/events", slack_handler(provider.bolt_app))

@@ -13,6 +13,7 @@ from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.config import Settings
+from relay.grants import GrantStore, MemoryGrants
 from relay.server.app import build_app
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
@@ -58,6 +59,14 @@ def configure_logging(settings: Settings) -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def _grants(settings: Settings) -> GrantStore:
+    if settings.redis_url is None:
+        return MemoryGrants()
+    from relay.grants.redis import RedisGrants
+
+    return RedisGrants(url=settings.redis_url)
+
+
 async def _store(settings: Settings) -> AskStore:
     if settings.redis_url is None:
         return MemoryStore(retention=settings.retention)
@@ -91,8 +100,10 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         store=store,
         sweep_interval=1.0 if store.durable else None,
     )
+    grants = _grants(settings)
     app = build_app(
         provider=provider,
+        grants=grants,
         api_tokens=settings.api_tokens,
         max_wait=settings.max_wait,
         max_body=settings.max_body,
@@ -128,6 +139,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         await provider.aclose()
         await runner.cleanup()
         await store.aclose()
+        await grants.aclose()
 
 
 def run(settings: Settings) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import relay
+from relay.server.openapi_approvals import approval_paths, approval_schemas
 
 __all__ = ["ERROR_CODES", "openapi_document"]
 
@@ -212,7 +213,9 @@ def openapi_document() -> dict[str, Any]:
         "info": {
             "title": "relay",
             "version": relay.__version__,
-            "description": "Ask a team of humans a question in Slack and get the answer back.",
+            "description": "Ask a team of humans a question in Slack and get the answer back."
+            " The same bearer tokens also open /mcp, the relay's MCP server (Streamable HTTP;"
+            " see the README), which is not described here.",
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -225,6 +228,7 @@ def openapi_document() -> dict[str, Any]:
                 "AskRecord": _RECORD,
                 "ErrorBody": _ERROR_BODY,
                 "Error": _ERROR,
+                **approval_schemas(_ASK_REQUEST["properties"]["slack"]),  # type: ignore[index]
             },
         },
         "security": [{"bearer": []}],
@@ -279,6 +283,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 },
             },
+            **approval_paths(_error, _COMMON, _WAIT, _ASK_ID),
             "/healthz": {
                 "get": {
                     "operationId": "health",
