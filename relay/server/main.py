@@ -104,6 +104,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
     app = build_app(
         provider=provider,
         grants=grants,
+        mcp_progress_interval=settings.mcp_progress_interval,
         api_tokens=settings.api_tokens,
         max_wait=settings.max_wait,
         max_body=settings.max_body,
