@@ -97,7 +97,7 @@ def test_deny_beats_ask_beats_allow_whatever_the_order(tmp_path: Path) -> None:
 def test_a_bad_rules_file_names_the_setting(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "rules.toml"
     path.write_text(text)
-    with pytest.raises(RulesError, match="rules.toml") as info:
+    with pytest.raises(RulesError, match=r"rules\.toml") as info:
         load_rules(str(path))
     assert message in str(info.value)
     assert info.value.code == "BAD_RULES"

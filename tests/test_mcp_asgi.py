@@ -94,12 +94,15 @@ async def test_each_send_reaches_the_client_before_the_next() -> None:
         await go_on.wait()
         await send({"type": "http.response.body", "body": b"data: two\n\n"})
 
-    async with serving(app) as port, aiohttp.ClientSession() as http:
-        async with http.post(f"http://127.0.0.1:{port}/mcp", data=b"{}") as response:
-            first = await asyncio.wait_for(response.content.readline(), 5)
-            assert first == b"data: one\n"  # while the app still holds "two" back
-            go_on.set()
-            rest = await asyncio.wait_for(response.content.read(), 5)
+    async with (
+        serving(app) as port,
+        aiohttp.ClientSession() as http,
+        http.post(f"http://127.0.0.1:{port}/mcp", data=b"{}") as response,
+    ):
+        first = await asyncio.wait_for(response.content.readline(), 5)
+        assert first == b"data: one\n"  # while the app still holds "two" back
+        go_on.set()
+        rest = await asyncio.wait_for(response.content.read(), 5)
     assert rest == b"\ndata: two\n\n"
 
 
@@ -127,7 +130,10 @@ async def test_an_app_that_fails_before_answering_is_a_500() -> None:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         raise RuntimeError("boom")
 
-    async with serving(app) as port, aiohttp.ClientSession() as http:
-        async with http.get(f"http://127.0.0.1:{port}/mcp") as response:
-            assert response.status == 500
-            assert (await response.json())["error"]["code"] == "INTERNAL"
+    async with (
+        serving(app) as port,
+        aiohttp.ClientSession() as http,
+        http.get(f"http://127.0.0.1:{port}/mcp") as response,
+    ):
+        assert response.status == 500
+        assert (await response.json())["error"]["code"] == "INTERNAL"
