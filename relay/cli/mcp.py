@@ -58,7 +58,7 @@ def add_mcp(commands: Commands) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    from mcp.server.stdio import stdio_server
+    from relay.mcp.stdio import serve_stdio
 
     rules = load_rules(args.rules) if args.rules else Rules()
     backend = await open_backend(args, timeout=args.timeout)
@@ -75,7 +75,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
     server = build_server(toolbox, progress_interval=args.progress_interval)
     try:
-        async with stdio_server() as (read, write):
+        async with serve_stdio() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
         await backend.close()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 
 import anyio
@@ -203,3 +205,60 @@ async def test_the_handshake_era_client_works_too(mode: str) -> None:
         message = await slack.wait_for_message(timeout=15)
         await slack.click(message, "staging", user="U0ALICE")
         assert not (await asyncio.wait_for(call, 15)).is_error
+
+
+async def rpc(process: asyncio.subprocess.Process, message: dict[str, object]) -> None:
+    assert process.stdin is not None
+    process.stdin.write((json.dumps(message) + "\n").encode())
+    await process.stdin.drain()
+
+
+@pytest.mark.parametrize("how", ["stdin closes", "SIGTERM"])
+async def test_the_client_going_away_withdraws_the_question(how: str) -> None:
+    async with (
+        FakeSlack(signing_secret="server-signing-secret") as slack,
+        relay_server(slack) as relay,
+    ):
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "mcp",
+            env={**os.environ, **hosted_env(relay.url)},
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert process.stdin is not None
+        assert process.stdout is not None
+        await rpc(
+            process,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            },
+        )
+        assert json.loads(await asyncio.wait_for(process.stdout.readline(), 20))["id"] == 1
+        await rpc(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await rpc(
+            process,
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "ask_user_question", "arguments": QUESTION},
+            },
+        )
+        message = await slack.wait_for_message(timeout=15)
+        if how == "SIGTERM":
+            process.send_signal(signal.SIGTERM)
+        else:
+            process.stdin.close()
+        assert await asyncio.wait_for(process.wait(), 30) == 0
+        await wait_withdrawn(slack, message)
