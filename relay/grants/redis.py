@@ -21,9 +21,19 @@ from redis.exceptions import RedisError
 from relay.gate.match import Subject
 from relay.grants.record import Grant, Offer
 from relay.store.base import StoreUnavailable
+from relay.store.record import utcnow
 
 __all__ = ["RedisGrants"]
 
+# KEYS: the owner's hash. ARGV: grant id, grant JSON, ms to live. The hash lives as long as
+# its longest-lived grant.
+_ADD = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+"""
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -66,16 +76,12 @@ class RedisGrants:
 
     @_translated
     async def add(self, *, grant: Grant) -> bool:
-        """Record ``grant`` unless one with its id exists."""
-        key = self._key(grant.owner)
-        added = bool(await self._redis.hsetnx(key, grant.id, json.dumps(grant.to_json())))
-        if added:
-            # The hash lives as long as its longest-lived grant.
-            at_ms = math.ceil(grant.expires_at.timestamp() * 1000)
-            await self._redis.pexpireat(key, at_ms, gt=True)
-            if await self._redis.pttl(key) < 0:
-                await self._redis.pexpireat(key, at_ms)
-        return added
+        """Record ``grant`` unless one with its id exists (atomically, on any Redis ≥ 2.6)."""
+        ttl_ms = max(1, math.ceil((grant.expires_at - utcnow()).total_seconds() * 1000))
+        added = await self._redis.eval(
+            _ADD, 1, self._key(grant.owner), grant.id, json.dumps(grant.to_json()), ttl_ms
+        )
+        return bool(added)
 
     async def _live(self, owner: str, now: datetime) -> list[Grant]:
         raw: dict[Any, Any] = await self._redis.hgetall(self._key(owner))
