@@ -116,3 +116,19 @@ async def test_stopping_while_waiting_withdraws_the_question() -> None:
         assert run.code == 128 + signal.SIGINT
         assert "withdrawn" in run.err
         await wait_withdrawn(slack, message)
+
+
+async def test_only_the_rules_approvers_may_approve(tmp_path: Path) -> None:
+    rules = write_rules(tmp_path, 'approvers = ["U0ALICE"]\n')
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+        pending = await start("exec", "--rules", rules, "--", "true", env=env)
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "Allow once", user="U0EVE")
+        notice = await slack.wait_for_ephemeral(user="U0EVE")
+        assert "not" in notice.args["text"]
+        assert pending.returncode is None  # still waiting for someone allowed
+        await slack.click(message, "Allow once", user="U0ALICE")
+        run = await finish(pending)
+        assert run.code == 0
+        assert "u0alice" in run.err.lower()
