@@ -21,6 +21,7 @@ from relay.cli.common import USAGE, CommandError
 from relay.client import RelayProvider
 from relay.gate.local import Approver, slack_approver
 from relay.gate.remote import RemoteApprover
+from relay.gate.rules import Rules
 from relay.grants import MemoryGrants
 from relay.service import UserInteractionService
 from relay.slack import SlackProvider
@@ -36,6 +37,15 @@ class Backend:
     service: UserInteractionService
     approver: Approver
     close: Callable[[], Awaitable[None]]
+    channel: str | None = None
+    allowed_users: tuple[str, ...] | None = None
+    allowed_groups: tuple[str, ...] | None = None
+
+    def fill(self, rules: Rules) -> Rules:
+        """``rules`` with this command's channel and allowlist where the file sets none."""
+        return rules.filled(
+            channel=self.channel, approvers=self.allowed_users, approver_groups=self.allowed_groups
+        )
 
 
 def add_backend_flags(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +80,7 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
     url = args.relay_url or env.get("RELAY_URL")
     users = _ids(args.allowed_users, "--allowed-users")
     groups = _ids(args.allowed_groups, "--allowed-groups")
+    channel = args.channel or env.get("RELAY_CHANNEL") or None
     if url:
         token = env.get("RELAY_TOKEN", "")
         if not token:
@@ -77,7 +88,7 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
         provider = RelayProvider(
             url,
             token,
-            channel=args.channel or env.get("RELAY_CHANNEL") or None,
+            channel=channel,
             allowed_users=users,
             allowed_groups=groups,
             timeout=timeout,
@@ -90,7 +101,7 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
             await provider.aclose()
             await remote.aclose()
 
-        return Backend("relay", service, remote, close_relay)
+        return Backend("relay", service, remote, close_relay, channel, users, groups)
     bot, app = env.get("SLACK_BOT_TOKEN"), env.get("SLACK_APP_TOKEN")
     if not bot or not app:
         raise CommandError(
@@ -98,7 +109,6 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
             "say how to reach Slack: RELAY_URL (or --relay-url) with RELAY_TOKEN, or"
             " SLACK_BOT_TOKEN and SLACK_APP_TOKEN to ask directly over Socket Mode",
         )
-    channel = args.channel or env.get("RELAY_CHANNEL")
     if not channel:
         raise CommandError(USAGE, "say where to ask: --channel C… (or RELAY_CHANNEL)")
     slack = SlackProvider(
@@ -119,4 +129,4 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
     service.register_provider(slack)
     # Asking Slack directly, this process is the relay: its grants live (only) here.
     approver = slack_approver(slack, MemoryGrants(), owner="local")
-    return Backend("slack", service, approver, slack.aclose)
+    return Backend("slack", service, approver, slack.aclose, channel, users, groups)

@@ -118,7 +118,7 @@ async def _decide(args: argparse.Namespace, argv: list[str]) -> Decision:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop, sig)
     try:
-        decision = await Gate(rules=rules, approver=backend.approver).decide(
+        decision = await Gate(rules=backend.fill(rules), approver=backend.approver).decide(
             use, signal=controller.signal
         )
     finally:

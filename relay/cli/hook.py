@@ -142,7 +142,7 @@ async def _decide(args: argparse.Namespace, data: Mapping[str, Any]) -> Decision
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, controller.abort, "stopped")
     try:
-        gate = Gate(rules=rules, approver=backend.approver)
+        gate = Gate(rules=backend.fill(rules), approver=backend.approver)
         async with asyncio.timeout(timeout + _MARGIN):
             return await gate.decide(use, signal=controller.signal, allow_pass=True)
     except TimeoutError:

@@ -65,7 +65,7 @@ async def _serve(args: argparse.Namespace) -> None:
     who = requester()
     # One relay mcp process is one agent session: its grants are not another's.
     session = f"mcp:{who}:{secrets.token_hex(6)}"
-    gate = Gate(rules=rules, approver=backend.approver)
+    gate = Gate(rules=backend.fill(rules), approver=backend.approver)
     context = {"Asked by": who, "Directory": os.getcwd()}
 
     def toolbox(ctx: Context) -> Toolbox:

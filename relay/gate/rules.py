@@ -29,7 +29,7 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -134,6 +134,23 @@ class Rules:
             return Verdict(self.default)
         strictest = min(matching, key=lambda r: (_RANK[r.action], r.index))
         return Verdict(strictest.action, strictest)
+
+    def filled(
+        self,
+        *,
+        channel: str | None,
+        approvers: tuple[str, ...] | None,
+        approver_groups: tuple[str, ...] | None,
+    ) -> Rules:
+        """These rules with the command line's defaults where the file sets nothing."""
+        return replace(
+            self,
+            channel=self.channel if self.channel is not None else channel,
+            approvers=self.approvers if self.approvers is not None else approvers,
+            approver_groups=(
+                self.approver_groups if self.approver_groups is not None else approver_groups
+            ),
+        )
 
     def timeout_for(self, verdict: Verdict) -> float:
         """The reviewer's time for an ask under ``verdict``."""

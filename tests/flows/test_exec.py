@@ -118,12 +118,15 @@ async def test_stopping_while_waiting_withdraws_the_question() -> None:
         await wait_withdrawn(slack, message)
 
 
-async def test_only_the_rules_approvers_may_approve(tmp_path: Path) -> None:
+async def test_only_the_rules_approvers_may_approve_in_the_channel_asked(tmp_path: Path) -> None:
     rules = write_rules(tmp_path, 'approvers = ["U0ALICE"]\n')
     async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
         env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
-        pending = await start("exec", "--rules", rules, "--", "true", env=env)
+        pending = await start(
+            "exec", "--rules", rules, "--channel", "C0OTHER", "--", "true", env=env
+        )
         message = await slack.wait_for_message(timeout=15)
+        assert message.channel == "C0OTHER"  # the flag, not the relay's default channel
         await slack.click(message, "Allow once", user="U0EVE")
         notice = await slack.wait_for_ephemeral(user="U0EVE")
         assert "not" in notice.args["text"]
