@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import secrets
@@ -61,6 +62,8 @@ async def _serve(args: argparse.Namespace) -> None:
     from relay.mcp.stdio import serve_stdio
 
     rules = load_rules(args.rules) if args.rules else Rules()
+    if args.timeout is not None and not args.rules:
+        rules = dataclasses.replace(rules, timeout=args.timeout)  # approvals wait as long
     backend = await open_backend(args, timeout=args.timeout)
     who = requester()
     # One relay mcp process is one agent session: its grants are not another's.

@@ -74,8 +74,18 @@ def mount_mcp(
     )
     manager = StreamableHTTPSessionManager(app=server, max_request_body_size=_MAX_BODY)
 
+    stop = asyncio.Event()
+    running: list[asyncio.Task[None]] = []
+
+    async def end_sessions(app: web.Application) -> None:
+        # Before aiohttp waits for open requests: open MCP streams end now, not at its timeout.
+        stop.set()
+        for task in running:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     async def run_manager(app: web.Application) -> AsyncIterator[None]:
-        started, stop = asyncio.Event(), asyncio.Event()
+        started = asyncio.Event()
 
         async def run() -> None:
             # The manager's task group must be entered and left in one task: this one.
@@ -84,15 +94,14 @@ def mount_mcp(
                 await stop.wait()
 
         task = asyncio.get_running_loop().create_task(run(), name="relay-mcp-sessions")
-        done, _ = await asyncio.wait(
-            {task, asyncio.ensure_future(started.wait())}, return_when=asyncio.FIRST_COMPLETED
-        )
+        running.append(task)
+        waiting = asyncio.ensure_future(started.wait())
+        done, _ = await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
         if task in done:
             task.result()  # failed to start: raise why
         yield
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await end_sessions(app)
 
     async def handle(request: web.Request) -> web.StreamResponse:
         owner = auth.owner(request.headers.get("Authorization"))
@@ -108,5 +117,6 @@ def mount_mcp(
         return await serve_asgi(manager.handle_request, request, {"user": user, OWNER_KEY: owner})
 
     app.cleanup_ctx.append(run_manager)
+    app.on_shutdown.append(end_sessions)
     for method in ("GET", "POST", "DELETE"):
         app.router.add_route(method, MCP_PATH, handle)

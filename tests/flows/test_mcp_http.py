@@ -134,3 +134,15 @@ async def test_a_session_grant_over_mcp_is_the_tokens_and_the_sessions_only() ->
             call = asyncio.create_task(client.call_tool("approve_tool_use", args))
             await slack.wait_for_message(count=2, timeout=15)
             call.cancel()
+
+
+async def test_sigterm_with_an_mcp_session_open_stops_the_relay_at_once() -> None:
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        async with http_client(relay, mode="legacy") as client:
+            call = asyncio.create_task(client.call_tool("ask_user_question", QUESTION))
+            message = await slack.wait_for_message(timeout=15)
+            # relay.stop() allows 15 s: an open stream must not hold the shutdown that long.
+            assert await relay.stop() == 0
+            result = await asyncio.wait_for(call, 15)
+            assert result.is_error or "answers" in result_text(result)
+        await wait_withdrawn(slack, message)
