@@ -172,7 +172,7 @@ def _run_claude_code(args: argparse.Namespace) -> int:
         # Exit 2 blocks the call and shows Claude this line: still closed, and says why.
         sys.stderr.write(f"relay: error: BAD_HOOK_INPUT: {exc}\n")
         return 2
-    except Exception as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # an interrupted hook denies too
         code = getattr(exc, "code", type(exc).__name__)
         decision = Decision.deny(
             f"relay could not decide this tool use ({code}: {exc}), so it is denied (relay"
