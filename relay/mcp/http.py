@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -48,12 +49,13 @@ def _toolbox_for(provider: SlackProvider, grants: GrantStore, rules: Rules) -> A
         headers = getattr(request, "headers", None)
         session_id = headers.get("mcp-session-id") if headers is not None else None
         name = client_name(ctx) or "an MCP client"
-        # One MCP session is one agent for grants; without sessions (2026-07-28 requests),
-        # the client's name under this token is.
+        # One MCP session is one agent for grants. A 2026-07-28 request has no session, and
+        # nothing else that tells one agent from another under the token: offer no grants.
         agent = AgentRef(id=f"mcp:{session_id or name}", name=name)
         service = UserInteractionService()
         service.register_provider(SlackAsks(provider, owner=owner))
-        gate = Gate(rules=rules, approver=slack_approver(provider, grants, owner=owner))
+        policy = rules if session_id else replace(rules, session_grants=False, grant_minutes=0)
+        gate = Gate(rules=policy, approver=slack_approver(provider, grants, owner=owner))
         return Toolbox(service=service, gate=gate, agent=agent)
 
     return toolbox

@@ -44,6 +44,8 @@ async def test_both_tools_over_http(mode: str) -> None:
         )
         message = await slack.wait_for_message(count=2, timeout=15)
         shown = json.dumps(message.blocks)
+        # Grants need an agent identity: a session (2025 protocol); 2026-07-28 has none.
+        assert ("Allow for this session" in shown) == (mode == "legacy")
         assert "+++ /repo/NOTES.md" in shown
         assert "+ship &lt;it&gt;" in shown
         await slack.click(message, "Deny", user="U0BOB")
