@@ -144,6 +144,25 @@ class _Unused:
 
 
 def _run(argv: list[str]) -> int:
+    terminal = sys.stdin.isatty()
+    child: subprocess.Popen[bytes] | None = None
+    early: list[int] = []
+
+    def forward(sig: int, _frame: FrameType | None) -> None:
+        if child is None:
+            early.append(sig)  # arrived while the command was starting: sent once it is
+            return
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(sig)
+
+    # Installed before the command starts: a signal sent the moment it prints its first
+    # line must reach it, not kill relay exec and orphan it.
+    for sig in _FORWARDED:
+        if sig == signal.SIGINT and terminal:
+            # The terminal sends Ctrl-C to the whole foreground group: the child has it.
+            signal.signal(sig, signal.SIG_IGN)
+        else:
+            signal.signal(sig, forward)
     try:
         child = subprocess.Popen(argv)  # noqa: S603 - running it is the point, once approved
     except FileNotFoundError:
@@ -152,18 +171,9 @@ def _run(argv: list[str]) -> int:
     except PermissionError:
         sys.stderr.write(f"relay: NOT_EXECUTABLE: {argv[0]}: permission denied\n")
         return 126
-    terminal = sys.stdin.isatty()
-
-    def forward(sig: int, _frame: FrameType | None) -> None:
+    for number in early:
         with contextlib.suppress(ProcessLookupError):
-            child.send_signal(sig)
-
-    for sig in _FORWARDED:
-        if sig == signal.SIGINT and terminal:
-            # The terminal sends Ctrl-C to the whole foreground group: the child has it.
-            signal.signal(sig, signal.SIG_IGN)
-        else:
-            signal.signal(sig, forward)
+            child.send_signal(number)
     code = child.wait()
     if code < 0:
         # Killed by a signal: die of the same one, so our caller sees what the shell would.
