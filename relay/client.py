@@ -75,6 +75,7 @@ class RelayProvider:
         channel: str | None = None,
         thread_ts: str | None = None,
         allowed_users: Collection[str] | None = None,
+        allowed_groups: Collection[str] | None = None,
         timeout: float | None = None,
         poll: float = 30.0,
         give_up_after: float | None = None,
@@ -100,6 +101,8 @@ class RelayProvider:
             self._slack["thread_ts"] = thread_ts
         if allowed_users is not None:
             self._slack["allowed_users"] = sorted(allowed_users)
+        if allowed_groups is not None:
+            self._slack["allowed_groups"] = sorted(allowed_groups)
         if timeout is not None:
             self._slack["timeout_s"] = timeout
         self._poll = poll

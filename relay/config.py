@@ -47,6 +47,8 @@ ENV_VARS: dict[str, str] = {
     " less a reserve)",
     "REDIS_URL": "Redis URL for state shared between replicas (default: in memory)",
     "RELAY_LOG_LEVEL": "debug, info, warning or error (default info)",
+    "RELAY_MCP_PROGRESS_INTERVAL": "seconds between MCP progress notifications while a human"
+    " thinks (default 10)",
     "RELAY_GC_THRESHOLD": "Python's first-generation GC threshold (default 50000; 'python'"
     " keeps CPython's own)",
 }
@@ -99,6 +101,7 @@ class Settings:
     redis_url: str | None = None
     log_level: str = "info"
     gc_threshold: int | None = DEFAULT_GC_THRESHOLD
+    mcp_progress_interval: float = 10.0
 
     @property
     def socket_mode(self) -> bool:
@@ -187,6 +190,9 @@ class Settings:
             redis_url=_redis(get("REDIS_URL")),
             log_level=_log_level(get("RELAY_LOG_LEVEL")),
             gc_threshold=_gc_threshold(get("RELAY_GC_THRESHOLD")),
+            mcp_progress_interval=_seconds(
+                get("RELAY_MCP_PROGRESS_INTERVAL"), "RELAY_MCP_PROGRESS_INTERVAL", 10.0
+            ),
         )
 
 

@@ -242,11 +242,11 @@ def test_preview_of_bytes_that_are_not_utf8(
 # --- the command itself --------------------------------------------------------------------
 
 
-def test_the_subcommands_are_serve_ask_preview_and_manifest() -> None:
+def test_the_subcommands_in_the_order_help_lists_them() -> None:
     parser = build_parser()
     (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
 
-    assert list(commands.choices) == ["serve", "ask", "preview", "manifest"]
+    assert list(commands.choices) == ["serve", "ask", "mcp", "hook", "exec", "preview", "manifest"]
 
 
 def test_an_unknown_command_is_one_usage_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -255,7 +255,7 @@ def test_an_unknown_command_is_one_usage_line(capsys: pytest.CaptureFixture[str]
     assert (code, out) == (2, "")
     assert err == (
         "relay: error: USAGE: argument COMMAND: invalid choice: 'launch' (choose from"
-        " 'serve', 'ask', 'preview', 'manifest') (see `relay --help`)\n"
+        " 'serve', 'ask', 'mcp', 'hook', 'exec', 'preview', 'manifest') (see `relay --help`)\n"
     )
 
 

@@ -14,10 +14,14 @@ from collections.abc import Callable
 from relay import __version__
 from relay.cli.ask import add_ask
 from relay.cli.common import CommandError, Commands, Parser
+from relay.cli.exec_ import add_exec
+from relay.cli.hook import add_hook
 from relay.cli.manifest import add_manifest
+from relay.cli.mcp import add_mcp
 from relay.cli.preview import BLOCK_KIT_BUILDER, add_preview, builder_url
 from relay.cli.serve import add_serve
 from relay.errors import HarnessError, RelayConfigError
+from relay.gate.rules import RulesError
 
 __all__ = ["BLOCK_KIT_BUILDER", "build_parser", "builder_url", "main"]
 
@@ -25,6 +29,9 @@ __all__ = ["BLOCK_KIT_BUILDER", "build_parser", "builder_url", "main"]
 _SUBCOMMANDS: tuple[Callable[[Commands], None], ...] = (
     add_serve,
     add_ask,
+    add_mcp,
+    add_hook,
+    add_exec,
     add_preview,
     add_manifest,
 )
@@ -56,6 +63,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return handler(args)
-    except (CommandError, HarnessError, RelayConfigError) as exc:
+    except (CommandError, HarnessError, RelayConfigError, RulesError) as exc:
         sys.stderr.write(f"relay: error: {exc.code}: {exc}\n")
         return 2

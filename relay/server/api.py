@@ -56,7 +56,7 @@ class AskApi:
         limiter: Limiter,
         connections: Connections,
     ) -> None:
-        self._provider = provider
+        self.provider = provider
         self._max_wait = max_wait
         self._max_body = max_body
         self._read_timeout = read_timeout
@@ -73,12 +73,12 @@ class AskApi:
 
     async def create(self, request: web.Request) -> web.Response:
         """``POST /v1/asks``: post the questions; with ``?wait=S`` hold until done or S pass."""
-        wait = self._wait_param(request)
-        body = await self._json_body(request)
+        wait = self.wait_param(request)
+        body = await self.json_body(request)
         ask_request, target = _read_ask(body)
         try:
             validate_request(ask_request)
-            record = await self._provider.start(ask_request, target=target, owner=request[OWNER])
+            record = await self.provider.start(ask_request, target=target, owner=request[OWNER])
         except HarnessError as exc:
             raise ApiError.of(exc) from None
         except PendingLimitReached as exc:
@@ -89,49 +89,51 @@ class AskApi:
                 retry_after=_PENDING_RETRY_AFTER,
             ) from None
         if wait > 0:
-            record = await self._long_poll(request, record.id, wait)
+            record = await self.long_poll(request, record.id, wait)
         return web.json_response(
             record_json(record), status=201, headers={"Location": f"/v1/asks/{record.id}"}
         )
 
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/asks/{id}``: the record; with ``?wait=S`` long-polls while pending."""
-        wait = self._wait_param(request)
-        record = await self._owned(request)
+        wait = self.wait_param(request)
+        record = await self.owned(request)
         if record.pending and wait > 0:
             _log.debug("long-poll ask=%s wait=%g", record.id, wait)
-            record = await self._long_poll(request, record.id, wait)
+            record = await self.long_poll(request, record.id, wait)
         return web.json_response(record_json(record))
 
-    async def _long_poll(self, request: web.Request, ask_id: str, wait: float) -> AskRecord:
+    async def long_poll(self, request: web.Request, ask_id: str, wait: float) -> AskRecord:
         """Wait for the ask, within the token's long-poll limit; a client that hangs up
         ends the wait at once (its handler is cancelled) instead of after ``wait``."""
         with (
             self._limiter.long_poll(request[OWNER]),
             self._connections.cancel_on_hangup(request),
         ):
-            return await self._provider.wait(ask_id, within=wait)
+            return await self.provider.wait(ask_id, within=wait)
 
     async def delete(self, request: web.Request) -> web.Response:
         """``DELETE /v1/asks/{id}``: abort a pending ask; the final record either way."""
-        record = await self._owned(request)
+        record = await self.owned(request)
         if record.pending:
-            record = await self._provider.abort(record.id) or record
+            record = await self.provider.abort(record.id) or record
         return web.json_response(record_json(record))
 
-    async def _owned(self, request: web.Request) -> AskRecord:
+    async def owned(self, request: web.Request, *, what: str = "ask") -> AskRecord:
+        """The ask named in the path if this request's token created it, else ``NOT_FOUND``."""
         ask_id = request.match_info["ask_id"]
-        record = await self._provider.store.get(ask_id=ask_id)
+        record = await self.provider.store.get(ask_id=ask_id)
         # Someone else's ask is reported exactly like a missing one: ids reveal nothing.
         if record is None or record.owner != request[OWNER]:
             raise ApiError(
                 "NOT_FOUND",
-                f"no ask {ask_id} for this token (it never existed, expired, or belongs to"
+                f"no {what} {ask_id} for this token (it never existed, expired, or belongs to"
                 " another token)",
             )
         return record
 
-    def _wait_param(self, request: web.Request) -> float:
+    def wait_param(self, request: web.Request) -> float:
+        """``?wait=`` in seconds (0 when absent), at most ``RELAY_MAX_WAIT``."""
         raw = request.query.get("wait")
         if raw is None:
             return 0.0
@@ -145,12 +147,13 @@ class AskApi:
             )
         return min(wait, self._max_wait)
 
-    async def _json_body(self, request: web.Request) -> object:
+    async def json_body(self, request: web.Request, *, hint: str = "shorten the detail") -> object:
+        """The whole body as untrusted JSON, within the size cap and the read deadline."""
         data = await read_body(
             request,
             limit=self._max_body,
             timeout=self._read_timeout,
-            hint="; shorten the detail (or raise RELAY_MAX_BODY)",
+            hint=f"; {hint} (or raise RELAY_MAX_BODY)",
         )
         try:
             return safejson.loads(data)

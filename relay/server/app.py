@@ -12,7 +12,10 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from relay.grants import GrantStore, MemoryGrants
+from relay.mcp.http import mount_mcp
 from relay.server.api import OWNER, AskApi
+from relay.server.approvals import ApprovalApi
 from relay.server.auth import Authenticator
 from relay.server.bodies import ClientGone
 from relay.server.connections import Connections, default_connection_limit
@@ -97,8 +100,11 @@ def build_app(
     limits: TokenLimits | None = None,
     read_timeout: float = 10.0,
     max_connections: int | None = None,
+    grants: GrantStore | None = None,
+    mcp_progress_interval: float = 10.0,
 ) -> web.Application:
-    """The server's application: ``/slack/events``, ``/v1/…``, health, metrics, OpenAPI.
+    """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
+    OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -119,6 +125,8 @@ def build_app(
         limiter=limiter,
         connections=connections,
     )
+    grant_store = grants if grants is not None else MemoryGrants()
+    approvals = ApprovalApi(asks=api, grants=grant_store)
 
     @web.middleware
     async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -203,7 +211,15 @@ def build_app(
             web.get("/metrics", metrics_route),
             web.get("/openapi.json", openapi),
             *api.routes(),
+            *approvals.routes(),
         ]
+    )
+    mount_mcp(
+        app,
+        provider=provider,
+        grants=grant_store,
+        auth=auth,
+        progress_interval=mcp_progress_interval,
     )
     if serve_slack_events:
         app.router.add_post(

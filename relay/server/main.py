@@ -14,6 +14,7 @@ from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.config import Settings
+from relay.grants import GrantStore, MemoryGrants
 from relay.server.app import CONNECTIONS, build_app
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
 from relay.server.limits import limits_of
@@ -59,6 +60,14 @@ def configure_logging(settings: Settings) -> None:
         # Bolt and the SDK are chatty at INFO about every request; keep their warnings.
         for name in ("slack_bolt", "slack_sdk", "aiohttp.access"):
             logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _grants(settings: Settings) -> GrantStore:
+    if settings.redis_url is None:
+        return MemoryGrants()
+    from relay.grants.redis import RedisGrants
+
+    return RedisGrants(url=settings.redis_url)
 
 
 async def _store(settings: Settings) -> AskStore:
@@ -111,8 +120,11 @@ async def serve(
         sweep_interval=1.0 if store.durable else None,
         max_timeout=settings.max_timeout,
     )
+    grants = _grants(settings)
     app = build_app(
         provider=provider,
+        grants=grants,
+        mcp_progress_interval=settings.mcp_progress_interval,
         api_tokens=settings.api_tokens,
         max_wait=settings.max_wait,
         max_body=settings.max_body,
@@ -151,6 +163,7 @@ async def serve(
         await provider.aclose()
         await runner.cleanup()
         await store.aclose()
+        await grants.aclose()
 
 
 def run(settings: Settings) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import relay
 from relay.questions import MAX_QUESTIONS
 from relay.server.api import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
+from relay.server.openapi_approvals import approval_paths, approval_schemas
 from relay.slack.provider import LONGEST_TIMEOUT
 
 __all__ = ["ERROR_CODES", "openapi_document"]
@@ -164,7 +165,7 @@ _RECORD = {
             "type": "string",
             "format": "date-time",
             "description": "When the ask times out (ISO 8601, UTC); absent when it never"
-            " does; 9999-12-31T23:59:59.999999+00:00 when it is later than that.",
+            " does (timeouts are at most a year).",
         },
         "answer": {"$ref": "#/components/schemas/Answer"},
         "answered_by": {"$ref": "#/components/schemas/Person"},
@@ -253,7 +254,9 @@ def openapi_document() -> dict[str, Any]:
         "info": {
             "title": "relay",
             "version": relay.__version__,
-            "description": "Ask a team of humans a question in Slack and get the answer back.",
+            "description": "Ask a team of humans a question in Slack and get the answer back."
+            " The same bearer tokens also open /mcp, the relay's MCP server (Streamable HTTP;"
+            " see the README), which is not described here.",
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -266,6 +269,7 @@ def openapi_document() -> dict[str, Any]:
                 "AskRecord": _RECORD,
                 "ErrorBody": _ERROR_BODY,
                 "Error": _ERROR,
+                **approval_schemas(_ASK_REQUEST["properties"]["slack"]),  # type: ignore[index]
             },
         },
         "security": [{"bearer": []}],
@@ -326,6 +330,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 },
             },
+            **approval_paths(_error, _COMMON, _WAIT, _ASK_ID),
             "/healthz": {
                 "get": {
                     "operationId": "health",

@@ -8,10 +8,11 @@ from typing import Any
 from relay.questions import AskUserQuestionAnswerItem
 from relay.store.record import AskRecord, AskStatus
 
-__all__ = ["record_json"]
+__all__ = ["iso_time", "record_json"]
 
 
-def _iso(epoch: float) -> str:
+def iso_time(epoch: float) -> str:
+    """Epoch seconds as the API shows every time: ISO 8601 in UTC."""
     # Timeouts are at most a year (LONGEST_TIMEOUT), so every deadline has a date.
     return datetime.fromtimestamp(epoch, UTC).isoformat()
 
@@ -34,7 +35,7 @@ def record_json(record: AskRecord) -> dict[str, Any]:
     }
     if record.deadline is not None:
         # ISO 8601 in UTC, like every other time in the record (the store keeps epoch seconds).
-        out["deadline"] = _iso(record.deadline)
+        out["deadline"] = iso_time(record.deadline)
     answered = [r for r in record.responses if r is not None]
     if answered:
         out["responses"] = [_response(r) for r in answered]

@@ -1,0 +1,132 @@
+"""How ``relay mcp``, ``relay hook`` and ``relay exec`` reach the humans: a hosted relay
+(``RELAY_URL`` and ``RELAY_TOKEN``; a ``relay serve --sandbox`` serves the same API) or
+Slack directly (``SLACK_BOT_TOKEN`` and ``SLACK_APP_TOKEN``, over Socket Mode).
+
+The same rules and one-line errors as ``relay ask``. Grants: through a hosted relay they
+are the relay's (shared by every process using the token); asking Slack directly they live
+in this process's memory only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from relay.cli.common import USAGE, CommandError
+from relay.client import RelayProvider
+from relay.gate.local import Approver, slack_approver
+from relay.gate.remote import RemoteApprover
+from relay.gate.rules import Rules
+from relay.grants import MemoryGrants
+from relay.service import UserInteractionService
+from relay.slack import SlackProvider
+
+__all__ = ["Backend", "add_backend_flags", "open_backend"]
+
+
+@dataclass
+class Backend:
+    """The seam (for questions) and the approver (for tool uses) of one process."""
+
+    mode: Literal["relay", "slack"]
+    service: UserInteractionService
+    approver: Approver
+    close: Callable[[], Awaitable[None]]
+    channel: str | None = None
+    allowed_users: tuple[str, ...] | None = None
+    allowed_groups: tuple[str, ...] | None = None
+
+    def fill(self, rules: Rules) -> Rules:
+        """``rules`` with this command's channel and allowlist where the file sets none."""
+        return rules.filled(
+            channel=self.channel, approvers=self.allowed_users, approver_groups=self.allowed_groups
+        )
+
+
+def add_backend_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags saying where to ask (each also read from the environment)."""
+    where = parser.add_argument_group(
+        "where to ask (a hosted relay with RELAY_URL and RELAY_TOKEN, else Slack directly"
+        " with SLACK_BOT_TOKEN and SLACK_APP_TOKEN)"
+    )
+    where.add_argument("--relay-url", default=None, help="the hosted relay (or RELAY_URL)")
+    where.add_argument("--channel", help="channel id (C…) to ask in (or RELAY_CHANNEL)")
+    where.add_argument(
+        "--allowed-users", metavar="U1,U2", help="Slack user ids who may answer (default: anyone)"
+    )
+    where.add_argument(
+        "--allowed-groups", metavar="S1,S2", help="user group ids whose members may answer"
+    )
+
+
+def _ids(raw: str | None, flag: str) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    ids = tuple(part.strip() for part in raw.split(",") if part.strip())
+    bad = [i for i in ids if not i[:1].isupper() or not i.isalnum()]
+    if bad:
+        raise CommandError(USAGE, f"{flag} takes Slack ids like U0123ABCD, not {bad[0]!r}")
+    return ids
+
+
+async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Backend:
+    """Connect as configured by ``args`` and the environment; ``CommandError`` if unset."""
+    env = os.environ
+    url = args.relay_url or env.get("RELAY_URL")
+    users = _ids(args.allowed_users, "--allowed-users")
+    groups = _ids(args.allowed_groups, "--allowed-groups")
+    channel = args.channel or env.get("RELAY_CHANNEL") or None
+    if url:
+        token = env.get("RELAY_TOKEN", "")
+        if not token:
+            raise CommandError(USAGE, "set RELAY_TOKEN to one of the relay's API tokens")
+        provider = RelayProvider(
+            url,
+            token,
+            channel=channel,
+            allowed_users=users,
+            allowed_groups=groups,
+            timeout=timeout,
+        )
+        service = UserInteractionService()
+        service.register_provider(provider)
+        remote = RemoteApprover(url, token)
+
+        async def close_relay() -> None:
+            await provider.aclose()
+            await remote.aclose()
+
+        return Backend("relay", service, remote, close_relay, channel, users, groups)
+    bot, app = env.get("SLACK_BOT_TOKEN"), env.get("SLACK_APP_TOKEN")
+    if not bot or not app:
+        raise CommandError(
+            USAGE,
+            "say how to reach Slack: RELAY_URL (or --relay-url) with RELAY_TOKEN, or"
+            " SLACK_BOT_TOKEN and SLACK_APP_TOKEN to ask directly over Socket Mode",
+        )
+    if not channel:
+        raise CommandError(USAGE, "say where to ask: --channel C… (or RELAY_CHANNEL)")
+    slack = SlackProvider(
+        client=AsyncWebClient(
+            token=bot, base_url=env.get("SLACK_API_URL") or AsyncWebClient.BASE_URL
+        ),
+        channel=channel,
+        timeout=timeout if timeout is not None else 900.0,
+        allowed_users=users,
+        allowed_groups=groups,
+    )
+    try:
+        await slack.connect_socket_mode(app)
+    except BaseException:
+        await slack.aclose()
+        raise
+    service = UserInteractionService()
+    service.register_provider(slack)
+    # Asking Slack directly, this process is the relay: its grants live (only) here.
+    approver = slack_approver(slack, MemoryGrants(), owner="local")
+    return Backend("slack", service, approver, slack.aclose, channel, users, groups)

@@ -1,0 +1,259 @@
+"""An approval: "may this agent use this tool with this input?", asked as one question. Pure.
+
+``approval_question`` turns an ``ApprovalRequest`` into the seam's question (the reviewer
+picks *Allow once*, *Allow for this session*, *Allow for N minutes* or *Deny*, or types a
+reason, which denies with it); ``decide_answer`` and ``decide_error`` turn what came back
+into a ``Decision``. Anything but a reviewer's allow is a deny: the gate fails closed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from relay.errors import ErrorCode, HarnessError, UserInteractionError
+from relay.gate.describe import describe_tool_use, safe
+from relay.gate.match import Pattern
+from relay.grants.record import SESSION_HOURS, Grant, GrantKind, Offer
+from relay.questions import (
+    AgentRef,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Responder,
+)
+
+__all__ = [
+    "ALLOW_ONCE",
+    "ALLOW_SESSION",
+    "DENY",
+    "QUESTION_ID",
+    "ApprovalRequest",
+    "Decision",
+    "Outcome",
+    "allow_minutes_label",
+    "approval_question",
+    "decide_answer",
+    "decide_error",
+]
+
+QUESTION_ID = "approval"
+ALLOW_ONCE = "Allow once"
+ALLOW_SESSION = "Allow for this session"
+DENY = "Deny"
+_MINUTES = re.compile(r"Allow for \d+ minutes")
+Outcome = Literal["approved", "granted", "allowed", "denied", "timed_out", "aborted", "failed"]
+
+
+def allow_minutes_label(minutes: int) -> str:
+    """The option that grants ``minutes`` minutes."""
+    return f"Allow for {minutes} minutes"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A tool use to put to a reviewer, who asks, and what a grant would cover."""
+
+    tool: str
+    input: Mapping[str, Any]
+    agent: AgentRef
+    tool_use_id: str | None = None
+    context: Mapping[str, str] = field(default_factory=dict)
+    pattern: Pattern | None = None
+    session_grants: bool = True
+    grant_minutes: int = 30
+    reason: str | None = None
+    channel: str | None = None
+    approvers: tuple[str, ...] | None = None
+    approver_groups: tuple[str, ...] | None = None
+    timeout: float | None = None
+
+    @property
+    def scope(self) -> Pattern:
+        """What a grant made from this approval covers: the rule's pattern, else this input."""
+        return self.pattern if self.pattern is not None else Pattern.exact(self.tool, self.input)
+
+    def offer(self, owner: str) -> Offer:
+        """The grants this approval offers (perhaps none: then only "Allow once")."""
+        return Offer(
+            owner=owner,
+            agent=self.agent.id,
+            pattern=self.scope,
+            session=self.session_grants,
+            minutes=self.grant_minutes,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Allow or deny, why (the message the agent sees), and who or what decided."""
+
+    behavior: Literal["allow", "deny"]
+    message: str
+    outcome: Outcome
+    by: Responder | None = None
+    at: datetime | None = None
+    grant: Grant | None = None
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the tool may run."""
+        return self.behavior == "allow"
+
+    def to_json(self) -> dict[str, Any]:
+        """The API form."""
+        out: dict[str, Any] = {
+            "behavior": self.behavior,
+            "message": self.message,
+            "outcome": self.outcome,
+        }
+        if self.by is not None:
+            out["by"] = self.by.to_dict()
+        if self.at is not None:
+            out["at"] = self.at.isoformat()
+        if self.grant is not None:
+            out["grant"] = self.grant.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        """Read the API form; raises ``KeyError``/``ValueError``/``TypeError`` if malformed."""
+        behavior = data["behavior"]
+        outcome = data["outcome"]
+        if behavior not in ("allow", "deny") or not isinstance(data["message"], str):
+            raise ValueError("malformed decision")
+        if outcome not in (
+            "approved",
+            "granted",
+            "allowed",
+            "denied",
+            "timed_out",
+            "aborted",
+            "failed",
+        ):
+            raise ValueError("malformed decision")
+        by, at, grant = data.get("by"), data.get("at"), data.get("grant")
+        return cls(
+            behavior=behavior,
+            message=data["message"],
+            outcome=outcome,
+            by=Responder.from_dict(by) if isinstance(by, Mapping) else None,
+            at=datetime.fromisoformat(at) if isinstance(at, str) else None,
+            grant=Grant.from_json(grant) if isinstance(grant, Mapping) else None,
+        )
+
+    @classmethod
+    def deny(cls, message: str, outcome: Outcome = "denied") -> Decision:
+        """A deny that no reviewer made (a rule, a timeout, a failure)."""
+        return cls(behavior="deny", message=message, outcome=outcome)
+
+
+def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
+    """The question a reviewer answers for ``request``."""
+    view = describe_tool_use(request.tool, request.input)
+    who = request.agent.display_name
+    lines = []
+    if request.reason:
+        lines.append(f"*Why a human is asked:* {safe(request.reason)}")
+    for key, value in request.context.items():
+        lines.append(f"*{safe(key)}:* `{safe(value)}`")
+    detail = "\n".join(lines) + ("\n\n" if lines else "") + view.detail
+    scope = request.scope.describe()
+    options = [AskUserQuestionOption(ALLOW_ONCE, "Allow this one use")]
+    if request.session_grants:
+        options.append(
+            AskUserQuestionOption(
+                ALLOW_SESSION,
+                f"Also allow {scope} for this agent session (at most {SESSION_HOURS} h)",
+            )
+        )
+    if request.grant_minutes:
+        options.append(
+            AskUserQuestionOption(
+                allow_minutes_label(request.grant_minutes),
+                f"Also allow {scope} for this agent for {request.grant_minutes} minutes",
+            )
+        )
+    options.append(AskUserQuestionOption(DENY, "Type a reason instead to deny with it"))
+    item = AskUserQuestionItem(
+        id=QUESTION_ID,
+        header=f"{request.tool}: permission request"[:150],
+        question=f"{who} wants to {view.summary}. Allow it?",
+        detail=detail,
+        options=tuple(options),
+    )
+    return AskUserQuestionRequest((item,), agent=request.agent)
+
+
+def decide_answer(
+    item: AskUserQuestionAnswerItem, *, session: bool, minutes: int
+) -> tuple[Decision, GrantKind | None]:
+    """The decision a reviewer's answer makes, and the grant it asks for if one was offered
+    (``session``, ``minutes``); an allow whose grant was not offered still allows once."""
+    by = item.answered_by
+    name = by.display_name if by is not None else "a reviewer"
+    if item.custom is not None:
+        return (
+            Decision(
+                behavior="deny",
+                message=f"{name} denied this in Slack: {item.custom.strip()}",
+                outcome="denied",
+                by=by,
+                at=item.answered_at,
+            ),
+            None,
+        )
+    choice = item.selected[0] if item.selected else DENY
+    kind: GrantKind | None = None
+    if choice == ALLOW_SESSION:
+        kind = "session" if session else None
+    elif _MINUTES.fullmatch(choice):
+        kind = "minutes" if minutes and choice == allow_minutes_label(minutes) else None
+    elif choice != ALLOW_ONCE:
+        return (
+            Decision(
+                behavior="deny",
+                message=f"{name} denied this in Slack",
+                outcome="denied",
+                by=by,
+                at=item.answered_at,
+            ),
+            None,
+        )
+    return (
+        Decision(
+            behavior="allow",
+            message=f"{name} allowed this in Slack ({choice[0].lower()}{choice[1:]})",
+            outcome="granted" if kind else "approved",
+            by=by,
+            at=item.answered_at,
+        ),
+        kind,
+    )
+
+
+def decide_error(exc: BaseException, *, timeout: float | None = None) -> Decision:
+    """The deny for an ask that ended without an answer (timed out, withdrawn, unreachable)."""
+    if isinstance(exc, UserInteractionError) and exc.code == ErrorCode.ASK_ABORTED:
+        if exc.reason == "timed_out":
+            waited = f" within {timeout:g} s" if timeout else ""
+            return Decision.deny(
+                f"No reviewer answered{waited}, so relay denied this (it fails closed); ask"
+                " again later or ask the team to approve it sooner",
+                "timed_out",
+            )
+        return Decision.deny(
+            "The approval was withdrawn before a reviewer answered, so this is denied",
+            "aborted",
+        )
+    message = str(exc) or type(exc).__name__
+    code = exc.code if isinstance(exc, HarnessError) else "PROVIDER_FAILED"
+    return Decision.deny(
+        f"relay could not get a reviewer's answer ({code}: {message}), so this is denied"
+        " (relay fails closed)",
+        "failed",
+    )

@@ -1,0 +1,95 @@
+"""The gate every harness shares: the team's rules first, then grants and a reviewer.
+
+``relay hook``, ``relay exec`` and the MCP server's ``approve_tool_use`` all call
+``Gate.decide``; they differ only in how they read the request and write the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from relay.abort import AbortSignal
+from relay.gate.approval import ApprovalRequest, Decision
+from relay.gate.local import Approver
+from relay.gate.match import Pattern, subject
+from relay.gate.rules import Rules, Verdict
+from relay.questions import AgentRef
+
+__all__ = ["Gate", "ToolUse"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    """One tool use to decide: what, by whom, and where."""
+
+    tool: str
+    input: Mapping[str, Any]
+    agent: AgentRef
+    tool_use_id: str | None = None
+    cwd: str | None = None
+    context: Mapping[str, str] | None = None
+
+
+def _grant_scope(use: ToolUse, verdict: Verdict) -> Pattern | None:
+    """A narrow ask rule's commands or paths, for this tool only; else ``None`` (exact)."""
+    rule = verdict.rule
+    if rule is None or not rule.narrow:
+        return None
+    p = rule.pattern
+    return Pattern(
+        tools=(use.tool,),
+        commands=p.commands,
+        command_regex=p.command_regex,
+        paths=p.paths,
+        path_regex=p.path_regex,
+    )
+
+
+class Gate:
+    """Decides tool uses by ``rules``, asking ``approver`` when a human is needed."""
+
+    def __init__(self, *, rules: Rules, approver: Approver) -> None:
+        self.rules = rules
+        self.approver = approver
+
+    def verdict(self, use: ToolUse) -> Verdict:
+        """What the rules alone say about ``use``."""
+        return self.rules.verdict(subject(use.tool, use.input, cwd=use.cwd))
+
+    async def decide(
+        self, use: ToolUse, *, signal: AbortSignal | None = None, allow_pass: bool = False
+    ) -> Decision | None:
+        """Allow or deny ``use``; ``None`` only for a ``pass`` verdict when ``allow_pass``."""
+        verdict = self.verdict(use)
+        source = self.rules.source
+        if verdict.action == "deny":
+            return Decision.deny(verdict.reason(source))
+        if verdict.action == "allow":
+            return Decision(behavior="allow", message=verdict.reason(source), outcome="allowed")
+        if verdict.action == "pass" and allow_pass:
+            return None
+        rule = verdict.rule
+        request = ApprovalRequest(
+            tool=use.tool,
+            input=use.input,
+            agent=use.agent,
+            tool_use_id=use.tool_use_id,
+            context=dict(use.context or {}),
+            pattern=_grant_scope(use, verdict),
+            session_grants=self.rules.session_grants,
+            grant_minutes=self.rules.grant_minutes,
+            reason=rule.reason if rule is not None else None,
+            channel=self.rules.channel,
+            approvers=rule.approvers
+            if rule and rule.approvers is not None
+            else self.rules.approvers,
+            approver_groups=(
+                rule.approver_groups
+                if rule and rule.approver_groups is not None
+                else self.rules.approver_groups
+            ),
+            timeout=self.rules.timeout_for(verdict),
+        )
+        return await self.approver.approve(request, signal=signal)

@@ -1,0 +1,198 @@
+"""``RemoteApprover``: approvals through a hosted relay's ``/v1/approvals`` (or a sandbox's).
+
+It creates the approval, long-polls it until decided, and withdraws it if aborted or
+cancelled, like ``RelayProvider`` does for asks. Grants are the relay's: it neither keeps
+nor can make any. Every failure is a deny whose message says what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from typing import Any
+
+import aiohttp
+
+from relay.abort import AbortSignal
+from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_aborted
+from relay.gate.approval import ApprovalRequest, Decision, decide_error
+
+__all__ = ["RemoteApprover", "approval_body"]
+
+_RETRYABLE = (aiohttp.ClientConnectionError, aiohttp.ServerTimeoutError, asyncio.TimeoutError)
+
+
+class _Retry(Exception):
+    """The relay could not answer this time; poll again."""
+
+
+def approval_body(request: ApprovalRequest) -> dict[str, Any]:
+    """The ``POST /v1/approvals`` body for ``request``."""
+    body: dict[str, Any] = {
+        "tool": request.tool,
+        "input": dict(request.input),
+        "agent": request.agent.to_dict(),
+        "session_grants": request.session_grants,
+        "grant_minutes": request.grant_minutes,
+    }
+    if request.tool_use_id is not None:
+        body["tool_use_id"] = request.tool_use_id
+    if request.context:
+        body["context"] = dict(request.context)
+    if request.pattern is not None:
+        body["pattern"] = request.pattern.to_json()
+    if request.reason:
+        body["reason"] = request.reason
+    slack: dict[str, Any] = {}
+    if request.channel:
+        slack["channel"] = request.channel
+    if request.approvers is not None:
+        slack["allowed_users"] = list(request.approvers)
+    if request.approver_groups is not None:
+        slack["allowed_groups"] = list(request.approver_groups)
+    if request.timeout is not None:
+        slack["timeout_s"] = request.timeout
+    if slack:
+        body["slack"] = slack
+    return body
+
+
+class RemoteApprover:
+    """Asks a hosted relay at ``url`` (bearer ``token``) to decide approvals."""
+
+    def __init__(self, url: str, token: str, *, poll: float = 30.0) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise RelayConfigError(f"RELAY_URL must be an http(s) URL (got {url!r})", setting="url")
+        if not token:
+            raise RelayConfigError("RELAY_TOKEN is empty: set one of the relay's API tokens")
+        self._url = url.rstrip("/")
+        self._token = token
+        self._poll = poll
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            )
+        return self._session
+
+    async def approve(
+        self, request: ApprovalRequest, *, signal: AbortSignal | None = None
+    ) -> Decision:
+        """Allow or deny ``request`` as the relay decides; any failure denies."""
+        try:
+            return await self._approve(request, signal)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return decide_error(exc, timeout=request.timeout)
+
+    async def _approve(self, request: ApprovalRequest, signal: AbortSignal | None) -> Decision:
+        if signal is not None and signal.aborted:
+            raise ask_aborted()
+        created = await self._call("POST", "/v1/approvals", json=approval_body(request))
+        approval_id = created.get("id")
+        decision = created.get("decision")
+        if isinstance(decision, dict):
+            return Decision.from_json(decision)
+        if not isinstance(approval_id, str):
+            raise UserInteractionError(
+                ErrorCode.PROVIDER_FAILED, "the relay answered the approval without an id"
+            )
+        try:
+            while True:
+                polled = await self._abortable(self._poll_once(approval_id), signal)
+                decision = polled.get("decision")
+                if isinstance(decision, dict):
+                    return Decision.from_json(decision)
+        except BaseException:
+            # Aborted, cancelled, or failed: withdraw the question in Slack.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._delete(approval_id))
+            raise
+
+    async def _abortable(self, work: Any, signal: AbortSignal | None) -> dict[str, Any]:
+        task = asyncio.ensure_future(work)
+        if signal is None:
+            return await task  # type: ignore[no-any-return]
+        aborted = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            aborted.cancel()
+        if task.done():
+            return task.result()  # type: ignore[no-any-return]
+        task.cancel()
+        raise ask_aborted()
+
+    async def _poll_once(self, approval_id: str) -> dict[str, Any]:
+        attempt = 0
+        while True:
+            try:
+                return await self._call(
+                    "GET",
+                    f"/v1/approvals/{approval_id}",
+                    params={"wait": str(self._poll)},
+                    timeout=self._poll + 30,
+                    retry=True,
+                )
+            except (_Retry, *_RETRYABLE):
+                # The relay restarted or the connection dropped: the approval lives on.
+                attempt += 1
+                backoff = min(5.0, 0.2 * 2 ** (attempt - 1))
+                await asyncio.sleep(backoff * (0.5 + random.random() / 2))  # noqa: S311
+
+    async def _delete(self, approval_id: str) -> None:
+        await self._call("DELETE", f"/v1/approvals/{approval_id}", timeout=10)
+
+    async def _call(
+        self, method: str, path: str, *, timeout: float = 60, retry: bool = False, **kw: Any
+    ) -> dict[str, Any]:
+        session = self._client()
+        try:
+            async with session.request(
+                method, self._url + path, timeout=aiohttp.ClientTimeout(total=timeout), **kw
+            ) as response:
+                return await _body(response)
+        except aiohttp.ClientConnectorError as exc:
+            if retry:
+                raise
+            raise UserInteractionError(
+                ErrorCode.PROVIDER_FAILED,
+                f"cannot reach the relay at {self._url} ({exc}); check RELAY_URL and that"
+                " relay serve is running",
+            ) from None
+
+    async def aclose(self) -> None:
+        """Close the HTTP session."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+async def _body(response: aiohttp.ClientResponse) -> dict[str, Any]:
+    if response.status in (502, 503, 504) and response.content_type != "application/json":
+        raise _Retry(f"the relay answered HTTP {response.status}")
+    try:
+        data = await response.json(content_type=None)
+    except ValueError:
+        raise _Retry(f"the relay answered HTTP {response.status} without JSON") from None
+    if not isinstance(data, dict):
+        raise _Retry(f"the relay answered HTTP {response.status} with unexpected JSON")
+    if response.status < 300:
+        return data
+    raw_error = data.get("error")
+    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+    code = str(error.get("code") or "PROVIDER_FAILED")
+    message = str(error.get("message") or f"HTTP {response.status}")
+    if response.status == 503 and code == "UNAVAILABLE":
+        raise _Retry(message)
+    if code == "UNAUTHORIZED":
+        message = f"the relay refused RELAY_TOKEN: {message}"
+    raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")

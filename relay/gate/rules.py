@@ -1,0 +1,292 @@
+"""The team's rules file: which tool uses need a human, which are allowed or denied outright.
+
+A TOML file (read with ``tomllib``)::
+
+    timeout = 300                 # seconds a reviewer has; then the use is denied
+    channel = "C0123ABCD"         # where to ask (else RELAY_CHANNEL / the relay's default)
+    approvers = ["U0123ABCD"]     # who may approve (Slack user ids) ...
+    approver_groups = ["S0123ABCD"]  # ... or members of these user groups
+    default = "ask"               # when no rule matches: ask, allow, deny, or pass
+    session_grants = true         # offer "Allow for this session"
+    grant_minutes = 30            # offer "Allow for 30 minutes" (0: don't)
+
+    [[rules]]
+    action = "deny"
+    tools = ["Bash", "exec"]
+    commands = ["rm -rf *", "* --force*"]
+    reason = "force pushes and recursive deletes are never allowed"
+
+Each rule has an ``action`` and any of ``tools`` (globs on the tool name), ``commands``
+(globs) or ``command_regex``, ``paths`` (globs) or ``path_regex``; an ``ask`` rule may
+set its own ``approvers``, ``approver_groups`` and ``timeout``. Of the rules that match a
+use, ``deny`` wins over ``ask``, and ``ask`` over ``allow``, whatever their order.
+``pass`` (only as ``default``) lets the harness decide as it would without relay.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from relay.gate.match import Pattern, Subject
+
+__all__ = ["BAD_RULES", "Action", "Rule", "Rules", "RulesError", "Verdict", "load_rules"]
+
+BAD_RULES = "BAD_RULES"
+Action = Literal["allow", "ask", "deny", "pass"]
+_ACTIONS = ("allow", "ask", "deny")
+_RANK = {"deny": 0, "ask": 1, "allow": 2}
+_TOP_KEYS = frozenset(
+    {
+        "timeout",
+        "channel",
+        "approvers",
+        "approver_groups",
+        "default",
+        "session_grants",
+        "grant_minutes",
+        "rules",
+    }
+)
+_RULE_KEYS = frozenset(
+    {
+        "action",
+        "tools",
+        "commands",
+        "command_regex",
+        "paths",
+        "path_regex",
+        "reason",
+        "approvers",
+        "approver_groups",
+        "timeout",
+    }
+)
+_ID = re.compile(r"^[A-Z][A-Z0-9]+$")
+
+
+class RulesError(Exception):
+    """The rules file is missing or wrong; the message names the file and the key."""
+
+    code = BAD_RULES
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One ``[[rules]]`` entry."""
+
+    index: int
+    action: Literal["allow", "ask", "deny"]
+    pattern: Pattern
+    reason: str | None = None
+    approvers: tuple[str, ...] | None = None
+    approver_groups: tuple[str, ...] | None = None
+    timeout: float | None = None
+
+    @property
+    def narrow(self) -> bool:
+        """Whether the rule names commands or paths (a grant then covers the same ones)."""
+        p = self.pattern
+        return bool(p.commands or p.command_regex or p.paths or p.path_regex)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the rules say about one use, and which rule said it (``None``: the default)."""
+
+    action: Action
+    rule: Rule | None = None
+
+    def reason(self, source: str) -> str:
+        """Why, in a sentence for the agent."""
+        if self.rule is not None and self.rule.reason:
+            return self.rule.reason
+        where = f"rule {self.rule.index + 1}" if self.rule is not None else "the default"
+        verb = {"allow": "allowed", "deny": "denied", "ask": "sent to a reviewer"}.get(
+            self.action, "left to the harness"
+        )
+        return f"{verb} by {where} of {source}"
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """A parsed rules file; ``Rules()`` asks about everything, with the defaults."""
+
+    source: str = "the built-in defaults"
+    timeout: float = 300.0
+    channel: str | None = None
+    approvers: tuple[str, ...] | None = None
+    approver_groups: tuple[str, ...] | None = None
+    default: Action = "ask"
+    session_grants: bool = True
+    grant_minutes: int = 30
+    rules: tuple[Rule, ...] = field(default=())
+
+    def verdict(self, use: Subject) -> Verdict:
+        """The strictest action of the rules matching ``use`` (deny > ask > allow)."""
+        matching = [r for r in self.rules if r.pattern.matches(use)]
+        if not matching:
+            return Verdict(self.default)
+        strictest = min(matching, key=lambda r: (_RANK[r.action], r.index))
+        return Verdict(strictest.action, strictest)
+
+    def filled(
+        self,
+        *,
+        channel: str | None,
+        approvers: tuple[str, ...] | None,
+        approver_groups: tuple[str, ...] | None,
+    ) -> Rules:
+        """These rules with the command line's defaults where the file sets nothing."""
+        return replace(
+            self,
+            channel=self.channel if self.channel is not None else channel,
+            approvers=self.approvers if self.approvers is not None else approvers,
+            approver_groups=(
+                self.approver_groups if self.approver_groups is not None else approver_groups
+            ),
+        )
+
+    def timeout_for(self, verdict: Verdict) -> float:
+        """The reviewer's time for an ask under ``verdict``."""
+        if verdict.rule is not None and verdict.rule.timeout is not None:
+            return verdict.rule.timeout
+        return self.timeout
+
+
+def load_rules(path: str) -> Rules:
+    """Read and check the rules file at ``path``; ``RulesError`` says what is wrong where."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise RulesError(f"cannot read the rules file {path}: {reason}") from None
+    except UnicodeDecodeError:
+        raise RulesError(f"the rules file {path} is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RulesError(f"the rules file {path} is not valid TOML: {exc}") from None
+    return parse_rules(data, source=path)
+
+
+def parse_rules(data: Mapping[str, Any], *, source: str) -> Rules:
+    """Check a decoded rules document (see the module docstring for its shape)."""
+    reader = _Reader(source)
+    reader.known(data, _TOP_KEYS, "")
+    raw_rules = data.get("rules", [])
+    if not isinstance(raw_rules, list):
+        raise reader.error("rules", "must be an array of tables ([[rules]])")
+    default = data.get("default", "ask")
+    if default not in (*_ACTIONS, "pass"):
+        raise reader.error("default", "must be ask, allow, deny or pass")
+    minutes = data.get("grant_minutes", 30)
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or not 0 <= minutes <= 24 * 60:
+        raise reader.error("grant_minutes", "must be a whole number of minutes, 0 to 1440")
+    session = data.get("session_grants", True)
+    if not isinstance(session, bool):
+        raise reader.error("session_grants", "must be true or false")
+    channel = data.get("channel")
+    if channel is not None and (not isinstance(channel, str) or not channel.strip()):
+        raise reader.error("channel", "must be a channel id like C0123ABCD")
+    return Rules(
+        source=source,
+        timeout=reader.seconds(data, "timeout", "") or 300.0,
+        channel=channel,
+        approvers=reader.ids(data, "approvers", ""),
+        approver_groups=reader.ids(data, "approver_groups", ""),
+        default=default,
+        session_grants=session,
+        grant_minutes=minutes,
+        rules=tuple(reader.rule(i, r) for i, r in enumerate(raw_rules)),
+    )
+
+
+class _Reader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, key: str, problem: str) -> RulesError:
+        return RulesError(f"{self.source}: {key} {problem}")
+
+    def known(self, data: Mapping[str, Any], keys: frozenset[str], where: str) -> None:
+        for key in data:
+            if key not in keys:
+                raise self.error(
+                    f"{where}{key}",
+                    f"is not a known setting (use one of {', '.join(sorted(keys))})",
+                )
+
+    def strings(self, data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+        value = data.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self.error(f"{where}{key}", "must be a string or a list of non-empty strings")
+        return tuple(value)
+
+    def ids(self, data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+        if key not in data:
+            return None
+        values = self.strings(data, key, where)
+        bad = [v for v in values if not _ID.match(v)]
+        if bad:
+            raise self.error(
+                f"{where}{key}", f"must hold Slack ids like U0123ABCD (not names): {bad[0]!r}"
+            )
+        return values
+
+    def seconds(self, data: Mapping[str, Any], key: str, where: str) -> float | None:
+        if key not in data:
+            return None
+        value = data[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            raise self.error(f"{where}{key}", "must be a positive number of seconds")
+        return float(value)
+
+    def rule(self, index: int, data: object) -> Rule:
+        where = f"rules[{index}]."
+        if not isinstance(data, Mapping):
+            raise self.error(where.rstrip("."), "must be a table")
+        self.known(data, _RULE_KEYS, where)
+        action = data.get("action")
+        if action not in _ACTIONS:
+            raise self.error(f"{where}action", "must be allow, ask or deny")
+        lists = {
+            name: self.strings(data, name, where)
+            for name in ("tools", "commands", "command_regex", "paths", "path_regex")
+        }
+        for name in ("command_regex", "path_regex"):
+            for expression in lists[name]:
+                try:
+                    re.compile(expression)
+                except re.error as exc:
+                    raise self.error(
+                        f"{where}{name}", f"has a bad regex {expression!r}: {exc}"
+                    ) from None
+        reason = data.get("reason")
+        if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+            raise self.error(f"{where}reason", "must be a sentence")
+        return Rule(
+            index=index,
+            action=action,
+            pattern=Pattern(
+                tools=lists["tools"],
+                commands=lists["commands"],
+                command_regex=lists["command_regex"],
+                paths=lists["paths"],
+                path_regex=lists["path_regex"],
+            ),
+            reason=reason,
+            approvers=self.ids(data, "approvers", where),
+            approver_groups=self.ids(data, "approver_groups", where),
+            timeout=self.seconds(data, "timeout", where),
+        )

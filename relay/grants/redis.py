@@ -1,0 +1,131 @@
+"""``RedisGrants``: grants shared by every replica of ``relay serve`` (the ``redis`` extra).
+
+Layout (prefix ``relay:``): ``relay:grants:{owner}`` is a hash of grant id to grant JSON,
+expiring with the owner's last grant; ``relay:grant-offer:{ask id}`` holds an open offer.
+``HSETNX`` makes recording a grant idempotent, so two replicas reading the same answered
+approval record it once.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable, Coroutine
+from datetime import datetime
+from typing import Any, ParamSpec, TypeVar
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from relay.gate.match import Subject
+from relay.grants.record import Grant, Offer
+from relay.store.base import StoreUnavailable
+from relay.store.record import utcnow
+
+__all__ = ["RedisGrants"]
+
+# KEYS: the owner's hash. ARGV: grant id, grant JSON, ms to live. The hash lives as long as
+# its longest-lived grant.
+_ADD = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+"""
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _translated(
+    method: Callable[P, Coroutine[Any, Any, R]],
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    @functools.wraps(method)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(*args, **kwargs)
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(
+                f"Redis is unreachable: {exc}; check REDIS_URL, then retry"
+            ) from exc
+
+    return wrapper
+
+
+class RedisGrants:
+    """Grants and offers in Redis."""
+
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        client: aioredis.Redis | None = None,
+        prefix: str = "relay:",
+    ) -> None:
+        if (url is None) == (client is None):
+            raise ValueError("pass exactly one of url= or client=")
+        self._redis: aioredis.Redis = client or aioredis.Redis.from_url(
+            url or "", socket_connect_timeout=2.0, socket_timeout=5.0
+        )
+        self._own = client is None
+        self._prefix = prefix
+
+    def _key(self, owner: str) -> str:
+        return f"{self._prefix}grants:{owner}"
+
+    @_translated
+    async def add(self, *, grant: Grant) -> bool:
+        """Record ``grant`` unless one with its id exists (atomically, on any Redis ≥ 2.6)."""
+        ttl_ms = max(1, math.ceil((grant.expires_at - utcnow()).total_seconds() * 1000))
+        added = await self._redis.eval(
+            _ADD, 1, self._key(grant.owner), grant.id, json.dumps(grant.to_json()), ttl_ms
+        )
+        return bool(added)
+
+    async def _live(self, owner: str, now: datetime) -> list[Grant]:
+        raw: dict[Any, Any] = await self._redis.hgetall(self._key(owner))
+        live: list[tuple[Any, Grant]] = []
+        dead: list[tuple[Any, Grant]] = []
+        for field, value in raw.items():
+            grant = Grant.from_json(json.loads(value))
+            (live if grant.expires_at > now else dead).append((field, grant))
+        if dead:
+            await self._redis.hdel(self._key(owner), *[f for f, _ in dead])
+        return [g for _, g in live]
+
+    @_translated
+    async def find(self, *, owner: str, agent: str, use: Subject, now: datetime) -> Grant | None:
+        """The newest live grant covering ``use``."""
+        found = [
+            g
+            for g in await self._live(owner, now)
+            if g.covers(owner=owner, agent=agent, use=use, now=now)
+        ]
+        return max(found, key=lambda g: g.granted_at, default=None)
+
+    @_translated
+    async def list(self, *, owner: str, now: datetime) -> list[Grant]:
+        """Every live grant of ``owner``, newest first."""
+        grants = await self._live(owner, now)
+        return sorted(grants, key=lambda g: g.granted_at, reverse=True)
+
+    @_translated
+    async def put_offer(self, *, ask_id: str, offer: Offer, ttl: float) -> None:
+        """Remember the offer for ``ttl`` seconds."""
+        await self._redis.set(
+            f"{self._prefix}grant-offer:{ask_id}",
+            json.dumps(offer.to_json()),
+            px=max(1, math.ceil(ttl * 1000)),
+        )
+
+    @_translated
+    async def get_offer(self, *, ask_id: str) -> Offer | None:
+        """The offer, if it has not expired."""
+        raw = await self._redis.get(f"{self._prefix}grant-offer:{ask_id}")
+        return Offer.from_json(json.loads(raw)) if raw else None
+
+    async def aclose(self) -> None:
+        """Close the connection pool this store opened."""
+        if self._own:
+            await self._redis.aclose()

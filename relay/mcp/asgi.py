@@ -1,0 +1,138 @@
+"""Serve one ASGI application from an aiohttp handler (the MCP SDK's Streamable HTTP).
+
+``relay serve`` is aiohttp; the SDK's transport is ASGI. This bridge turns one aiohttp
+request into an ASGI ``http`` scope: the body is streamed to ``receive`` in the pieces it
+arrives in, each ``send`` is written at once (so Server-Sent Events reach the client as they
+happen, with no buffering), and once the body is read ``receive`` reports
+``http.disconnect`` when the client goes away. aiohttp only cancels handlers on disconnect
+when the whole server runs with ``handler_cancellation``, so the bridge watches the
+connection itself (a failed write notices at once; an idle stream within ``_WATCH`` s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["ASGIApp", "serve_asgi"]
+
+_log = logging.getLogger("relay.mcp")
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [
+        MutableMapping[str, Any],
+        Callable[[], Awaitable[Message]],
+        Callable[[Message], Awaitable[None]],
+    ],
+    Awaitable[None],
+]
+_WATCH = 0.5  # seconds between looks at an idle connection
+
+
+def _closed(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def _scope(request: web.Request, extra: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    transport = request.transport
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    sock = transport.get_extra_info("sockname") if transport is not None else None
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1"),
+        "query_string": request.query_string.encode("latin-1"),
+        "root_path": "",
+        "headers": [(k.lower(), v) for k, v in request.raw_headers],
+        "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
+        "server": tuple(sock[:2]) if isinstance(sock, tuple) else None,
+        "state": {},
+        **extra,
+    }
+
+
+async def serve_asgi(
+    app: ASGIApp, request: web.Request, extra: MutableMapping[str, Any] | None = None
+) -> web.StreamResponse:
+    """Run ``app`` for ``request``; ``extra`` is merged into the ASGI scope."""
+    response: web.StreamResponse | None = None
+    prepared = False
+    finished = False
+    body_read = False
+    gone = asyncio.Event()
+
+    async def receive() -> Message:
+        nonlocal body_read
+        if not body_read:
+            try:
+                chunk = await request.content.readany()
+            except (ConnectionError, OSError):
+                gone.set()
+                return {"type": "http.disconnect"}
+            at_eof = request.content.at_eof()
+            body_read = at_eof
+            return {"type": "http.request", "body": chunk, "more_body": not at_eof}
+        while not gone.is_set() and not finished and not _closed(request):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(gone.wait(), _WATCH)
+        gone.set()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        nonlocal response, prepared, finished
+        kind = message["type"]
+        if kind == "http.response.start":
+            response = web.StreamResponse(status=int(message["status"]))
+            for name, value in message.get("headers", ()):
+                response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+            return
+        if kind != "http.response.body" or response is None or finished:
+            return
+        if gone.is_set():
+            raise ConnectionResetError("the client went away")
+        try:
+            if not prepared:
+                await response.prepare(request)
+                prepared = True
+            body = message.get("body", b"")
+            if body:
+                await response.write(body)
+            if not message.get("more_body", False):
+                await response.write_eof()
+                finished = True
+        except (ConnectionError, OSError):
+            gone.set()
+            raise
+
+    try:
+        await app(_scope(request, extra or {}), receive, send)
+    except Exception:
+        if gone.is_set() and response is not None:
+            return response  # the client left mid-response: nothing more to say to anyone
+        if prepared:
+            raise
+        _log.exception("the MCP transport failed on %s %s", request.method, request.path)
+        return web.json_response(
+            {"error": {"code": "INTERNAL", "message": "the MCP endpoint failed; see the logs"}},
+            status=500,
+        )
+    if response is None:
+        return web.json_response(
+            {"error": {"code": "INTERNAL", "message": "the MCP endpoint sent no response"}},
+            status=500,
+        )
+    if not prepared:
+        await response.prepare(request)
+    if not finished:
+        await response.write_eof()
+    return response

@@ -1,0 +1,124 @@
+"""``/mcp`` on ``relay serve``: the MCP server over Streamable HTTP, behind the API's tokens.
+
+The SDK's ``StreamableHTTPSessionManager`` runs in a task of its own for the application's
+life and serves each request through the ASGI bridge. A request needs the same bearer token
+as ``/v1``; the token's fingerprint is the owner of every ask and approval the session makes
+(so ``/v1`` sees them, and nobody else's grants apply) and the SDK binds each MCP session to
+it, so another token cannot use a session id it learned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+from aiohttp import web
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from relay.gate.gate import Gate
+from relay.gate.local import SlackAsks, slack_approver
+from relay.gate.rules import Rules
+from relay.grants.base import GrantStore
+from relay.mcp.asgi import serve_asgi
+from relay.mcp.server import Context, Toolbox, build_server, client_name
+from relay.questions import AgentRef
+from relay.server.auth import Authenticator
+from relay.server.errors import error_response
+from relay.service import UserInteractionService
+from relay.slack.provider import SlackProvider
+
+__all__ = ["MCP_PATH", "OWNER_KEY", "mount_mcp"]
+
+MCP_PATH = "/mcp"
+OWNER_KEY = "relay.owner"  # the ASGI scope key carrying the token's fingerprint
+_MAX_BODY = 1024 * 1024
+
+
+def _toolbox_for(provider: SlackProvider, grants: GrantStore, rules: Rules) -> Any:
+    def toolbox(ctx: Context) -> Toolbox:
+        request = ctx.request
+        scope = getattr(request, "scope", {}) or {}
+        owner = scope.get(OWNER_KEY)
+        if not isinstance(owner, str):
+            raise RuntimeError("an MCP request reached the relay without its owner")
+        headers = getattr(request, "headers", None)
+        session_id = headers.get("mcp-session-id") if headers is not None else None
+        name = client_name(ctx) or "an MCP client"
+        # One MCP session is one agent for grants. A 2026-07-28 request has no session, and
+        # nothing else that tells one agent from another under the token: offer no grants.
+        agent = AgentRef(id=f"mcp:{session_id or name}", name=name)
+        service = UserInteractionService()
+        service.register_provider(SlackAsks(provider, owner=owner))
+        policy = rules if session_id else replace(rules, session_grants=False, grant_minutes=0)
+        gate = Gate(rules=policy, approver=slack_approver(provider, grants, owner=owner))
+        return Toolbox(service=service, gate=gate, agent=agent)
+
+    return toolbox
+
+
+def mount_mcp(
+    app: web.Application,
+    *,
+    provider: SlackProvider,
+    grants: GrantStore,
+    auth: Authenticator,
+    rules: Rules | None = None,
+    progress_interval: float = 10.0,
+) -> None:
+    """Serve the MCP server at ``/mcp`` of ``app`` for the life of the application."""
+    server = build_server(
+        _toolbox_for(provider, grants, rules or Rules()), progress_interval=progress_interval
+    )
+    manager = StreamableHTTPSessionManager(app=server, max_request_body_size=_MAX_BODY)
+
+    stop = asyncio.Event()
+    running: list[asyncio.Task[None]] = []
+
+    async def end_sessions(app: web.Application) -> None:
+        # Before aiohttp waits for open requests: open MCP streams end now, not at its timeout.
+        stop.set()
+        for task in running:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def run_manager(app: web.Application) -> AsyncIterator[None]:
+        started = asyncio.Event()
+
+        async def run() -> None:
+            # The manager's task group must be entered and left in one task: this one.
+            async with manager.run():
+                started.set()
+                await stop.wait()
+
+        task = asyncio.get_running_loop().create_task(run(), name="relay-mcp-sessions")
+        running.append(task)
+        waiting = asyncio.ensure_future(started.wait())
+        done, _ = await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if task in done:
+            task.result()  # failed to start: raise why
+        yield
+        await end_sessions(app)
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        owner = auth.owner(request.headers.get("Authorization"))
+        if owner is None:
+            return error_response(
+                "UNAUTHORIZED",
+                "send a valid relay API token as 'Authorization: Bearer <token>'",
+                headers={"WWW-Authenticate": 'Bearer realm="relay"'},
+            )
+        # The SDK binds each session to this principal; the token itself is not needed.
+        principal = AccessToken(token="(redacted)", client_id=owner, scopes=[])  # noqa: S106
+        user = AuthenticatedUser(principal)
+        return await serve_asgi(manager.handle_request, request, {"user": user, OWNER_KEY: owner})
+
+    app.cleanup_ctx.append(run_manager)
+    app.on_shutdown.append(end_sessions)
+    for method in ("GET", "POST", "DELETE"):
+        app.router.add_route(method, MCP_PATH, handle)

@@ -1,0 +1,179 @@
+"""The relay's MCP server (the official ``mcp`` SDK's low-level ``Server``).
+
+Each tool call runs as a task of its own while the handler reports progress every
+``progress_interval`` seconds (only when the client sent a ``progressToken``: the SDK's
+``report_progress`` is a no-op otherwise), so that clients with request timeouts that are
+reset by progress do not give up while a human thinks. When the call is cancelled
+(``notifications/cancelled``, the response stream closing, the client going away) the task's
+abort signal fires, which withdraws the question in Slack; the handler waits, shielded, for
+the withdrawal to land before it lets the cancellation through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_INFO_META_KEY
+
+from relay import __version__
+from relay.abort import AbortController, AbortSignal
+from relay.gate.approval import Decision, decide_error
+from relay.gate.gate import Gate, ToolUse
+from relay.mcp.tools import (
+    APPROVE_TOOL_USE,
+    ASK_USER_QUESTION,
+    TOOLS,
+    ApproveArguments,
+    decision_result,
+    read_approve_arguments,
+    tool_result,
+)
+from relay.questions import AgentRef
+from relay.service import UserInteractionService
+from relay.tool import run_ask_user_question
+
+__all__ = ["Toolbox", "ToolboxFor", "build_server", "client_name"]
+
+_log = logging.getLogger("relay.mcp")
+T = TypeVar("T")
+Context = ServerRequestContext[Any, Any]
+# How long a cancelled call may take to withdraw its question before it gives up waiting.
+_WITHDRAW_WITHIN = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class Toolbox:
+    """What a tool call works with: the seam, the gate, who asks, and what to show."""
+
+    service: UserInteractionService
+    gate: Gate
+    agent: AgentRef
+    context: Mapping[str, str] = field(default_factory=dict)
+
+
+ToolboxFor = Callable[[Context], Toolbox]
+
+
+def client_name(ctx: Context) -> str | None:
+    """The MCP client's name (``clientInfo.name``), as the handshake or the request says."""
+    params = ctx.session.client_params
+    if params is not None and params.client_info is not None and params.client_info.name:
+        return params.client_info.name
+    meta: Mapping[str, Any] = ctx.meta or {}
+    info = meta.get(CLIENT_INFO_META_KEY)
+    if isinstance(info, Mapping) and isinstance(info.get("name"), str):
+        return str(info["name"])
+    return None
+
+
+async def _with_progress(
+    ctx: Context, interval: float, work: Callable[[AbortSignal], Coroutine[Any, Any, T]]
+) -> T:
+    controller = AbortController()
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(work(controller.signal))
+    started = loop.time()
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=interval)
+            if done:
+                return task.result()
+            waited = loop.time() - started
+            with contextlib.suppress(Exception):
+                await ctx.session.report_progress(
+                    waited, None, f"Waiting for a reviewer in Slack ({waited:.0f} s)"
+                )
+    except BaseException:
+        controller.abort("the MCP request was cancelled")
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(_WITHDRAW_WITHIN),
+            contextlib.suppress(BaseException),
+        ):
+            await task
+        if not task.done():
+            task.cancel()
+        raise
+
+
+async def _approve(box: Toolbox, args: ApproveArguments, signal: AbortSignal) -> Decision:
+    use = ToolUse(
+        tool=args.tool,
+        input=args.input,
+        agent=box.agent,
+        tool_use_id=args.tool_use_id,
+        context=box.context,
+    )
+    try:
+        decision = await box.gate.decide(use, signal=signal)
+    except Exception as exc:
+        return decide_error(exc)
+    assert decision is not None
+    return decision
+
+
+def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) -> Server[Any]:
+    """The MCP server: ``ask_user_question`` and ``approve_tool_use``, asked through
+    whatever ``toolbox_for`` gives each request (a hosted relay, Slack, the serving relay)."""
+
+    async def list_tools(
+        ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(TOOLS))
+
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        box = toolbox_for(ctx)
+        arguments = params.arguments or {}
+        if params.name == ASK_USER_QUESTION:
+            result = await _with_progress(
+                ctx,
+                progress_interval,
+                lambda signal: run_ask_user_question(
+                    box.service, arguments, agent=box.agent, signal=signal
+                ),
+            )
+            return tool_result(result)
+        if params.name == APPROVE_TOOL_USE:
+            args = read_approve_arguments(arguments)
+            if isinstance(args, str):
+                # Fail closed, in the shape the harness reads, saying what was wrong.
+                denied = Decision.deny(f"relay could not read the permission request: {args}")
+                return decision_result(denied, {})
+            decision = await _with_progress(
+                ctx, progress_interval, lambda signal: _approve(box, args, signal)
+            )
+            _log.info(
+                "approve_tool_use %s for %s: %s (%s)",
+                args.tool,
+                box.agent.id,
+                decision.behavior,
+                decision.outcome,
+            )
+            return decision_result(decision, args.input)
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"unknown tool {params.name!r}; this server has {ASK_USER_QUESTION} and"
+            f" {APPROVE_TOOL_USE}",
+        )
+
+    return Server(
+        "relay",
+        version=__version__,
+        title="relay: ask your team in Slack",
+        instructions=(
+            "Use ask_user_question when you need a human's decision or missing information;"
+            " a person on the team answers in Slack, which can take minutes."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

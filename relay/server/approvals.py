@@ -1,0 +1,269 @@
+"""``/v1/approvals``: ask a reviewer whether an agent may use a tool; grants live here.
+
+``POST /v1/approvals`` answers at once when one of the token's grants covers the use, else
+posts the approval question (rendered here, from the tool and its input, so the reviewer
+sees exactly what will run) and returns its id. ``GET /v1/approvals/{id}?wait=S`` long-polls
+for the decision; reading a decided approval whose reviewer chose a grant records that
+grant (once, whichever replica reads first), with who chose it and when from the signed
+click. No endpoint creates a grant from what a client says: a coding agent holds its own
+API token, so anything the token alone could do, the agent could forge.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+from relay.errors import HarnessError
+from relay.gate.approval import (
+    QUESTION_ID,
+    ApprovalRequest,
+    Decision,
+    approval_question,
+    decide_answer,
+    decide_error,
+)
+from relay.gate.match import Pattern, subject
+from relay.grants.base import GrantStore
+from relay.questions import AgentRef
+from relay.server.api import OWNER, AskApi, read_slack_section
+from relay.server.errors import ApiError
+from relay.server.records import iso_time
+from relay.slack.provider import SlackProvider
+from relay.store.record import AskRecord, AskStatus, utcnow
+
+__all__ = ["ApprovalApi", "approval_json"]
+
+_log = logging.getLogger("relay.server")
+_KEYS = frozenset(
+    {
+        "tool",
+        "input",
+        "tool_use_id",
+        "agent",
+        "context",
+        "pattern",
+        "reason",
+        "session_grants",
+        "grant_minutes",
+        "slack",
+    }
+)
+# How long an offer outlives its ask's timeout, so a late read can still record the grant.
+_OFFER_GRACE = 24 * 3600.0
+
+
+def approval_json(
+    ask_id: str | None, decision: Decision | None, record: AskRecord | None = None
+) -> dict[str, Any]:
+    """The documented ``Approval`` object."""
+    out: dict[str, Any] = {
+        "id": ask_id,
+        "status": "pending" if decision is None else "decided",
+        "decision": decision.to_json() if decision is not None else None,
+    }
+    if record is not None and record.deadline is not None:
+        out["deadline"] = iso_time(record.deadline)
+    return out
+
+
+class ApprovalApi:
+    """Handlers for ``/v1/approvals``; requests arrive authenticated (``request[OWNER]``)."""
+
+    def __init__(self, *, asks: AskApi, grants: GrantStore) -> None:
+        # Approvals are asks: read, limited and long-polled exactly as /v1/asks reads them.
+        self._asks = asks
+        self._provider: SlackProvider = asks.provider
+        self.grants = grants
+
+    def routes(self) -> list[web.RouteDef]:
+        """The routes to add to the application."""
+        return [
+            web.post("/v1/approvals", self.create),
+            web.get("/v1/approvals/{ask_id}", self.read),
+            web.delete("/v1/approvals/{ask_id}", self.delete),
+        ]
+
+    async def create(self, request: web.Request) -> web.Response:
+        """``POST /v1/approvals``: a grant's decision at once (200), or a pending ask (201)."""
+        owner: str = request[OWNER]
+        wait = self._asks.wait_param(request)
+        approval, target = _read_approval(
+            await self._asks.json_body(request, hint="send less of the tool input")
+        )
+        grant = await self.grants.find(
+            owner=owner,
+            agent=approval.agent.id,
+            use=subject(approval.tool, approval.input),
+            now=utcnow(),
+        )
+        if grant is not None:
+            allowed = Decision(
+                behavior="allow",
+                message=grant.describe(),
+                outcome="allowed",
+                by=grant.granted_by,
+                at=grant.granted_at,
+                grant=grant,
+            )
+            return web.json_response(approval_json(None, allowed))
+        question = approval_question(approval)
+        try:
+            record = await self._provider.start(question, target=target, owner=owner)
+        except HarnessError as exc:
+            raise ApiError.of(exc) from None
+        offer = approval.offer(owner)
+        ttl = (record.target.timeout or 7 * 24 * 3600.0) + _OFFER_GRACE
+        # Stored even when no grant is offered: it marks the ask as an approval.
+        await self.grants.put_offer(ask_id=record.id, offer=offer, ttl=ttl)
+        if wait > 0:
+            record = await self._asks.long_poll(request, record.id, wait)
+        decision = await self._decision(record)
+        return web.json_response(
+            approval_json(record.id, decision, record),
+            status=201,
+            headers={"Location": f"/v1/approvals/{record.id}"},
+        )
+
+    async def read(self, request: web.Request) -> web.Response:
+        """``GET /v1/approvals/{id}``: the approval; with ``?wait=S`` long-polls while pending."""
+        wait = self._asks.wait_param(request)
+        record = await self._owned(request)
+        if record.pending and wait > 0:
+            record = await self._asks.long_poll(request, record.id, wait)
+        return web.json_response(approval_json(record.id, await self._decision(record), record))
+
+    async def delete(self, request: web.Request) -> web.Response:
+        """``DELETE /v1/approvals/{id}``: withdraw a pending approval (a deny); the final state."""
+        record = await self._owned(request)
+        if record.pending:
+            record = await self._provider.abort(record.id) or record
+        return web.json_response(approval_json(record.id, await self._decision(record), record))
+
+    async def _decision(self, record: AskRecord) -> Decision | None:
+        """The decision of a finished approval (recording its grant); ``None`` while pending."""
+        if record.pending:
+            return None
+        if record.status is not AskStatus.ANSWERED:
+            error = record.error.to_exception() if record.error is not None else None
+            return decide_error(
+                error or RuntimeError(f"the approval ended as {record.status.value}"),
+                timeout=record.target.timeout,
+            )
+        offer = await self.grants.get_offer(ask_id=record.id)
+        item = record.answer().answers[0]
+        decision, kind = decide_answer(
+            item,
+            session=offer.session if offer else False,
+            minutes=offer.minutes if offer else 0,
+        )
+        if kind is None or offer is None or decision.by is None or decision.at is None:
+            return decision
+        grant = offer.grant(ask_id=record.id, kind=kind, by=decision.by, at=decision.at)
+        if await self.grants.add(grant=grant):
+            _log.info(
+                "grant %s recorded: %s for agent %s by %s",
+                grant.id,
+                grant.pattern.describe(),
+                grant.agent,
+                grant.granted_by.id,
+            )
+        return Decision(
+            behavior="allow",
+            message=f"{decision.message}; {grant.describe()}",
+            outcome="granted",
+            by=decision.by,
+            at=decision.at,
+            grant=grant,
+        )
+
+    async def _owned(self, request: web.Request) -> AskRecord:
+        record = await self._asks.owned(request, what="approval")
+        # An ordinary ask reads exactly like a missing approval.
+        offer = await self.grants.get_offer(ask_id=record.id)
+        if offer is None or record.request.questions[0].id != QUESTION_ID:
+            raise ApiError(
+                "NOT_FOUND",
+                f"no approval {record.id} for this token (it never existed, expired, or belongs"
+                " to another token)",
+            )
+        return record
+
+
+def _bad(message: str) -> ApiError:
+    return ApiError("BAD_REQUEST", message)
+
+
+def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
+    """Read the strict ``ApprovalRequest`` body; an optional field set to null is unset."""
+    if not isinstance(body, Mapping):
+        raise _bad("the body must be a JSON object with tool, input and agent")
+    for key in body:
+        if key not in _KEYS:
+            raise _bad(f"{key} is not a known field")
+
+    def opt(key: str, default: Any) -> Any:
+        value = body.get(key)
+        return default if value is None else value
+
+    tool = body.get("tool")
+    if not isinstance(tool, str) or not tool.strip():
+        raise _bad("tool is required: the name of the tool the agent wants to use")
+    tool_input = opt("input", {})
+    if not isinstance(tool_input, Mapping):
+        raise _bad("input must be an object: the tool's input")
+    agent_raw = body.get("agent")
+    if not isinstance(agent_raw, Mapping):
+        raise _bad('agent is required: {"id": ..., "name": ...}, who asks')
+    try:
+        agent = AgentRef.from_dict(agent_raw, strict=True, path="agent")
+    except HarnessError as exc:
+        raise ApiError.of(exc) from None
+    if not agent.id.strip():
+        raise _bad("agent.id must not be blank")
+    context = opt("context", {})
+    if not isinstance(context, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in context.items()
+    ):
+        raise _bad("context must be an object of strings")
+    if len(context) > 20:
+        raise _bad("context may have at most 20 entries")
+    pattern = None
+    raw_pattern = opt("pattern", None)
+    if raw_pattern is not None:
+        if not isinstance(raw_pattern, Mapping):
+            raise _bad("pattern must be an object")
+        try:
+            pattern = Pattern.from_json({k: v for k, v in raw_pattern.items() if v is not None})
+        except (ValueError, re.error) as exc:
+            raise _bad(f"pattern: {exc}") from None
+    for key in ("tool_use_id", "reason"):
+        value = body.get(key)
+        if value is not None and not isinstance(value, str):
+            raise _bad(f"{key} must be a string")
+    session = opt("session_grants", True)
+    if not isinstance(session, bool):
+        raise _bad("session_grants must be true or false")
+    minutes = opt("grant_minutes", 30)
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or not 0 <= minutes <= 1440:
+        raise _bad("grant_minutes must be a whole number from 0 to 1440")
+    try:
+        target = read_slack_section(body["slack"]) if body.get("slack") is not None else None
+    except HarnessError as exc:
+        raise ApiError.of(exc) from None
+    approval = ApprovalRequest(
+        tool=tool,
+        input=dict(tool_input),
+        agent=agent,
+        tool_use_id=body.get("tool_use_id"),
+        context=dict(context),
+        pattern=pattern,
+        session_grants=session,
+        grant_minutes=minutes,
+        reason=body.get("reason"),
+    )
+    return approval, target

@@ -1,0 +1,171 @@
+"""The OpenAPI description of ``/v1/approvals`` (merged into ``relay.server.openapi``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["approval_paths", "approval_schemas"]
+
+_STRINGS = {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}}
+_PATTERN = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "What a grant made from this approval would cover: tool-name globs and"
+    " command or path globs/regexes (a team's rule). Unset: exactly this input.",
+    "properties": {
+        "tools": _STRINGS,
+        "commands": _STRINGS,
+        "command_regex": _STRINGS,
+        "paths": _STRINGS,
+        "path_regex": _STRINGS,
+        "digest": {"type": ["string", "null"], "minLength": 1},
+    },
+}
+_OUTCOMES = ["approved", "granted", "allowed", "denied", "timed_out", "aborted", "failed"]
+
+
+def approval_schemas(slack: dict[str, Any]) -> dict[str, Any]:
+    """The approval schemas; ``slack`` is the ask's ``slack`` routing object."""
+    return {
+        "Pattern": _PATTERN,
+        "ApprovalRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["tool", "agent"],
+            "properties": {
+                "tool": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                "input": {"type": ["object", "null"], "description": "The tool's input."},
+                "tool_use_id": {"type": ["string", "null"]},
+                "agent": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["id"],
+                    "description": "Who asks; grants are kept per agent id (a session).",
+                    "properties": {
+                        "id": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                        "name": {"type": ["string", "null"]},
+                    },
+                },
+                "context": {
+                    "type": ["object", "null"],
+                    "maxProperties": 20,
+                    "additionalProperties": {"type": "string"},
+                    "description": "Shown to the reviewer: working directory, host, CI job.",
+                },
+                "pattern": {"anyOf": [{"$ref": "#/components/schemas/Pattern"}, {"type": "null"}]},
+                "reason": {"type": ["string", "null"]},
+                "session_grants": {"type": ["boolean", "null"], "default": True},
+                "grant_minutes": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": 1440,
+                    "default": 30,
+                },
+                "slack": slack,
+            },
+        },
+        "Grant": {
+            "type": "object",
+            "required": ["id", "agent", "pattern", "kind", "granted_by", "granted_at"],
+            "properties": {
+                "id": {"type": "string"},
+                "owner": {"type": "string"},
+                "agent": {"type": "string"},
+                "pattern": {"$ref": "#/components/schemas/Pattern"},
+                "kind": {"type": "string", "enum": ["session", "minutes"]},
+                "granted_by": {"$ref": "#/components/schemas/Person"},
+                "granted_at": {"type": "string", "format": "date-time"},
+                "expires_at": {"type": "string", "format": "date-time"},
+            },
+        },
+        "Decision": {
+            "type": "object",
+            "required": ["behavior", "message", "outcome"],
+            "properties": {
+                "behavior": {"type": "string", "enum": ["allow", "deny"]},
+                "message": {"type": "string", "description": "What the agent is told."},
+                "outcome": {"type": "string", "enum": _OUTCOMES},
+                "by": {"$ref": "#/components/schemas/Person"},
+                "at": {"type": "string", "format": "date-time"},
+                "grant": {"$ref": "#/components/schemas/Grant"},
+            },
+        },
+        "Approval": {
+            "type": "object",
+            "required": ["id", "status", "decision"],
+            "properties": {
+                "id": {"type": ["string", "null"], "description": "null: decided by a grant."},
+                "status": {"type": "string", "enum": ["pending", "decided"]},
+                "decision": {
+                    "anyOf": [{"$ref": "#/components/schemas/Decision"}, {"type": "null"}]
+                },
+                "deadline": {"type": "string", "format": "date-time"},
+            },
+        },
+    }
+
+
+def _approval(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Approval"}}},
+    }
+
+
+def approval_paths(
+    error: Any, common: dict[str, Any], wait: dict[str, Any], ask_id: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``/v1/approvals`` paths, built with the main document's shared parts."""
+    missing = error("No such approval for this token (NOT_FOUND)")
+    down = error("The store is unreachable (UNAVAILABLE)")
+    return {
+        "/v1/approvals": {
+            "post": {
+                "operationId": "createApproval",
+                "summary": "Ask whether an agent may use a tool; a grant answers at once.",
+                "parameters": [wait],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": "#/components/schemas/ApprovalRequest"}
+                        }
+                    },
+                },
+                "responses": {
+                    "200": _approval("Decided at once by one of the token's grants"),
+                    "201": _approval("Sent to a reviewer; the approval as it stands"),
+                    "400": error("Malformed request (BAD_REQUEST)"),
+                    **common,
+                    "413": error("Body over the size cap (TOO_LARGE)"),
+                    "502": error("Slack refused the post (PROVIDER_FAILED)"),
+                    "503": down,
+                },
+            }
+        },
+        "/v1/approvals/{ask_id}": {
+            "parameters": [ask_id],
+            "get": {
+                "operationId": "getApproval",
+                "summary": "Read an approval; long-poll with ?wait= while it is pending.",
+                "parameters": [wait],
+                "responses": {
+                    "200": _approval("The approval (a decided one records its grant)"),
+                    "400": error("Bad wait parameter (BAD_REQUEST)"),
+                    **common,
+                    "404": missing,
+                    "503": down,
+                },
+            },
+            "delete": {
+                "operationId": "withdrawApproval",
+                "summary": "Withdraw a pending approval (a deny) and its Slack message.",
+                "responses": {
+                    "200": _approval("The approval after the withdrawal"),
+                    **common,
+                    "404": missing,
+                    "503": down,
+                },
+            },
+        },
+    }

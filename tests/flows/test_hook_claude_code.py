@@ -1,0 +1,190 @@
+"""Flow: Claude Code runs ``relay hook claude-code`` for PreToolUse and PermissionRequest.
+
+The hook gets the hook JSON on stdin and must print the documented decision JSON and exit
+0, or exit 2; it must fail closed on every failure: no configuration, a broken rules file,
+an unreachable relay, a timeout, being stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+from relay.testing import FakeSlack
+from tests.gate_env import clean_env, finish, start, write_rules
+from tests.mcp_env import wait_withdrawn
+from tests.server_env import SECRET, TOKEN, free_port, relay_server
+
+RULES = """
+timeout = 20
+default = "ask"
+
+[[rules]]
+action = "allow"
+tools = ["Read", "Glob", "Grep"]
+
+[[rules]]
+action = "deny"
+tools = ["Bash"]
+commands = ["rm -rf *"]
+reason = "recursive deletes are never allowed"
+
+[[rules]]
+action = "ask"
+tools = ["Bash"]
+command_regex = ["^npm "]
+"""
+
+
+def event(name: str, tool: str, tool_input: dict[str, Any], session: str = "sess-1") -> str:
+    return json.dumps(
+        {
+            "hook_event_name": name,
+            "session_id": session,
+            "cwd": "/repo",
+            "permission_mode": "default",
+            "tool_name": tool,
+            "tool_input": tool_input,
+            "tool_use_id": "toolu_01",
+        }
+    )
+
+
+async def hook(stdin: str, env: dict[str, str], *args: str) -> Any:
+    return await finish(await start("hook", "claude-code", *args, env=env, stdin=stdin))
+
+
+async def test_the_rules_alone_allow_and_deny_without_any_connection(tmp_path: Path) -> None:
+    rules = write_rules(tmp_path, RULES)
+    env = clean_env()
+    denied = await hook(event("PreToolUse", "Bash", {"command": "rm -rf /"}), env, "--rules", rules)
+    assert denied.code == 0, denied.err
+    assert denied.json() == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "recursive deletes are never allowed",
+        }
+    }
+    allowed = await hook(
+        event("PreToolUse", "Read", {"file_path": "/repo/a"}), env, "--rules", rules
+    )
+    assert allowed.json()["hookSpecificOutput"]["permissionDecision"] == "allow"
+    asked = await hook(
+        event("PermissionRequest", "Bash", {"command": "rm -rf build"}), env, "--rules", rules
+    )
+    assert asked.json() == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "recursive deletes are never allowed"},
+        }
+    }
+
+
+async def test_default_pass_leaves_the_decision_to_claude_code(tmp_path: Path) -> None:
+    rules = write_rules(tmp_path, 'default = "pass"\n')
+    run = await hook(event("PreToolUse", "Bash", {"command": "ls"}), clean_env(), "--rules", rules)
+    assert (run.code, run.out) == (0, "")
+
+
+async def test_failures_deny_with_a_reason_claude_sees(tmp_path: Path) -> None:
+    # Nothing configured to ask with.
+    run = await hook(event("PreToolUse", "Bash", {"command": "npm publish"}), clean_env())
+    decision = run.json()["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    assert "USAGE" in decision["permissionDecisionReason"]
+    # A relay that is not there.
+    down = clean_env(RELAY_URL=f"http://127.0.0.1:{free_port()}", RELAY_TOKEN=TOKEN)
+    run = await hook(event("PermissionRequest", "Bash", {"command": "npm publish"}), down)
+    decision = run.json()["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny"
+    assert "cannot reach the relay" in decision["message"]
+    # A broken rules file.
+    bad = write_rules(tmp_path, '[[rules]]\naction = "maybe"\n')
+    run = await hook(event("PreToolUse", "Bash", {"command": "ls"}), clean_env(), "--rules", bad)
+    reason = run.json()["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "BAD_RULES" in reason
+    assert "rules[0].action must be allow, ask or deny" in reason
+    # Input that is not a hook event: exit 2 blocks, with one line on stderr.
+    run = await hook("not json", clean_env())
+    assert run.code == 2
+    assert run.err.startswith("relay: error: BAD_HOOK_INPUT: the hook input is not JSON")
+
+
+async def test_a_reviewer_decides_and_a_session_grant_is_the_sessions_only(tmp_path: Path) -> None:
+    rules = write_rules(tmp_path, RULES)
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        slack.add_user("U0ALICE", name="alice")
+        env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+        npm = {"command": "npm install left-pad"}
+        pending = await start(
+            "hook",
+            "claude-code",
+            "--rules",
+            rules,
+            env=env,
+            stdin=event("PermissionRequest", "Bash", npm),
+        )
+        message = await slack.wait_for_message(timeout=15)
+        shown = json.dumps(message.blocks)
+        assert "Claude Code" in shown
+        assert "/repo" in shown
+        await slack.click(message, "Allow for this session", user="U0ALICE")
+        run = await finish(pending)
+        assert run.json() == {
+            "hookSpecificOutput": {
+                "hookEventName": "PermissionRequest",
+                "decision": {"behavior": "allow"},
+            }
+        }
+        # The grant covers the rule's pattern (npm commands) for this session...
+        again = await hook(
+            event("PreToolUse", "Bash", {"command": "npm test"}), env, "--rules", rules
+        )
+        decision = again.json()["hookSpecificOutput"]
+        assert decision["permissionDecision"] == "allow"
+        assert "grant from alice" in decision["permissionDecisionReason"]
+        assert len(slack.messages) == 1
+        # ...and for no other session.
+        other = await start(
+            "hook",
+            "claude-code",
+            "--rules",
+            rules,
+            env=env,
+            stdin=event("PreToolUse", "Bash", {"command": "npm test"}, session="sess-2"),
+        )
+        message = await slack.wait_for_message(count=2, timeout=15)
+        await slack.type(message, "not on a Friday", user="U0BOB")
+        await slack.press_enter(message, user="U0BOB")
+        denied = (await finish(other)).json()["hookSpecificOutput"]
+        assert denied["permissionDecision"] == "deny"
+        assert "not on a Friday" in denied["permissionDecisionReason"]
+
+
+async def test_a_timeout_denies_and_withdraws(tmp_path: Path) -> None:
+    rules = write_rules(tmp_path, "timeout = 1\n")
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+        run = await hook(event("PreToolUse", "Bash", {"command": "deploy"}), env, "--rules", rules)
+        decision = run.json()["hookSpecificOutput"]
+        assert decision["permissionDecision"] == "deny"
+        assert "No reviewer answered within 1 s" in decision["permissionDecisionReason"]
+        message = slack.messages[0]
+        await slack.wait_until(lambda: "Timed out" in json.dumps(message.blocks), timeout=10)
+
+
+async def test_stopping_the_hook_withdraws_the_question_and_denies() -> None:
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+        pending = await start(
+            "hook", "claude-code", env=env, stdin=event("PreToolUse", "Bash", {"command": "x"})
+        )
+        message = await slack.wait_for_message(timeout=15)
+        pending.send_signal(signal.SIGTERM)
+        run = await finish(pending)
+        assert run.code == 0
+        assert run.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+        await wait_withdrawn(slack, message)

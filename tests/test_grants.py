@@ -1,0 +1,86 @@
+"""The grants store contract, for the in-memory store and Redis alike."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from relay.gate.match import Pattern, subject
+from relay.grants import Grant, GrantStore, MemoryGrants, Offer
+from relay.grants.redis import RedisGrants
+from relay.questions import Responder
+from relay.store.base import StoreUnavailable
+
+# Real time: Redis expires a grant's key at its wall-clock end.
+NOW = datetime.now(UTC).replace(microsecond=0)
+ALICE = Responder(id="U0ALICE", name="alice")
+NPM = Pattern(tools=("Bash",), commands=("npm *",))
+
+
+def offer(owner: str = "o1", agent: str = "a1") -> Offer:
+    return Offer(owner=owner, agent=agent, pattern=NPM, session=True, minutes=30)
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[GrantStore]:
+    if request.param == "memory":
+        grants: GrantStore = MemoryGrants()
+    else:
+        grants = RedisGrants(url=request.getfixturevalue("redis_url"))
+    try:
+        yield grants
+    finally:
+        await grants.aclose()
+
+
+async def test_a_grant_covers_its_owner_agent_and_pattern_until_it_expires(
+    store: GrantStore,
+) -> None:
+    grant = offer().grant(ask_id="ask1", kind="minutes", by=ALICE, at=NOW)
+    assert grant.expires_at == NOW + timedelta(minutes=30)
+    assert await store.add(grant=grant)
+    npm = subject("Bash", {"command": "npm test"})
+    assert await store.find(owner="o1", agent="a1", use=npm, now=NOW) == grant
+    assert await store.find(owner="o2", agent="a1", use=npm, now=NOW) is None
+    assert await store.find(owner="o1", agent="a2", use=npm, now=NOW) is None
+    ls = subject("Bash", {"command": "ls"})
+    assert await store.find(owner="o1", agent="a1", use=ls, now=NOW) is None
+    assert await store.list(owner="o1", now=NOW) == [grant]
+    later = NOW + timedelta(minutes=31)
+    assert await store.list(owner="o1", now=later) == []
+    assert await store.find(owner="o1", agent="a1", use=npm, now=later) is None
+
+
+async def test_recording_the_same_grant_twice_keeps_the_first(store: GrantStore) -> None:
+    first = offer().grant(ask_id="ask1", kind="session", by=ALICE, at=NOW)
+    second = offer().grant(
+        ask_id="ask1", kind="minutes", by=Responder(id="U0EVE"), at=NOW + timedelta(seconds=1)
+    )
+    assert await store.add(grant=first)
+    assert not await store.add(grant=second)
+    assert await store.list(owner="o1", now=NOW) == [first]
+
+
+async def test_offers_are_kept_for_their_time(store: GrantStore) -> None:
+    await store.put_offer(ask_id="ask1", offer=offer(), ttl=60)
+    assert await store.get_offer(ask_id="ask1") == offer()
+    assert await store.get_offer(ask_id="other") is None
+    await store.put_offer(ask_id="ask2", offer=offer(), ttl=0.001)
+    await asyncio.sleep(0.05)  # a TTL under test: nothing to await but the clock
+    assert await store.get_offer(ask_id="ask2") is None
+
+
+def test_grants_round_trip_through_json() -> None:
+    grant = offer().grant(ask_id="x", kind="session", by=ALICE, at=NOW)
+    assert Grant.from_json(grant.to_json()) == grant
+    assert Offer.from_json(offer().to_json()) == offer()
+
+
+async def test_an_unreachable_redis_is_store_unavailable(unused_tcp_port: int) -> None:
+    grants = RedisGrants(url=f"redis://127.0.0.1:{unused_tcp_port}/0")
+    with pytest.raises(StoreUnavailable, match="Redis is unreachable"):
+        await grants.find(owner="o", agent="a", use=subject("Bash", {}), now=NOW)
+    await grants.aclose()

@@ -1,0 +1,131 @@
+"""The README's configuration snippets for each harness, loaded exactly as written.
+
+Each snippet follows a ``<!-- snippet: NAME -->`` line. JSON and TOML must parse, every
+command they name must be ``relay`` with arguments ``relay``'s own parser accepts, the
+rules file must load, and the hook's timeout must leave relay time to decide.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from relay.cli import build_parser
+from relay.gate.rules import parse_rules
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+_SNIPPET = re.compile(r"<!-- snippet: ([\w-]+) -->\n```(\w+)\n(.*?)\n```", re.DOTALL)
+SNIPPETS: dict[str, tuple[str, str]] = {
+    name: (lang, body) for name, lang, body in _SNIPPET.findall(README)
+}
+
+
+def relay_args(command: str, args: list[str]) -> Any:
+    """``relay ARGS`` as the relay's own parser reads them (a usage error fails the test)."""
+    assert command == "relay"
+    try:
+        return build_parser().parse_args(args)
+    except SystemExit as exc:  # pragma: no cover - the failure is the point
+        raise AssertionError(f"relay {' '.join(args)} does not parse") from exc
+
+
+def test_every_harness_has_its_snippets() -> None:
+    assert set(SNIPPETS) == {
+        "claude-mcp-json",
+        "claude-mcp-http",
+        "claude-permission-prompt",
+        "claude-hooks",
+        "rules-toml",
+        "cursor-mcp-json",
+        "codex-config-toml",
+        "ci-exec",
+    }
+
+
+@pytest.mark.parametrize("name", ["claude-mcp-json", "cursor-mcp-json"])
+def test_the_stdio_mcp_configs_start_relay_mcp(name: str) -> None:
+    lang, body = SNIPPETS[name]
+    assert lang == "json"
+    server = json.loads(body)["mcpServers"]["relay"]
+    args = relay_args(server["command"], server["args"])
+    assert args.handler.__module__ == "relay.cli.mcp"
+    assert set(server["env"]) == {"RELAY_URL", "RELAY_TOKEN"}
+
+
+def test_the_http_mcp_config_sends_the_bearer_token_to_slash_mcp() -> None:
+    server = json.loads(SNIPPETS["claude-mcp-http"][1])["mcpServers"]["relay"]
+    assert server["type"] == "http"
+    assert server["url"].endswith("/mcp")
+    assert server["headers"]["Authorization"].startswith("Bearer ")
+
+
+def test_the_permission_prompt_tool_is_the_servers_approve_tool() -> None:
+    words = shlex.split(SNIPPETS["claude-permission-prompt"][1].replace("\\\n", " "))
+    tool = words[words.index("--permission-prompt-tool") + 1]
+    config = words[words.index("--mcp-config") + 1]
+    assert config == ".mcp.json"
+    # Claude Code names an MCP tool mcp__<server>__<tool>: the server is "relay" above.
+    server = next(iter(json.loads(SNIPPETS["claude-mcp-json"][1])["mcpServers"]))
+    assert tool == f"mcp__{server}__approve_tool_use"
+    timeout_ms = int(words[0].split("=")[1])
+    mcp_args = json.loads(SNIPPETS["claude-mcp-json"][1])["mcpServers"]["relay"]["args"]
+    assert timeout_ms / 1000 > float(mcp_args[mcp_args.index("--timeout") + 1])
+
+
+def test_the_hooks_run_relay_hook_claude_code_long_enough_and_fail_closed() -> None:
+    settings = json.loads(SNIPPETS["claude-hooks"][1])
+    rules = parse_rules(tomllib.loads(SNIPPETS["rules-toml"][1]), source="README")
+    longest = max([rules.timeout, *(r.timeout or 0 for r in rules.rules)])
+    assert set(settings["hooks"]) == {"PreToolUse", "PermissionRequest"}
+    for entries in settings["hooks"].values():
+        for entry in entries:
+            assert isinstance(entry["matcher"], str)
+            for hook in entry["hooks"]:
+                assert hook["type"] == "command"
+                words = shlex.split(hook["command"])
+                args = relay_args(words[0], words[1:])
+                assert args.handler.__module__ == "relay.cli.hook"
+                assert args.rules == ".claude/relay-rules.toml"
+                assert hook["timeout"] > longest + 15  # the hook's own margin
+                assert hook["onFailure"] == "block"
+
+
+def test_the_rules_file_loads() -> None:
+    rules = parse_rules(tomllib.loads(SNIPPETS["rules-toml"][1]), source="README")
+    assert rules.default == "ask"
+    assert [r.action for r in rules.rules] == ["allow", "deny", "ask", "ask"]
+
+
+def test_the_codex_config_starts_relay_mcp_with_a_longer_tool_timeout() -> None:
+    server = tomllib.loads(SNIPPETS["codex-config-toml"][1])["mcp_servers"]["relay"]
+    relay_args(server["command"], server["args"])
+    assert server["tool_timeout_sec"] > float(server["args"][server["args"].index("--timeout") + 1])
+    assert server["env_vars"] == ["RELAY_TOKEN"]
+
+
+def test_the_ci_step_wraps_the_command_in_relay_exec() -> None:
+    (step,) = yaml.safe_load(SNIPPETS["ci-exec"][1])
+    assert set(step["env"]) == {"RELAY_URL", "RELAY_TOKEN"}
+    words = shlex.split(step["run"])
+    args = relay_args(words[0], words[1:])
+    assert args.handler.__module__ == "relay.cli.exec_"
+    assert args.command == ["--", "./scripts/deploy.sh", "prod"]
+
+
+def test_the_exit_code_table_is_the_codes_relay_exec_uses() -> None:
+    from relay.cli.exec_ import EXIT_DENIED, EXIT_FAILED, EXIT_TIMED_OUT
+
+    table = README.split("| `relay exec` exit code |", 1)[1].split("\n\n", 1)[0]
+    for code, word in (
+        (EXIT_DENIED, "denied"),
+        (EXIT_TIMED_OUT, "in time"),
+        (EXIT_FAILED, "failed"),
+    ):
+        assert re.search(rf"^\| {code} \| [^\n]*{word}", table, re.MULTILINE), (code, word)
