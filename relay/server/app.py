@@ -46,6 +46,9 @@ class _Readiness:
                 self._passed_at = time.monotonic()
             except (SlackApiError, SlackClientError, aiohttp.ClientError, OSError) as exc:
                 problems["slack"] = f"auth.test failed: {exc or type(exc).__name__}"
+        socket = self._provider.socket_mode
+        if socket is not None and (problem := socket.problem()) is not None:
+            problems["socket_mode"] = problem
         try:
             async with asyncio.timeout(2.0):
                 await self._provider.store.ping()

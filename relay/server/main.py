@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import re
 import signal
 import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.config import Settings
+from relay.errors import RelayConfigError
 from relay.server.app import build_app
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
@@ -98,7 +102,10 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         max_body=settings.max_body,
         serve_slack_events=not settings.socket_mode,
     )
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    app.on_response_prepare.append(_close_when_stopping(provider))
+    runner = web.AppRunner(
+        app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_TIMEOUT
+    )
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     stop = asyncio.Event()
@@ -107,11 +114,12 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        await site.start()
+        await _listen(site, settings)
         provider.start_expiry()
         provider.prefetch_identity()
         if settings.app_token:
-            await provider.connect_socket_mode(settings.app_token)
+            # In the background: serving, /readyz and signals work while Slack is unreachable.
+            await provider.connect_socket_mode(settings.app_token, wait=False)
         mode = "Socket Mode" if settings.socket_mode else "HTTP mode (POST /slack/events)"
         _log.info(
             "relay listening on %s:%d in %s; store=%s",
@@ -122,12 +130,70 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         )
         if ready is not None:
             ready.set()
-        await stop.wait()
+        await _until_stopped(stop, provider)
         _log.info("shutting down")
     finally:
-        await provider.aclose()
+        # Long-polls first: each is answered now with its record (pending, on a durable
+        # store) instead of holding the process for its whole ?wait= (Kubernetes allows 30 s).
+        await provider.stop_asking()
+        started = loop.time()
         await runner.cleanup()
+        await provider.aclose()
         await store.aclose()
+        _log.info("stopped in %.1f s", loop.time() - started)
+
+
+async def _until_stopped(stop: asyncio.Event, provider: SlackProvider) -> None:
+    """Wait for SIGTERM/SIGINT; raise ``RelayConfigError`` if Slack refuses the app token."""
+    waits: set[asyncio.Future[Any]] = {asyncio.ensure_future(stop.wait())}
+    if provider.socket_mode is not None:
+        waits.add(asyncio.ensure_future(provider.socket_mode.refused()))
+    try:
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+    for finished in done:
+        result = finished.result()
+        if isinstance(result, RelayConfigError):
+            raise result
+
+
+# How long a stopping relay waits for requests in flight (posts to Slack, mostly) once every
+# long-poll was answered; well inside Kubernetes' default 30 s grace period.
+_SHUTDOWN_TIMEOUT = 10.0
+
+
+def _close_when_stopping(
+    provider: SlackProvider,
+) -> Callable[[web.Request, web.StreamResponse], Awaitable[None]]:
+    """A response hook: once stopping, each response closes its connection, so the client
+    sends its next request (another long-poll) on a new connection, to another replica."""
+
+    async def close_connection(_: web.Request, response: web.StreamResponse) -> None:
+        if provider.stopping:
+            response.force_close()  # the server hangs up after this response
+            response.headers["Connection"] = "close"  # and says so (headers are set by now)
+
+    return close_connection
+
+
+async def _listen(site: web.TCPSite, settings: Settings) -> None:
+    """Start listening, or say in one line which setting to change (a busy port, mostly)."""
+    try:
+        await site.start()
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        if exc.errno == errno.EADDRINUSE:
+            advice = "stop the other process or choose another port with PORT (or --port)"
+        elif exc.errno == errno.EACCES:
+            advice = "ports below 1024 need privileges: choose another with PORT (or --port)"
+        else:
+            advice = "check RELAY_HOST (or --host) and PORT (or --port)"
+        raise RelayConfigError(
+            f"cannot listen on {settings.host}:{settings.port}: {reason}; {advice}",
+            setting="PORT",
+        ) from None
 
 
 def run(settings: Settings) -> None:

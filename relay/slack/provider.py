@@ -73,10 +73,13 @@ from relay.store import (
     Target,
     utcnow,
 )
+from relay.waits import Released, Waits
 
 if TYPE_CHECKING:
     from aiohttp import web
     from slack_bolt.async_app import AsyncApp
+
+    from relay.slack.socket_mode import SocketMode
 
 __all__ = ["SlackProvider", "SlackTarget"]
 
@@ -280,8 +283,12 @@ class SlackProvider:
         self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
-        # Asks that an ask() call in this process is waiting for: closing rejects them.
+        # Asks that an ask() call in this process is waiting for: closing rejects them. Asks
+        # made with start() alone (the API's) are not here: on a durable store they outlive
+        # this process, and nothing would ever remove them.
         self._waiting: set[str] = set()
+        # Every wait() in progress: stopping answers them at once (see stop_asking).
+        self._waits = Waits()
         self._expiry = Expiry(store=self.store, expire=self.expire, sweep_interval=sweep_interval)
         self._tasks: set[asyncio.Task[Any]] = set()
         # Closing with 10,000 asks pending withdrew them all at once, a connection each, and
@@ -290,8 +297,9 @@ class SlackProvider:
         self._background_slots = asyncio.Semaphore(_BACKGROUND_CALLS)
         self._posting: set[asyncio.Future[AskRecord | None]] = set()
         self._closed = False
+        self._finished = False
         self._app: AsyncApp | None = None
-        self._socket: Any = None
+        self._socket: SocketMode | None = None
         # The HTTP session lent to a client that has none (see _lend_session).
         self._session: aiohttp.ClientSession | None = None
         self._session_returned = False
@@ -303,7 +311,7 @@ class SlackProvider:
         signal = request.signal
         if signal is not None and signal.aborted:
             raise ask_aborted()
-        record = await self.start(request)
+        record = await self._start(request, target=None, owner=None, held=True)
         remove = (
             signal.add_listener(lambda: self._spawn(self.abort(record.id)))
             if signal is not None
@@ -320,6 +328,8 @@ class SlackProvider:
             self._waiting.discard(record.id)
         if final.status is AskStatus.ANSWERED:
             return final.answer()
+        if final.pending:
+            raise ask_closed()  # released by stop_asking before the close reached the store
         if final.error is None:
             raise UserInteractionError(
                 ErrorCode.PROVIDER_FAILED,
@@ -339,6 +349,17 @@ class SlackProvider:
         Raises ``BAD_REQUEST`` for what Slack cannot show and ``PROVIDER_FAILED`` when Slack
         refuses the post (nothing is left pending then). ``target`` overrides the routing.
         """
+        return await self._start(request, target=target, owner=owner, held=False)
+
+    async def _start(
+        self,
+        request: AskUserQuestionRequest,
+        *,
+        target: SlackTarget | None,
+        owner: str | None,
+        held: bool,
+    ) -> AskRecord:
+        """``start``; ``held`` when an ``ask()`` here waits for the outcome (closing ends it)."""
         if self._closed:
             raise ask_closed()
         self._lend_session()
@@ -370,7 +391,8 @@ class SlackProvider:
                 f"the relay cannot record new asks right now ({exc}); nothing was posted, try"
                 " again shortly",
             ) from exc
-        self._waiting.add(ask_id)
+        if held:
+            self._waiting.add(ask_id)
         self.events.emit(
             "created",
             ask_id,
@@ -412,8 +434,15 @@ class SlackProvider:
         return current or record
 
     async def wait(self, ask_id: str, *, within: float | None = None) -> AskRecord:
-        """Wait until the ask is final (or ``within`` seconds pass); the record as it stands."""
-        record = await self.store.wait(ask_id=ask_id, within=within)
+        """Wait until the ask is final (or ``within`` seconds pass); the record as it stands.
+
+        Once the provider stops (``stop_asking``), waits end at once, with the record as it
+        stands: a stopping replica answers its long-polls instead of holding them.
+        """
+        try:
+            record = await self._waits.run(self.store.wait(ask_id=ask_id, within=within))
+        except Released:
+            record = await self.store.get(ask_id=ask_id)
         if record is None:
             raise UserInteractionError(
                 ErrorCode.PROVIDER_FAILED,
@@ -760,9 +789,15 @@ class SlackProvider:
             )
         return build_web_app(self.bolt_app, path=path)
 
-    async def connect_socket_mode(self, app_token: str) -> None:
-        """Receive interactions over Socket Mode (no public URL); needs an ``xapp-`` token."""
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+    async def connect_socket_mode(self, app_token: str, *, wait: bool = True) -> None:
+        """Receive interactions over Socket Mode (no public URL); needs an ``xapp-`` token.
+
+        Connects in the background and reconnects whenever the connection drops, retrying
+        an unreachable Slack with backoff (one log line per attempt). With ``wait`` (the
+        default) returns once connected; raises ``RelayConfigError`` if Slack refuses the
+        token (``invalid_auth``, ``token_revoked``…). ``socket_mode`` tells how it stands.
+        """
+        from relay.slack.socket_mode import SocketMode
 
         if not app_token or not app_token.startswith("xapp-"):
             raise RelayConfigError(
@@ -770,11 +805,17 @@ class SlackProvider:
                 " connections:write), from your app's Basic Information page",
                 setting="app_token",
             )
-        if self._socket is not None:
-            return
-        handler = AsyncSocketModeHandler(self.bolt_app, app_token=app_token)
-        self._socket = handler
-        await handler.connect_async()  # type: ignore[no-untyped-call]
+        if self._socket is None:
+            self._lend_session()
+            self._socket = SocketMode(self.bolt_app, app_token=app_token, client=self.client)
+            self._socket.start()
+        if wait:
+            await self._socket.connected()
+
+    @property
+    def socket_mode(self) -> SocketMode | None:
+        """The Socket Mode connection, once ``connect_socket_mode`` was called."""
+        return self._socket
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -821,11 +862,18 @@ class SlackProvider:
         """Start timing out due asks now, also those other replicas created (needs a loop)."""
         self._expiry.start()
 
-    async def aclose(self) -> None:
-        """Abort every pending ask (``ASK_ABORTED``, reason ``closed``) and withdraw it.
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop_asking`` (or ``aclose``) was called: no new asks, no waits."""
+        return self._closed
 
-        With a durable store only the asks an ``ask()`` call here waits for are closed;
-        asks made through the hosted API stay pending for the other replicas.
+    async def stop_asking(self) -> None:
+        """Refuse new asks, end those that cannot outlive this process, release every wait.
+
+        Ended (``ASK_ABORTED``, reason ``closed``) and withdrawn: the asks an ``ask()`` call
+        here waits for and, with a store that is not durable, every pending ask. Asks made
+        through the hosted API on a durable store stay pending for the other replicas; their
+        ``wait()`` calls return at once with the record as it stands. Idempotent.
         """
         if self._closed:
             return
@@ -836,11 +884,19 @@ class SlackProvider:
             closing.update(await self.store.due(now=math.inf, limit=1_000_000))
         for ask_id in closing:
             await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_closed()))
+        self._waits.release()
+
+    async def aclose(self) -> None:
+        """``stop_asking``, then finish the posts and Slack updates in flight and disconnect."""
+        await self.stop_asking()
+        if self._finished:
+            return
+        self._finished = True
         # Posts in flight finish (and withdraw what they posted) before the close completes.
         await asyncio.gather(*self._posting, return_exceptions=True)
         await self.drain()
         if self._socket is not None:
-            await self._socket.close_async()
+            await self._socket.close()
             self._socket = None
         await self._return_session()
 
