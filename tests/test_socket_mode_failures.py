@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 import time
 
 import pytest
@@ -13,7 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from relay import AskUserQuestionRequest, RelayConfigError
 from relay.slack import SlackProvider
 from relay.testing import FakeSlack
-from tests.server_env import free_port, relay_env, start_relay
+from tests.server_env import free_port, relay_env, run_to_exit, start_relay
 from tests.slack_env import CHANNEL, question
 
 ASK = {"questions": [{"id": "go", "question": "Ship it?", "options": [{"label": "yes"}]}]}
@@ -24,28 +23,6 @@ def socket_env(slack: FakeSlack, **extra: str) -> dict[str, str]:
     return relay_env(
         slack, free_port(), SLACK_APP_TOKEN="xapp-1-server", SLACK_SIGNING_SECRET="", **extra
     )
-
-
-async def run_to_exit(env: dict[str, str], within: float = 20.0) -> tuple[int, list[str]]:
-    """Run ``relay serve`` until it exits by itself; its exit code and stderr lines."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "relay.cli",
-        "serve",
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        _, err = await asyncio.wait_for(process.communicate(), within)
-    except TimeoutError:
-        process.kill()
-        _, err = await process.communicate()
-        raise AssertionError(f"relay serve did not exit in {within} s:\n{err.decode()}") from None
-    assert process.returncode is not None
-    return process.returncode, err.decode().splitlines()
 
 
 @pytest.mark.parametrize("error", ["invalid_auth", "token_revoked", "account_inactive"])

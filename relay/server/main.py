@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import errno
 import logging
+import os
 import re
 import signal
 import sys
@@ -113,8 +114,10 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    listening = False
     try:
         await _listen(site, settings)
+        listening = True
         provider.start_expiry()
         provider.prefetch_identity()
         if settings.app_token:
@@ -135,12 +138,13 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
     finally:
         # Long-polls first: each is answered now with its record (pending, on a durable
         # store) instead of holding the process for its whole ?wait= (Kubernetes allows 30 s).
-        await provider.stop_asking()
         started = loop.time()
+        await provider.stop_asking()
         await runner.cleanup()
         await provider.aclose()
         await store.aclose()
-        _log.info("stopped in %.1f s", loop.time() - started)
+        if listening:
+            _log.info("stopped in %.1f s", loop.time() - started)
 
 
 async def _until_stopped(stop: asyncio.Event, provider: SlackProvider) -> None:
@@ -183,7 +187,7 @@ async def _listen(site: web.TCPSite, settings: Settings) -> None:
     try:
         await site.start()
     except OSError as exc:
-        reason = (exc.strerror or str(exc)).lower()
+        reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
         if exc.errno == errno.EADDRINUSE:
             advice = "stop the other process or choose another port with PORT (or --port)"
         elif exc.errno == errno.EACCES:
