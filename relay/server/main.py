@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from relay.config import Settings
 from relay.errors import RelayConfigError
 from relay.server.app import build_app
+from relay.server.logs import LogFormatter, OneLineFilter, ProtocolLog
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
@@ -49,11 +50,13 @@ class RedactingFilter(logging.Filter):
 
 
 def configure_logging(settings: Settings) -> None:
-    """One line per record on stderr at the configured level, with secrets redacted."""
+    """One line per record on stderr at the configured level, with secrets redacted and
+    control characters escaped (tracebacks follow on lines marked ``| ``)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.setFormatter(LogFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     secrets = (settings.bot_token, settings.app_token or "", settings.signing_secret or "")
     handler.addFilter(RedactingFilter((*secrets, *settings.api_tokens)))
+    handler.addFilter(OneLineFilter())  # after redacting: a secret cut in two is still hidden
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())
@@ -105,7 +108,11 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
     )
     app.on_response_prepare.append(_close_when_stopping(provider))
     runner = web.AppRunner(
-        app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_TIMEOUT
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=_SHUTDOWN_TIMEOUT,
+        logger=ProtocolLog(),  # a malformed request is one INFO line, not an ERROR alert
     )
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
