@@ -59,8 +59,8 @@ async def test_sigterm_on_redis_leaves_api_asks_pending_for_the_other_replica(
 ) -> None:
     a, b = await start_pair(slack, redis_url)
     try:
-        ids = [(await a.request("POST", "/v1/asks", json=ASK))[1]["id"] for _ in range(3)]
-        await slack.wait_for_message(count=3)
+        ids = [(await a.request("POST", "/v1/asks", json=ASK))[1]["id"] for _ in range(10)]
+        await slack.wait_for_message(count=10)
         assert await a.stop(signal.SIGTERM) == 0  # a rolling deploy stops A
         assert not slack.calls_to("chat.update")  # no question was withdrawn
         for ask_id in ids:
@@ -103,23 +103,25 @@ async def test_sigterm_answers_an_open_long_poll_at_once_with_the_pending_record
 ) -> None:
     a, b = await start_pair(slack, redis_url, RELAY_MAX_WAIT="60")
     try:
-        _, created = await b.request("POST", "/v1/asks", json=ASK)  # owned by B, polled on A
-        polls = [
-            asyncio.create_task(a.request("GET", f"/v1/asks/{created['id']}?wait=60")),
-            asyncio.create_task(a.request("POST", "/v1/asks?wait=60", json=ASK)),
-        ]
-        await a.wait_for_log(f"long-poll ask={created['id']}")
-        await slack.wait_for_message(count=2)
+        # Ten asks owned by B, long-polled on A; and one created on A with ?wait=60.
+        ids = [(await b.request("POST", "/v1/asks", json=ASK))[1]["id"] for _ in range(10)]
+        polls = [a.request("GET", f"/v1/asks/{ask_id}?wait=60") for ask_id in ids]
+        posting = asyncio.create_task(a.request("POST", "/v1/asks?wait=60", json=ASK))
+        polling = asyncio.gather(*polls)
+        for ask_id in ids:
+            await a.wait_for_log(f"long-poll ask={ask_id}")
+        await slack.wait_for_message(count=11)
         stopping = time.monotonic()
         a.process.send_signal(signal.SIGTERM)
-        (get_status, got), (post_status, posted) = await answered(a, asyncio.gather(*polls))
-        assert (get_status, got["status"]) == (200, "pending")
+        got = await answered(a, polling)
+        post_status, posted = await answered(a, posting)
+        assert [(status, record["status"]) for status, record in got] == [(200, "pending")] * 10
         assert (post_status, posted["status"]) == (201, "pending")
         assert await asyncio.wait_for(a.process.wait(), 5) == 0
         took = time.monotonic() - stopping
         assert took < 3.0, f"exit took {took:.1f} s with 60 s long-polls open"
-        # Both asks live on: answerable through B.
-        for ask_id in (created["id"], posted["id"]):
+        # Every ask lives on: answerable through B.
+        for ask_id in (*ids, posted["id"]):
             assert (await b.request("GET", f"/v1/asks/{ask_id}"))[1]["status"] == "pending"
     finally:
         await stop_all(a, b)

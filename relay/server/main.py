@@ -25,9 +25,13 @@ from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
 from relay.tuning import tune_gc
 
-__all__ = ["RedactingFilter", "configure_logging", "run", "serve"]
+__all__ = ["SHUTDOWN_TIMEOUT", "RedactingFilter", "configure_logging", "run", "serve"]
 
 _log = logging.getLogger("relay.server")
+SHUTDOWN_TIMEOUT = 10.0
+"""Seconds a stopping relay gives requests in flight (posts to Slack, mostly) once every
+long-poll was answered, and then again the Slack updates it still owes: inside Kubernetes'
+default 30 s grace period."""
 _SLACK_TOKEN = re.compile(r"\b(xox[abposr]|xapp)-[A-Za-z0-9-]+")
 
 
@@ -111,7 +115,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         app,
         access_log=None,
         handle_signals=False,
-        shutdown_timeout=_SHUTDOWN_TIMEOUT,
+        shutdown_timeout=SHUTDOWN_TIMEOUT,
         logger=ProtocolLog(),  # a malformed request is one INFO line, not an ERROR alert
     )
     await runner.setup()
@@ -148,7 +152,11 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
         started = loop.time()
         await provider.stop_asking()
         await runner.cleanup()
-        await provider.aclose()
+        try:
+            async with asyncio.timeout(SHUTDOWN_TIMEOUT):
+                await provider.aclose()  # the withdrawals and updates still owed to Slack
+        except TimeoutError:
+            _log.warning("stopped before every Slack update was sent (Slack too slow?)")
         await store.aclose()
         if listening:
             _log.info("stopped in %.1f s", loop.time() - started)
@@ -168,11 +176,6 @@ async def _until_stopped(stop: asyncio.Event, provider: SlackProvider) -> None:
         result = finished.result()
         if isinstance(result, RelayConfigError):
             raise result
-
-
-# How long a stopping relay waits for requests in flight (posts to Slack, mostly) once every
-# long-poll was answered; well inside Kubernetes' default 30 s grace period.
-_SHUTDOWN_TIMEOUT = 10.0
 
 
 def _close_when_stopping(
