@@ -141,7 +141,7 @@ async def test_memory_store_sigterm_still_closes_every_pending_ask(slack: FakeSl
         _, record = await asyncio.wait_for(poll, 5)
         assert record["status"] == "aborted"
         assert record["error"]["reason"] == "closed"
-        assert await relay.stop() == 0
+        assert await asyncio.wait_for(relay.process.wait(), 5) == 0
         await slack.wait_until(lambda: message.updated)  # withdrawn in Slack
     finally:
         await stop_all(relay)

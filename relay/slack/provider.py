@@ -318,7 +318,8 @@ class SlackProvider:
             else None
         )
         try:
-            final = await self.wait(record.id)
+            # Not wait(): stop_asking ends this ask itself rather than release its waiter.
+            final = self._known(record.id, await self.store.wait(ask_id=record.id, within=None))
         except asyncio.CancelledError:
             await self.abort(record.id)
             raise
@@ -329,7 +330,7 @@ class SlackProvider:
         if final.status is AskStatus.ANSWERED:
             return final.answer()
         if final.pending:
-            raise ask_closed()  # released by stop_asking before the close reached the store
+            raise ask_closed()  # the store closed (the relay is stopping) before the ask ended
         if final.error is None:
             raise UserInteractionError(
                 ErrorCode.PROVIDER_FAILED,
@@ -443,6 +444,10 @@ class SlackProvider:
             record = await self._waits.run(self.store.wait(ask_id=ask_id, within=within))
         except Released:
             record = await self.store.get(ask_id=ask_id)
+        return self._known(ask_id, record)
+
+    @staticmethod
+    def _known(ask_id: str, record: AskRecord | None) -> AskRecord:
         if record is None:
             raise UserInteractionError(
                 ErrorCode.PROVIDER_FAILED,
@@ -879,12 +884,17 @@ class SlackProvider:
             return
         self._closed = True
         await self._expiry.aclose()
-        closing = set(self._waiting)
-        if not self.store.durable:
-            closing.update(await self.store.due(now=math.inf, limit=1_000_000))
-        for ask_id in closing:
-            await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_closed()))
-        self._waits.release()
+        try:
+            closing = set(self._waiting)
+            if not self.store.durable:
+                closing.update(await self.store.due(now=math.inf, limit=1_000_000))
+            for ask_id in closing:
+                try:
+                    await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_closed()))
+                except Exception as exc:  # the store is down: the others still get closed
+                    _log.warning("could not close ask %s while stopping: %s", ask_id, exc)
+        finally:
+            self._waits.release()
 
     async def aclose(self) -> None:
         """``stop_asking``, then finish the posts and Slack updates in flight and disconnect."""
