@@ -83,17 +83,23 @@ async def test_relay_provider_gets_its_answer_after_its_replica_is_terminated(
         async with Proxy(a.url) as proxy:
             provider = RelayProvider(proxy.url, TOKEN, poll=60.0)
             task = asyncio.create_task(provider.ask(AskUserQuestionRequest([question()])))
-            message = await slack.wait_for_message()
-            await a.wait_for_log("long-poll ask=")  # A holds the agent's 60 s long-poll
-            proxy.backend = b.url  # the load balancer stops routing to A, then A gets SIGTERM
-            stopping = time.monotonic()
-            assert await a.stop(signal.SIGTERM) == 0
-            assert time.monotonic() - stopping < 5.0  # well inside Kubernetes' 30 s grace
-            await slack.click(message, "prod", user="U0ALICE")
-            answer = await asyncio.wait_for(task, 20)
-            assert answer.answers[0].selected == ("prod",)
-            assert not slack.calls_to("chat.update") or message.updated  # answered, not withdrawn
-            await provider.aclose()
+            try:
+                message = await slack.wait_for_message()
+                await a.wait_for_log("long-poll ask=")  # A holds the agent's 60 s long-poll
+                proxy.backend = b.url  # the balancer stops routing to A, then A gets SIGTERM
+                stopping = time.monotonic()
+                # (This also caught a hang in closing Redis when SIGTERM landed while the
+                # first long-poll subscribed: redis-py had swallowed the cancellation.)
+                assert await a.stop(signal.SIGTERM) == 0
+                assert time.monotonic() - stopping < 5.0  # well inside Kubernetes' 30 s grace
+                await slack.click(message, "prod", user="U0ALICE")
+                answer = await asyncio.wait_for(task, 20)
+                assert answer.answers[0].selected == ("prod",)
+                await slack.wait_until(lambda: message.updated)
+                assert message.text == "Deploy where? — answered"  # and never withdrawn
+            finally:
+                task.cancel()
+                await provider.aclose()
     finally:
         await stop_all(a, b)
 

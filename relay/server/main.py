@@ -157,7 +157,11 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> No
                 await provider.aclose()  # the withdrawals and updates still owed to Slack
         except TimeoutError:
             _log.warning("stopped before every Slack update was sent (Slack too slow?)")
-        await store.aclose()
+        try:
+            async with asyncio.timeout(SHUTDOWN_TIMEOUT / 2):
+                await store.aclose()
+        except TimeoutError:
+            _log.warning("stopped before the store's connections were closed")
         if listening:
             _log.info("stopped in %.1f s", loop.time() - started)
 
