@@ -298,9 +298,15 @@ async def test_a_thousand_asks_and_five_thousand_clicks_on_two_replicas(cluster:
     # Exactly one outcome per ask: final, and shown once on its message by the winner alone.
     assert set(statuses) <= set(OUTCOMES), statuses
     assert sum(statuses.values()) == ASKS
-    updates = Counter(call.args["ts"] for call in slack.calls_to("chat.update"))
-    assert set(updates.values()) == {1}, [ts for ts, n in updates.items() if n != 1][:5]
-    assert len(updates) == ASKS
+    # A click 10 s or more after its question ended repairs the message (sends the same
+    # final update again; see tests/flows/test_repair.py): on a slow run many clicks do.
+    shown: dict[str, set[str]] = {}
+    for call in slack.calls_to("chat.update"):
+        shown.setdefault(call.args["ts"], set()).add(json.dumps(call.args["blocks"]))
+    assert [ts for ts, texts in shown.items() if len(texts) != 1] == []
+    assert len(shown) == ASKS
+    repaired = sum(line.count("event=repaired") for relay in cluster.replicas for line in relay.log)
+    assert len(slack.calls_to("chat.update")) == ASKS + repaired
     # The replicas counted the same outcomes, each once, between them.
     counted = [await metrics(cluster, relay) for relay in cluster.replicas]
     for outcome in OUTCOMES:
