@@ -1,4 +1,8 @@
-"""Ask lifecycle events: one structured log line each, and hooks for metrics."""
+"""Ask lifecycle events: one structured log line each, and hooks for metrics.
+
+Each value is escaped and bounded (``relay.logline.for_log``), so that what a client sent
+can neither forge a second event line nor make one line 60 kB long.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from relay.logline import for_log
 
 __all__ = ["AskEvent", "EventName", "Events"]
 
@@ -78,7 +84,9 @@ class Events:
 
 
 def _value(value: Any) -> str:
+    # logfmt: quoted (with \\ and \" escaped) when it holds a space, a quote, an = or a
+    # control character; what a client sent never starts a second line nor fills one.
     text = str(value)
-    if not text or any(c.isspace() or c in '"=' for c in text):
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return text
+    if text and text.isprintable() and not any(c.isspace() or c in '"=' for c in text):
+        return for_log(text)
+    return '"' + for_log(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'

@@ -193,3 +193,28 @@ async def relay_server(
     finally:
         with contextlib.suppress(ProcessLookupError):
             await relay.stop()
+
+
+async def run_to_exit(
+    env: dict[str, str], *args: str, within: float = 20.0
+) -> tuple[int, list[str]]:
+    """Run ``relay serve`` until it exits by itself; its exit code and stderr lines."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "relay.cli",
+        "serve",
+        *args,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        _, err = await asyncio.wait_for(process.communicate(), within)
+    except TimeoutError:
+        process.kill()
+        _, err = await process.communicate()
+        raise AssertionError(f"relay serve did not exit in {within} s:\n{err.decode()}") from None
+    assert process.returncode is not None
+    return process.returncode, err.decode().splitlines()

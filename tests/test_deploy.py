@@ -437,3 +437,15 @@ def test_the_license_file_matches_the_declared_license() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
     assert declared == "MIT"
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_a_rolling_update_fits_the_grace_period() -> None:
+    # The pause before SIGTERM plus the relay's own bounds on finishing requests in flight
+    # (long-polls are answered at once), on the Slack updates it still owes and on closing
+    # the store must fit before Kubernetes sends SIGKILL.
+    from relay.server.main import SHUTDOWN_TIMEOUT
+
+    pod = k8s_objects()[("Deployment", "relay")]["spec"]["template"]["spec"]
+    pause = relay_container()["lifecycle"]["preStop"]["exec"]["command"]
+    assert pause[0] == "sleep"
+    assert float(pause[1]) + 2.5 * SHUTDOWN_TIMEOUT <= pod["terminationGracePeriodSeconds"]

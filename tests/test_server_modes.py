@@ -8,15 +8,14 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 
-import aiohttp
 import pytest
-from aiohttp import web
 from redis_server import RedisServer
 
 from relay import AskUserQuestionRequest
 from relay.client import RelayProvider
 from relay.store.redis import RedisStore
 from relay.testing import FakeSlack
+from tests.proxy import Proxy
 from tests.server_env import TOKEN, free_port, relay_env, relay_server, start_relay
 from tests.slack_env import question, result, slack_env
 
@@ -69,51 +68,6 @@ async def test_relay_ask_straight_to_slack_over_socket_mode() -> None:
         out, err = await asyncio.wait_for(process.communicate(), 30)
         assert process.returncode == 0, err.decode()
         assert json.loads(out) == {"answers": [{"id": "answer", "selected": ["no"]}]}
-
-
-class Proxy:
-    """A load balancer in miniature: forwards every request to the current backend."""
-
-    def __init__(self, backend: str) -> None:
-        self.backend = backend
-        self.url = ""
-        self.polling = asyncio.Event()  # set once a client long-polls through the proxy
-        self._runner: web.AppRunner | None = None
-
-    async def _forward(self, request: web.Request) -> web.StreamResponse:
-        if request.method == "GET" and request.path.startswith("/v1/asks/"):
-            self.polling.set()
-        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
-        try:
-            async with (
-                aiohttp.ClientSession() as session,
-                session.request(
-                    request.method,
-                    self.backend + request.path_qs,
-                    headers=headers,
-                    data=await request.read(),
-                ) as upstream,
-            ):
-                body = await upstream.read()
-                return web.Response(
-                    status=upstream.status, body=body, content_type=upstream.content_type
-                )
-        except aiohttp.ClientError:
-            return web.Response(status=502, text="bad gateway")
-
-    async def __aenter__(self) -> Proxy:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._forward)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
 
 @pytest.fixture

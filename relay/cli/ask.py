@@ -8,15 +8,18 @@ U…`` with ``--prevent-self-approval``; or the API's ``slack`` section in ``--f
 win over it).
 
 Exit codes: 0 answered (with ``--approve``: that label was chosen), 1 answered otherwise
-(``--approve`` only), 2 bad usage or configuration, 3 timed out, 4 aborted or withdrawn,
-5 failed (Slack or the relay could not be reached or refused).
+(``--approve`` only), 2 bad usage or configuration, 3 timed out, 4 aborted or withdrawn
+(also when stopped by SIGTERM, as CI cancels a job, or Ctrl-C: the question is withdrawn
+from Slack first), 5 failed (Slack or the relay could not be reached or refused).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 from dataclasses import replace
 from typing import Any
@@ -194,12 +197,54 @@ async def _ask(
     service = UserInteractionService()
     service.register_provider(provider)
     app_token = os.environ.get("SLACK_APP_TOKEN", "")
-    try:
-        if isinstance(provider, SlackProvider):
-            await provider.connect_socket_mode(app_token)
-        return await service.ask(request)
-    finally:
-        await provider.aclose()
+    with _Interruptible() as interrupt:
+        try:
+            try:
+                if isinstance(provider, SlackProvider):
+                    await provider.connect_socket_mode(app_token)
+                return await service.ask(request)
+            finally:
+                # Cancelled by a signal, the provider has aborted the ask; closing it sends
+                # the withdrawal (chat.update, or the relay API's DELETE) before we exit.
+                await provider.aclose()
+        except asyncio.CancelledError:
+            if interrupt.by is None:
+                raise
+            raise UserInteractionError(
+                ErrorCode.ASK_ABORTED,
+                f"stopped by {interrupt.by}; the question is withdrawn, nothing is left"
+                " waiting in Slack",
+                reason="aborted",
+            ) from None
+
+
+class _Interruptible:
+    """SIGTERM (how CI cancels a job) and SIGINT (Ctrl-C) cancel the running task, once:
+    the ask is then aborted and withdrawn like any cancelled ask, and ``by`` names the
+    signal. A second signal while withdrawing is ignored."""
+
+    def __init__(self) -> None:
+        self.by: str | None = None
+        self._signals: list[signal.Signals] = []
+
+    def __enter__(self) -> _Interruptible:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._interrupt, sig, task)
+                self._signals.append(sig)
+        return self
+
+    def _interrupt(self, sig: signal.Signals, task: asyncio.Task[Any] | None) -> None:
+        if self.by is None and task is not None:
+            self.by = sig.name
+            task.cancel()
+
+    def __exit__(self, *exc: object) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:
+            loop.remove_signal_handler(sig)
 
 
 def _run_ask(args: argparse.Namespace) -> int:
@@ -213,6 +258,9 @@ def _run_ask(args: argparse.Namespace) -> int:
     except UserInteractionError as exc:
         sys.stderr.write(f"relay: {exc.code}: {exc}\n")
         return _exit_code(exc)
+    except KeyboardInterrupt:  # Ctrl-C before or after the ask ran: nothing was left live
+        sys.stderr.write("relay: ASK_ABORTED: interrupted\n")
+        return EXIT_ABORTED
     sys.stdout.write(js_json(answer.to_dict()) + "\n")
     if args.approve is None:
         return 0

@@ -79,6 +79,9 @@ class _Readiness:
             self._slack = (time.monotonic(), failure)
         if failure is not None:
             problems["slack"] = failure
+        socket = self._provider.socket_mode
+        if socket is not None and (problem := socket.problem()) is not None:
+            problems["socket_mode"] = problem
         try:
             async with asyncio.timeout(2.0):
                 await self._provider.store.ping()

@@ -4,28 +4,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import os
 import re
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.config import Settings
+from relay.errors import RelayConfigError
 from relay.grants import GrantStore, MemoryGrants
 from relay.server.app import CONNECTIONS, build_app
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
 from relay.server.limits import limits_of
+from relay.server.logs import LogFormatter, OneLineFilter, ProtocolLog
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
 from relay.tuning import tune_gc
 
-__all__ = ["RedactingFilter", "configure_logging", "run", "serve"]
+__all__ = ["SHUTDOWN_TIMEOUT", "RedactingFilter", "configure_logging", "run", "serve"]
 
 _log = logging.getLogger("relay.server")
+SHUTDOWN_TIMEOUT = 10.0
+"""Seconds a stopping relay gives requests in flight (posts to Slack, mostly) once every
+long-poll was answered, and then again the Slack updates it still owes: inside Kubernetes'
+default 30 s grace period."""
 _SLACK_TOKEN = re.compile(r"\b(xox[abposr]|xapp)-[A-Za-z0-9-]+")
 
 
@@ -48,17 +57,19 @@ class RedactingFilter(logging.Filter):
 
 
 def configure_logging(settings: Settings) -> None:
-    """One line per record on stderr at the configured level, with secrets redacted."""
+    """One line per record on stderr at the configured level, with secrets redacted and
+    control characters escaped (tracebacks follow on lines marked ``| ``)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.setFormatter(LogFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     secrets = (settings.bot_token, settings.app_token or "", settings.signing_secret or "")
     handler.addFilter(RedactingFilter((*secrets, *settings.api_tokens)))
+    handler.addFilter(OneLineFilter())  # after redacting: a secret cut in two is still hidden
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())
     if settings.log_level != "debug":
         # Bolt and the SDK are chatty at INFO about every request; keep their warnings.
-        for name in ("slack_bolt", "slack_sdk", "aiohttp.access"):
+        for name in ("slack_bolt", "slack_sdk", "aiohttp.access", "mcp"):
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
@@ -133,7 +144,15 @@ async def serve(
     )
     if extend is not None:
         extend(app)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, **RUNNER_OPTIONS)
+    app.on_response_prepare.append(_close_when_stopping(provider))
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=SHUTDOWN_TIMEOUT,
+        logger=ProtocolLog(),  # a malformed request is one INFO line, not an ERROR alert
+        **RUNNER_OPTIONS,
+    )
     await runner.setup()
     site = GuardedSite(runner, settings.host, settings.port, connections=app[CONNECTIONS])
     stop = asyncio.Event()
@@ -141,12 +160,15 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    listening = False
     try:
-        await site.start()
+        await _listen(site, settings)
+        listening = True
         provider.start_expiry()
         provider.prefetch_identity()
         if settings.app_token:
-            await provider.connect_socket_mode(settings.app_token)
+            # In the background: serving, /readyz and signals work while Slack is unreachable.
+            await provider.connect_socket_mode(settings.app_token, wait=False)
         mode = "Socket Mode" if settings.socket_mode else "HTTP mode (POST /slack/events)"
         _log.info(
             "relay listening on %s:%d in %s; store=%s",
@@ -157,13 +179,75 @@ async def serve(
         )
         if ready is not None:
             ready.set()
-        await stop.wait()
+        await _until_stopped(stop, provider)
         _log.info("shutting down")
     finally:
-        await provider.aclose()
+        # Long-polls first: each is answered now with its record (pending, on a durable
+        # store) instead of holding the process for its whole ?wait= (Kubernetes allows 30 s).
+        started = loop.time()
+        await provider.stop_asking()
         await runner.cleanup()
-        await store.aclose()
-        await grants.aclose()
+        try:
+            async with asyncio.timeout(SHUTDOWN_TIMEOUT):
+                await provider.aclose()  # the withdrawals and updates still owed to Slack
+        except TimeoutError:
+            _log.warning("stopped before every Slack update was sent (Slack too slow?)")
+        try:
+            async with asyncio.timeout(SHUTDOWN_TIMEOUT / 2):
+                await store.aclose()
+                await grants.aclose()
+        except TimeoutError:
+            _log.warning("stopped before the store's connections were closed")
+        if listening:
+            _log.info("stopped in %.1f s", loop.time() - started)
+
+
+async def _until_stopped(stop: asyncio.Event, provider: SlackProvider) -> None:
+    """Wait for SIGTERM/SIGINT; raise ``RelayConfigError`` if Slack refuses the app token."""
+    waits: set[asyncio.Future[Any]] = {asyncio.ensure_future(stop.wait())}
+    if provider.socket_mode is not None:
+        waits.add(asyncio.ensure_future(provider.socket_mode.refused()))
+    try:
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+    for finished in done:
+        result = finished.result()
+        if isinstance(result, RelayConfigError):
+            raise result
+
+
+def _close_when_stopping(
+    provider: SlackProvider,
+) -> Callable[[web.Request, web.StreamResponse], Awaitable[None]]:
+    """A response hook: once stopping, each response closes its connection, so the client
+    sends its next request (another long-poll) on a new connection, to another replica."""
+
+    async def close_connection(_: web.Request, response: web.StreamResponse) -> None:
+        if provider.stopping:
+            response.force_close()  # the server hangs up after this response
+            response.headers["Connection"] = "close"  # and says so (headers are set by now)
+
+    return close_connection
+
+
+async def _listen(site: web.TCPSite, settings: Settings) -> None:
+    """Start listening, or say in one line which setting to change (a busy port, mostly)."""
+    try:
+        await site.start()
+    except OSError as exc:
+        reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
+        if exc.errno == errno.EADDRINUSE:
+            advice = "stop the other process or choose another port with PORT (or --port)"
+        elif exc.errno == errno.EACCES:
+            advice = "ports below 1024 need privileges: choose another with PORT (or --port)"
+        else:
+            advice = "check RELAY_HOST (or --host) and PORT (or --port)"
+        raise RelayConfigError(
+            f"cannot listen on {settings.host}:{settings.port}: {reason}; {advice}",
+            setting="PORT",
+        ) from None
 
 
 def run(settings: Settings) -> None:

@@ -343,8 +343,14 @@ def openapi_document() -> dict[str, Any]:
                     "operationId": "ready",
                     "security": [],
                     "responses": {
-                        "200": {"description": "Slack auth.test passed and the store answers"},
-                        "503": {"description": "Not ready; the body says which check failed"},
+                        "200": {
+                            "description": "Slack auth.test passed, the store answers and (in"
+                            " Socket Mode) the WebSocket to Slack is connected"
+                        },
+                        "503": {
+                            "description": "Not ready; the body names each failed check"
+                            " (slack, store, socket_mode) and why"
+                        },
                     },
                 }
             },

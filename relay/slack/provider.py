@@ -76,10 +76,13 @@ from relay.store import (
     Target,
     utcnow,
 )
+from relay.waits import Released, Waits
 
 if TYPE_CHECKING:
     from aiohttp import web
     from slack_bolt.async_app import AsyncApp
+
+    from relay.slack.socket_mode import SocketMode
 
 __all__ = ["SlackProvider", "SlackTarget"]
 
@@ -306,8 +309,12 @@ class SlackProvider:
         self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
-        # Asks that an ask() call in this process is waiting for: closing rejects them.
+        # Asks that an ask() call in this process is waiting for: closing rejects them. Asks
+        # made with start() alone (the API's) are not here: on a durable store they outlive
+        # this process, and nothing would ever remove them.
         self._waiting: set[str] = set()
+        # Every wait() in progress: stopping answers them at once (see stop_asking).
+        self._waits = Waits()
         self._expiry = Expiry(store=self.store, expire=self.expire, sweep_interval=sweep_interval)
         self._tasks: set[asyncio.Task[Any]] = set()
         # Closing with 10,000 asks pending withdrew them all at once, a connection each, and
@@ -316,8 +323,9 @@ class SlackProvider:
         self._background_slots = asyncio.Semaphore(_BACKGROUND_CALLS)
         self._posting: set[asyncio.Future[AskRecord | None]] = set()
         self._closed = False
+        self._finished = False
         self._app: AsyncApp | None = None
-        self._socket: Any = None
+        self._socket: SocketMode | None = None
         # The HTTP session lent to a client that has none (see _lend_session).
         self._session: aiohttp.ClientSession | None = None
         self._session_returned = False
@@ -329,14 +337,15 @@ class SlackProvider:
         signal = request.signal
         if signal is not None and signal.aborted:
             raise ask_aborted()
-        record = await self.start(request)
+        record = await self._start(request, target=None, owner=None, held=True)
         remove = (
             signal.add_listener(lambda: self._spawn(self.abort(record.id)))
             if signal is not None
             else None
         )
         try:
-            final = await self.wait(record.id)
+            # Not wait(): stop_asking ends this ask itself rather than release its waiter.
+            final = self._known(record.id, await self.store.wait(ask_id=record.id, within=None))
         except asyncio.CancelledError:
             await self.abort(record.id)
             raise
@@ -346,6 +355,8 @@ class SlackProvider:
             self._waiting.discard(record.id)
         if final.status is AskStatus.ANSWERED:
             return final.answer()
+        if final.pending:
+            raise ask_closed()  # the store closed (the relay is stopping) before the ask ended
         if final.error is None:
             raise UserInteractionError(
                 ErrorCode.PROVIDER_FAILED,
@@ -365,6 +376,17 @@ class SlackProvider:
         Raises ``BAD_REQUEST`` for what Slack cannot show and ``PROVIDER_FAILED`` when Slack
         refuses the post (nothing is left pending then). ``target`` overrides the routing.
         """
+        return await self._start(request, target=target, owner=owner, held=False)
+
+    async def _start(
+        self,
+        request: AskUserQuestionRequest,
+        *,
+        target: SlackTarget | None,
+        owner: str | None,
+        held: bool,
+    ) -> AskRecord:
+        """``start``; ``held`` when an ``ask()`` here waits for the outcome (closing ends it)."""
         if self._closed:
             raise ask_closed()
         validate_request(request)  # also when called without the service in front
@@ -397,7 +419,8 @@ class SlackProvider:
                 f"the relay cannot record new asks right now ({exc}); nothing was posted, try"
                 " again shortly",
             ) from exc
-        self._waiting.add(ask_id)
+        if held:
+            self._waiting.add(ask_id)
         self.events.emit(
             "created",
             ask_id,
@@ -442,8 +465,19 @@ class SlackProvider:
         return current or record
 
     async def wait(self, ask_id: str, *, within: float | None = None) -> AskRecord:
-        """Wait until the ask is final (or ``within`` seconds pass); the record as it stands."""
-        record = await self.store.wait(ask_id=ask_id, within=within)
+        """Wait until the ask is final (or ``within`` seconds pass); the record as it stands.
+
+        Once the provider stops (``stop_asking``), waits end at once, with the record as it
+        stands: a stopping replica answers its long-polls instead of holding them.
+        """
+        try:
+            record = await self._waits.run(self.store.wait(ask_id=ask_id, within=within))
+        except Released:
+            record = await self.store.get(ask_id=ask_id)
+        return self._known(ask_id, record)
+
+    @staticmethod
+    def _known(ask_id: str, record: AskRecord | None) -> AskRecord:
         if record is None:
             raise UserInteractionError(
                 ErrorCode.PROVIDER_FAILED,
@@ -850,13 +884,18 @@ class SlackProvider:
         return build_web_app(self.bolt_app, path=path)
 
     async def connect_socket_mode(
-        self, app_token: str, *, retry_refused_after: float | None = None
+        self, app_token: str, *, wait: bool = True, retry_refused_after: float | None = None
     ) -> None:
         """Receive interactions over Socket Mode (no public URL); needs an ``xapp-`` token.
 
+        Connects in the background and reconnects whenever the connection drops, retrying
+        an unreachable Slack with backoff (one log line per attempt). With ``wait`` (the
+        default) returns once connected; raises ``RelayConfigError`` if Slack refuses the
+        token (``invalid_auth``, ``token_revoked``…). ``socket_mode`` tells how it stands.
         Slack holds about 10 connections per app; past that it refuses one, which then
-        retries after ``retry_refused_after`` seconds (default 10), doubling up to 5 min."""
-        from relay.slack.socket_mode import FIRST_RETRY, socket_mode_handler
+        retries after ``retry_refused_after`` seconds (default 10), doubling up to 5 min.
+        """
+        from relay.slack.socket_mode import FIRST_REFUSED_RETRY, SocketMode
 
         if not app_token or not app_token.startswith("xapp-"):
             raise RelayConfigError(
@@ -864,15 +903,24 @@ class SlackProvider:
                 " connections:write), from your app's Basic Information page",
                 setting="app_token",
             )
-        if self._socket is not None:
-            return
-        handler = socket_mode_handler(
-            self.bolt_app,
-            app_token=app_token,
-            first_retry=FIRST_RETRY if retry_refused_after is None else retry_refused_after,
-        )
-        self._socket = handler
-        await handler.connect_async()  # type: ignore[no-untyped-call]
+        if self._socket is None:
+            self._lend_session()
+            self._socket = SocketMode(
+                self.bolt_app,
+                app_token=app_token,
+                client=self.client,
+                first_refused_retry=FIRST_REFUSED_RETRY
+                if retry_refused_after is None
+                else retry_refused_after,
+            )
+            self._socket.start()
+        if wait:
+            await self._socket.connected()
+
+    @property
+    def socket_mode(self) -> SocketMode | None:
+        """The Socket Mode connection, once ``connect_socket_mode`` was called."""
+        return self._socket
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -919,26 +967,46 @@ class SlackProvider:
         """Start timing out due asks now, also those other replicas created (needs a loop)."""
         self._expiry.start()
 
-    async def aclose(self) -> None:
-        """Abort every pending ask (``ASK_ABORTED``, reason ``closed``) and withdraw it.
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop_asking`` (or ``aclose``) was called: no new asks, no waits."""
+        return self._closed
 
-        With a durable store only the asks an ``ask()`` call here waits for are closed;
-        asks made through the hosted API stay pending for the other replicas.
+    async def stop_asking(self) -> None:
+        """Refuse new asks, end those that cannot outlive this process, release every wait.
+
+        Ended (``ASK_ABORTED``, reason ``closed``) and withdrawn: the asks an ``ask()`` call
+        here waits for and, with a store that is not durable, every pending ask. Asks made
+        through the hosted API on a durable store stay pending for the other replicas; their
+        ``wait()`` calls return at once with the record as it stands. Idempotent.
         """
         if self._closed:
             return
         self._closed = True
         await self._expiry.aclose()
-        closing = set(self._waiting)
-        if not self.store.durable:
-            closing.update(await self.store.due(now=math.inf, limit=1_000_000))
-        for ask_id in closing:
-            await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_closed()))
+        try:
+            closing = set(self._waiting)
+            if not self.store.durable:
+                closing.update(await self.store.due(now=math.inf, limit=1_000_000))
+            for ask_id in closing:
+                try:
+                    await self._end(ask_id, AskStatus.ABORTED, AskError.of(ask_closed()))
+                except Exception as exc:  # the store is down: the others still get closed
+                    _log.warning("could not close ask %s while stopping: %s", ask_id, exc)
+        finally:
+            self._waits.release()
+
+    async def aclose(self) -> None:
+        """``stop_asking``, then finish the posts and Slack updates in flight and disconnect."""
+        await self.stop_asking()
+        if self._finished:
+            return
+        self._finished = True
         # Posts in flight finish (and withdraw what they posted) before the close completes.
         await asyncio.gather(*self._posting, return_exceptions=True)
         await self.drain()
         if self._socket is not None:
-            await self._socket.close_async()
+            await self._socket.close()
             self._socket = None
         await self._return_session()
 

@@ -473,7 +473,11 @@ class RedisStore:
             return
         self._closed = True
         if self._listener is not None:
-            self._listener.cancel()
+            # redis-py can swallow a cancellation that lands while it connects or subscribes
+            # (redis/redis-py#2028): cancel until the listener has stopped, or this hangs.
+            while not self._listener.done():
+                self._listener.cancel()
+                await asyncio.wait({self._listener}, timeout=0.1)
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._listener
         # Waiters get the record as it stands now (one read per ask), then Redis is closed.

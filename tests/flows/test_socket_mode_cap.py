@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay import AskUserQuestionRequest, UserInteractionService
 from relay.slack import SlackProvider
-from relay.slack.socket_mode import PatientSocketModeClient
+from relay.slack.socket_mode import refused_retry
 from relay.testing import FakeSlack
 from tests.slack_env import CHANNEL, question
 
@@ -31,7 +31,8 @@ async def test_a_replica_past_the_cap_backs_off_and_connects_when_a_slot_frees()
         try:
             await first.connect_socket_mode("xapp-1-test", retry_refused_after=RETRY)
             await slack.wait_for_socket()
-            await second.connect_socket_mode("xapp-1-test", retry_refused_after=RETRY)
+            # Not waiting to be connected: it is refused until the first one goes.
+            await second.connect_socket_mode("xapp-1-test", wait=False, retry_refused_after=RETRY)
             # Refused once, then retried after the wait (not at once), refused again, and
             # retried after a longer wait: three opens for the second replica.
             await slack.wait_for_call("apps.connections.open", count=4, timeout=10)
@@ -72,15 +73,8 @@ async def test_a_refresh_requested_disconnect_reconnects_at_once() -> None:
             await provider.aclose()
 
 
-async def test_the_wait_doubles_up_to_five_minutes_with_jitter() -> None:
-    client = PatientSocketModeClient(app_token="xapp-1-test", first_retry=10.0)
-    try:
-        waits = []
-        for refusals in range(1, 10):
-            client.refusals = refusals
-            waits.append(client.next_wait())
-        assert 8.0 <= waits[0] <= 12.0
-        assert 16.0 <= waits[1] <= 24.0
-        assert all(240.0 <= wait <= 360.0 for wait in waits[5:])  # capped at 300 ± 20 %
-    finally:
-        await client.close()
+def test_the_wait_doubles_up_to_five_minutes_with_jitter() -> None:
+    waits = [refused_retry(refusals, first=10.0) for refusals in range(1, 10)]
+    assert 8.0 <= waits[0] <= 12.0
+    assert 16.0 <= waits[1] <= 24.0
+    assert all(240.0 <= wait <= 360.0 for wait in waits[5:])  # capped at 300 ± 20 %
