@@ -1020,4 +1020,7 @@ async def test_many_waiters_on_one_large_ask_share_its_reads(redis_stores: Store
         f"\n300 waiters on one large ask: {reads} record reads, loop lag {max(lags) * 1000:.0f} ms"
     )
     assert reads <= 3
-    assert max(lags) < 0.25, max(lags)
+    # Decoding the record per waiter stalled the loop for seconds (7 s in the attack); the
+    # bound is loose because other processes share the CPU: the read count above is the
+    # exact check.
+    assert max(lags) < 1.5, max(lags)

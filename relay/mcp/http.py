@@ -37,6 +37,8 @@ __all__ = ["MCP_PATH", "OWNER_KEY", "mount_mcp"]
 MCP_PATH = "/mcp"
 OWNER_KEY = "relay.owner"  # the ASGI scope key carrying the token's fingerprint
 _MAX_BODY = 1024 * 1024
+# Seconds a tool call in flight at shutdown has to send its result before its stream ends.
+_RESULTS_GRACE = 2.0
 
 
 def _toolbox_for(provider: SlackProvider, grants: GrantStore, rules: Rules) -> Any:
@@ -78,9 +80,16 @@ def mount_mcp(
 
     stop = asyncio.Event()
     running: list[asyncio.Task[None]] = []
+    # POSTs in flight carry tool calls; their results are written before the streams end.
+    calls: set[asyncio.Task[Any]] = set()
 
     async def end_sessions(app: web.Application) -> None:
         # Before aiohttp waits for open requests: open MCP streams end now, not at its timeout.
+        # The relay stops asking first (relay.server.main), so a tool call in flight has its
+        # result (an error: the relay is stopping) and needs a moment to send it.
+        pending = [task for task in calls if not task.done()]
+        if pending and not stop.is_set():
+            await asyncio.wait(pending, timeout=_RESULTS_GRACE)
         stop.set()
         for task in running:
             with contextlib.suppress(asyncio.CancelledError):
@@ -116,7 +125,16 @@ def mount_mcp(
         # The SDK binds each session to this principal; the token itself is not needed.
         principal = AccessToken(token="(redacted)", client_id=owner, scopes=[])  # noqa: S106
         user = AuthenticatedUser(principal)
-        return await serve_asgi(manager.handle_request, request, {"user": user, OWNER_KEY: owner})
+        task = asyncio.current_task()
+        if request.method == "POST" and task is not None:
+            calls.add(task)
+        try:
+            return await serve_asgi(
+                manager.handle_request, request, {"user": user, OWNER_KEY: owner}
+            )
+        finally:
+            if task is not None:
+                calls.discard(task)
 
     app.cleanup_ctx.append(run_manager)
     app.on_shutdown.append(end_sessions)
