@@ -32,6 +32,7 @@ from relay.slack.inputs import (
     ACTION_SUBMIT,
     ACTION_TEXT,
     BLOCK_PREFIX,
+    LABEL_CHARS,
     MAX_OPTIONS,
     block_id,
     input_blocks,
@@ -191,6 +192,34 @@ def _layout(
     heading, listing = _heading_blocks(question), option_listing(question)
     asked = _asked_by(agent, index, count, _LAST_DEADLINE)
     fixed = block_text_length([*heading, *listing, asked])
+    # Most questions fit with room to spare: an upper bound on the inputs' text decides it
+    # without building them (which costs more than the rest of the render). What fits within
+    # the bound is laid out exactly as ``_measured_layout`` would lay it out.
+    if len(question.options or ()) <= MAX_OPTIONS:
+        inputs = _inputs_bound(len(question.options or ()))
+        room = MESSAGE_CHARS - fixed - max(inputs, OUTCOME_LINE_CHARS)
+        if room >= 0:
+            detail, overflow = _detail_blocks(question, room)
+            if not overflow:
+                return _Layout(heading, detail, overflow, listing, True)
+    return _measured_layout(question, index, count, heading, listing, fixed)
+
+
+def _inputs_bound(options: int) -> int:
+    """At least the characters of text ``input_blocks`` puts in a question's inputs: each
+    option's text and description are at most ``LABEL_CHARS`` (``inputs._shown``, ``shorten``),
+    and the placeholder, *Submit*, *Skip* and the field's label well under 200 together."""
+    return options * 2 * LABEL_CHARS + 200
+
+
+def _measured_layout(
+    question: AskUserQuestionItem,
+    index: int,
+    count: int,
+    heading: list[dict[str, Any]],
+    listing: list[dict[str, Any]],
+    fixed: int,
+) -> _Layout:
     for describe in (True, False):  # menu descriptions repeat the listing: they go first
         inputs = block_text_length(input_blocks(question, "", index, count > 1, describe=describe))
         room = MESSAGE_CHARS - fixed - max(inputs, OUTCOME_LINE_CHARS)
