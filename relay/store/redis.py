@@ -38,6 +38,7 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
@@ -485,6 +486,10 @@ class RedisStore:
         while not self._closed:
             pubsub = self._redis.pubsub()
             try:
+                if isinstance(self._redis, RedisCluster):
+                    # A cluster's pub/sub picks its node from the slot map, read on first use.
+                    # Any node will do: PUBLISH (from the claim scripts) reaches every node.
+                    await self._redis.initialize()
                 await pubsub.subscribe(self._channel)
                 async for message in pubsub.listen():
                     kind = message.get("type")

@@ -1,0 +1,314 @@
+"""Redis as operators run it, made of real ``redis-server`` processes for tests.
+
+- ``make_certificates``: a CA, a server certificate for 127.0.0.1/localhost and a client
+  certificate, generated here with ``cryptography`` (nothing shipped, nothing expires later).
+- ``TLSRedis``: a ``redis-server`` speaking TLS only, that requires a client certificate.
+- ``RedisClusterServers``: three masters made one cluster by ``redis-cli --cluster create``.
+- ``SentinelServers``: a master and two Sentinels watching it.
+
+Each ``start()`` returns once the whole topology answers (the cluster: once every node reports
+``cluster_state:ok``, polled with a deadline; the Sentinels: once they log the monitor).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from redis_server import RedisServer, free_port, redis_binary
+
+from relay.store.redis_connect import RedisTLS
+
+__all__ = [
+    "Certificates",
+    "RedisClusterServers",
+    "SentinelServers",
+    "TLSRedis",
+    "make_certificates",
+]
+
+_CLUSTER_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class Certificates:
+    """PEM files: the CA, the server's pair and a client's pair."""
+
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+    def client(self) -> RedisTLS:
+        """What the relay is given: trust this CA, present the client certificate."""
+        return RedisTLS(
+            ca_file=str(self.ca), cert_file=str(self.client_cert), key_file=str(self.client_key)
+        )
+
+
+def _name(common: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+
+def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+
+
+def make_certificates(directory: Path) -> Certificates:
+    """A fresh CA and the two certificates it signs, written under ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(_name("relay test CA"))
+        .issuer_name(_name("relay test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def issue(
+        common: str, usage: x509.ObjectIdentifier
+    ) -> tuple[bytes, ec.EllipticCurvePrivateKey]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(_name(common))
+            .issuer_name(ca.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
+        )
+        if usage == ExtendedKeyUsageOID.SERVER_AUTH:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                ),
+                critical=False,
+            )
+        cert = builder.sign(ca_key, hashes.SHA256())
+        return cert.public_bytes(serialization.Encoding.PEM), key
+
+    files = Certificates(
+        ca=directory / "ca.pem",
+        server_cert=directory / "server.pem",
+        server_key=directory / "server.key",
+        client_cert=directory / "client.pem",
+        client_key=directory / "client.key",
+    )
+    files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    server_pem, server_key = issue("127.0.0.1", ExtendedKeyUsageOID.SERVER_AUTH)
+    files.server_cert.write_bytes(server_pem)
+    _write_key(server_key, files.server_key)
+    client_pem, client_key = issue("relay", ExtendedKeyUsageOID.CLIENT_AUTH)
+    files.client_cert.write_bytes(client_pem)
+    _write_key(client_key, files.client_key)
+    return files
+
+
+class TLSRedis(RedisServer):
+    """A ``redis-server`` on TLS alone, trusting ``certificates.ca`` for client certificates
+    (``tls-auth-clients yes``: a client without one is refused)."""
+
+    def __init__(self, *, directory: Path, certificates: Certificates):
+        self.certificates = certificates
+        super().__init__(
+            directory=directory,
+            tls=True,
+            args=[
+                "--tls-cert-file",
+                str(certificates.server_cert),
+                "--tls-key-file",
+                str(certificates.server_key),
+                "--tls-ca-cert-file",
+                str(certificates.ca),
+                "--tls-auth-clients",
+                "yes",
+            ],
+        )
+
+    @property
+    def url(self) -> str:
+        """The ``rediss://`` URL of database 0."""
+        return f"rediss://127.0.0.1:{self.port}/0"
+
+
+def _command(port: int, *words: str) -> str:
+    """Send one command over plain RESP and return the reply's text (a bulk or simple string)."""
+    parts = [f"*{len(words)}\r\n".encode()]
+    for word in words:
+        data = word.encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"".join(parts))
+        reply = b""
+        while True:
+            chunk = sock.recv(65536)
+            reply += chunk
+            if not chunk or _complete(reply):
+                break
+    return reply.decode(errors="replace")
+
+
+def _complete(reply: bytes) -> bool:
+    if reply[:1] in (b"+", b"-", b":"):
+        return reply.endswith(b"\r\n")
+    if reply[:1] == b"$":
+        head, _, body = reply.partition(b"\r\n")
+        return len(body) >= int(head[1:]) + 2
+    return False
+
+
+class RedisClusterServers:
+    """Three masters (no replicas) joined into one cluster, each on a free port."""
+
+    def __init__(self, *, directory: Path, masters: int = 3):
+        self.nodes = [
+            RedisServer(
+                directory=directory / f"node{i}",
+                args=[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-port",
+                    str(free_port()),  # the bus; not port + 10000, which may be taken
+                    "--cluster-node-timeout",
+                    "5000",
+                ],
+            )
+            for i in range(masters)
+        ]
+
+    @property
+    def url(self) -> str:
+        """The ``redis+cluster://`` URL naming every node as a seed."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def start(self) -> None:
+        """Start the nodes, assign the slots, and return once every node says the cluster is ok."""
+        for node in self.nodes:
+            node.start()
+        cli = Path(redis_binary()).with_name("redis-cli")
+        created = subprocess.run(  # noqa: S603 - a fixed binary and arguments we build
+            [
+                str(cli),
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{n.port}" for n in self.nodes),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=_CLUSTER_TIMEOUT,
+            check=False,
+        )
+        if created.returncode != 0:
+            pytest.fail(
+                f"redis-cli --cluster create failed:\n{created.stdout}\n{created.stderr}",
+                pytrace=False,
+            )
+        deadline = time.monotonic() + _CLUSTER_TIMEOUT
+        waiting = list(self.nodes)
+        while waiting:
+            waiting = [
+                n for n in waiting if "cluster_state:ok" not in _command(n.port, "CLUSTER", "INFO")
+            ]
+            if waiting and time.monotonic() > deadline:
+                pytest.fail(
+                    f"the cluster was not ok within {_CLUSTER_TIMEOUT:.0f} s", pytrace=False
+                )
+            if waiting:
+                time.sleep(0.05)  # polling a condition with a deadline: the nodes gossip
+
+    def stop(self) -> None:
+        """Stop every node."""
+        for node in self.nodes:
+            node.stop()
+
+
+class SentinelServers:
+    """A master and two Sentinels that watch it under the name ``mymaster`` (quorum 1)."""
+
+    service = "mymaster"
+
+    def __init__(self, *, directory: Path, sentinels: int = 2):
+        self.master = RedisServer(directory=directory / "master")
+        self.sentinels = [
+            RedisServer(
+                directory=directory / f"sentinel{i}",
+                config="",  # written at start, when the master's port is known
+                args=["--sentinel"],
+                ready="+monitor master",
+            )
+            for i in range(sentinels)
+        ]
+
+    @property
+    def url(self) -> str:
+        """The ``redis+sentinel://`` URL naming both Sentinels and the master's name."""
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        return f"redis+sentinel://{hosts}/{self.service}/0"
+
+    def start(self) -> None:
+        """Start the master, then the Sentinels, each returning once it monitors the master."""
+        self.master.start()
+        for sentinel in self.sentinels:
+            sentinel.config = (
+                f"sentinel monitor {self.service} 127.0.0.1 {self.master.port} 1\n"
+                f"sentinel down-after-milliseconds {self.service} 5000\n"
+            )
+            sentinel.start()
+
+    def stop(self) -> None:
+        """Stop the Sentinels and the master."""
+        for sentinel in self.sentinels:
+            sentinel.stop()
+        self.master.stop()
