@@ -434,11 +434,11 @@ def test_the_optional_in_cluster_redis_keeps_its_data_on_a_persistent_volume() -
     assert "volumes" not in pod
     assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
     assert claim["spec"]["resources"]["requests"]["storage"]
-    # Every write is logged (fsync each second), and a full Redis refuses writes rather than
-    # evict a pending ask.
+    # Every write is logged (fsync each second), and a full Redis evicts finished asks (they
+    # alone have a TTL) and never a pending one.
     assert args[args.index("--appendonly") + 1] == "yes"
     assert args[args.index("--appendfsync") + 1] == "everysec"
-    assert args[args.index("--maxmemory-policy") + 1] == "noeviction"
+    assert args[args.index("--maxmemory-policy") + 1] == "volatile-ttl"
     assert service["clusterIP"] == "None"
     assert service["selector"] == redis["spec"]["template"]["metadata"]["labels"]
     assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(6379, "redis")]
