@@ -17,10 +17,12 @@ import ipaddress
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import redis
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -275,12 +277,16 @@ class RedisClusterServers:
 
 
 class SentinelServers:
-    """A master and two Sentinels that watch it under the name ``mymaster`` (quorum 1)."""
+    """A master and two Sentinels that watch it under the name ``mymaster`` (quorum 1), and
+    with ``replica`` a replica of the master, which a failover promotes."""
 
     service = "mymaster"
 
-    def __init__(self, *, directory: Path, sentinels: int = 2):
+    def __init__(self, *, directory: Path, sentinels: int = 2, replica: bool = False):
         self.master = RedisServer(directory=directory / "master")
+        self.replica = RedisServer(directory=directory / "replica") if replica else None
+        # With a replica, a master that stops answering is failed over after one second.
+        self._down_after = 1000 if replica else 5000
         self.sentinels = [
             RedisServer(
                 directory=directory / f"sentinel{i}",
@@ -300,15 +306,92 @@ class SentinelServers:
     def start(self) -> None:
         """Start the master, then the Sentinels, each returning once it monitors the master."""
         self.master.start()
+        if self.replica is not None:
+            self.replica.config = f"replicaof 127.0.0.1 {self.master.port}\n"
+            self.replica.start()
+            _until(
+                lambda: (
+                    "master_link_status:up" in _command(self.replica.port, "INFO", "replication")
+                ),  # type: ignore[union-attr]
+                "the replica to sync with the master",
+            )
         for sentinel in self.sentinels:
             sentinel.config = (
                 f"sentinel monitor {self.service} 127.0.0.1 {self.master.port} 1\n"
-                f"sentinel down-after-milliseconds {self.service} 5000\n"
+                f"sentinel down-after-milliseconds {self.service} {self._down_after}\n"
+                # A vote that split is held again after twice this, not after 6 minutes.
+                f"sentinel failover-timeout {self.service} 2000\n"
             )
             sentinel.start()
+        others = len(self.sentinels) - 1
+        if self.replica is not None:
+            for sentinel in self.sentinels:
+                with redis.Redis(port=sentinel.port) as client:
+                    _until(
+                        lambda c=client: _promotable(c.sentinel_slaves(self.service)),  # type: ignore[misc]
+                        "the Sentinels to find the replica in sync",
+                    )
+                    # They must know each other to elect one leader for the failover.
+                    _until(
+                        lambda c=client: (
+                            c.sentinel_master(self.service)["num-other-sentinels"]  # type: ignore[misc]
+                            == others
+                        ),
+                        "the Sentinels to find each other",
+                    )
+
+    def master_port(self) -> int:
+        """The port of the master as the first Sentinel sees it now."""
+        with redis.Redis(port=self.sentinels[0].port) as client:
+            _host, port = client.sentinel_get_master_addr_by_name(self.service)
+            return int(port)
+
+    def fail_over(self) -> None:
+        """Kill the master, and return once the Sentinels name the replica the master."""
+        assert self.replica is not None
+        self.master.stop()
+        for sentinel in self.sentinels:
+            with redis.Redis(port=sentinel.port) as client:
+                _until(
+                    lambda c=client: _promoted(c.sentinel_master(self.service), self.replica),  # type: ignore[misc]
+                    "the failover",
+                )
 
     def stop(self) -> None:
-        """Stop the Sentinels and the master."""
+        """Stop the Sentinels, the replica and the master."""
         for sentinel in self.sentinels:
             sentinel.stop()
+        if self.replica is not None:
+            self.replica.stop()
         self.master.stop()
+
+
+def _promoted(state: dict[str, object], replica: RedisServer | None) -> bool:
+    """Whether a Sentinel names ``replica`` the master and has finished the failover (a
+    client asking during one is told there is no master)."""
+    return (
+        replica is not None
+        and state["port"] == replica.port
+        and not (state["is_sdown"] or state["is_odown"])
+        and "failover_in_progress" not in str(state["flags"])
+    )
+
+
+def _promotable(replicas: list[dict[str, object]]) -> bool:
+    """Whether a Sentinel has heard from the replica and sees it linked to the master."""
+    return any(
+        r.get("is_slave")
+        and not r.get("is_disconnected")
+        and not r.get("is_sdown")
+        and r.get("master-link-status") == "ok"
+        for r in replicas
+    )
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``condition`` (the servers change on their own) until true, or fail the test."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up waiting for {what} after {timeout:.0f} s", pytrace=False)
+        time.sleep(0.05)

@@ -11,8 +11,10 @@ import asyncio
 import time
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+import redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis_topologies import RedisClusterServers, SentinelServers, TLSRedis
 from test_store_contract import new_ask, reply
@@ -201,3 +203,29 @@ async def test_a_click_through_relay_serve_behind_sentinel(
 ) -> None:
     async with FakeSlack(signing_secret="server-signing-secret") as slack:
         await _click_through_relay_serve(slack, REDIS_URL=redis_sentinel.url)
+
+
+# ---- Sentinel ---------------------------------------------------------------------------------
+
+
+async def test_behind_sentinel_the_store_follows_a_failover_to_the_promoted_replica(
+    tmp_path: Path,
+) -> None:
+    servers = SentinelServers(directory=tmp_path, replica=True)
+    servers.start()
+    store = RedisStore(url=servers.url)
+    try:
+        record = new_ask()
+        await store.create(record=record)
+        assert servers.replica is not None
+        with redis.Redis(port=servers.master.port) as master:
+            master.wait(1, 5000)  # the replica has the ask before it is promoted
+        servers.fail_over()  # the master dies; the Sentinels promote its replica
+        result = await store.answer(ask_id=record.id, index=0, item=reply(0))
+        assert result.outcome == "completed"
+        with redis.Redis(port=servers.replica.port) as promoted:
+            assert promoted.hget(f"relay:ask:{record.id}", "status") == b"answered"
+        assert await store.count_pending() == 0
+    finally:
+        await store.aclose()
+        servers.stop()

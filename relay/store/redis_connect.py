@@ -13,8 +13,9 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.connection import SSLConnection
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import Sentinel, SentinelManagedConnection
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -62,8 +63,28 @@ class RedisConnection:
         """Close the client's connections (and a Sentinel's own)."""
         await self.client.aclose()
         for sentinel in self._also:
-            for client in sentinel.sentinels:
-                await client.aclose()
+            await sentinel.aclose()
+
+
+class _SentinelConnection(SentinelManagedConnection):
+    """A connection to the master that asks the Sentinels where it is on every reconnect.
+
+    redis-py reconnects a pooled connection to the address it had (redis/redis-py#3874), so
+    after a failover each one failed once against the dead master before finding the new one.
+    """
+
+    async def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if not self.is_connected and self.connection_pool.is_master:
+            self.host, self.port = await self.connection_pool.get_master_address()
+        await super().connect_check_health(
+            check_health=check_health, retry_socket_connect=retry_socket_connect
+        )
+
+
+class _SentinelSSLConnection(_SentinelConnection, SSLConnection):
+    """``_SentinelConnection`` over TLS."""
 
 
 def _common() -> dict[str, Any]:
@@ -107,9 +128,10 @@ def connect(url: str, *, tls: RedisTLS | None = None) -> RedisConnection:
         )
     # Sentinels answer without the master's password; over TLS they get the same files.
     sentinel_options = {k: options[k] for k in ("socket_connect_timeout", "socket_timeout")}
+    options["connection_class"] = _SentinelConnection
     if address.tls:
         sentinel_options.update(ssl=True, **(tls or RedisTLS()).kwargs())
-        options["ssl"] = True
+        options["connection_class"] = _SentinelSSLConnection
     sentinel = Sentinel(  # type: ignore[no-untyped-call]
         list(address.hosts), sentinel_kwargs=sentinel_options
     )
