@@ -304,19 +304,26 @@ class RedisStore:
                 fields += [f"msg:{i}", _message_json(message)]
         score = record.deadline if record.deadline is not None else math.inf
         reserved = await self._reserve(record, score) if self._cluster else 0
-        created = int(
-            await self._create(
-                keys=self._claim_keys(record.id),
-                args=[
-                    score,
-                    record.id,
-                    json.dumps(core, separators=(",", ":")),
-                    record.owner or "",
-                    self._max_pending or 0,
-                    *fields,
-                ],
+        try:
+            created = int(
+                await self._create(
+                    keys=self._claim_keys(record.id),
+                    args=[
+                        score,
+                        record.id,
+                        json.dumps(core, separators=(",", ":")),
+                        record.owner or "",
+                        self._max_pending or 0,
+                        *fields,
+                    ],
+                )
             )
-        )
+        except (RedisError, OSError):
+            if reserved == 1:
+                # The caller is told the create failed, so nobody will wait on this ask: undo
+                # its entry rather than leave its owner counted for an ask that may not exist.
+                await self._release(record.id)
+            raise
         if reserved == 1 and created != 1:
             # Indexed just now, yet the ask was there: another ask's, or this one finished
             # already (a pending ask is always indexed first). Undo the entry.
@@ -576,7 +583,8 @@ class _Keys:
 
     On a Redis Cluster the keys of one ask carry its id as hash tag and the structures across
     asks share the tag ``{<prefix>index}``, so that each script touches one slot; on one Redis
-    the names are the plain ones they always were (no migration on upgrade).
+    the names are the plain ones they always were (no migration on upgrade). Another key of
+    one ask is ``ask(id) + ":name"`` (same slot); another structure across asks is ``index``'s.
     """
 
     __slots__ = ("_cluster", "_prefix")
