@@ -120,7 +120,15 @@ def make_certificates(directory: Path) -> Certificates:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            # A server is a client too: cluster nodes and replicas connect to one another.
+            .add_extension(
+                x509.ExtendedKeyUsage(
+                    [usage, ExtendedKeyUsageOID.CLIENT_AUTH]
+                    if usage == ExtendedKeyUsageOID.SERVER_AUTH
+                    else [usage]
+                ),
+                critical=False,
+            )
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
                 critical=False,
@@ -159,20 +167,7 @@ class TLSRedis(RedisServer):
 
     def __init__(self, *, directory: Path, certificates: Certificates):
         self.certificates = certificates
-        super().__init__(
-            directory=directory,
-            tls=True,
-            args=[
-                "--tls-cert-file",
-                str(certificates.server_cert),
-                "--tls-key-file",
-                str(certificates.server_key),
-                "--tls-ca-cert-file",
-                str(certificates.ca),
-                "--tls-auth-clients",
-                "yes",
-            ],
-        )
+        super().__init__(directory=directory, tls=True, args=_tls_args(certificates))
 
     @property
     def url(self) -> str:
@@ -206,13 +201,33 @@ def _complete(reply: bytes) -> bool:
     return False
 
 
-class RedisClusterServers:
-    """Three masters (no replicas) joined into one cluster, each on a free port."""
+def _tls_args(certificates: Certificates) -> list[str]:
+    return [
+        "--tls-cert-file",
+        str(certificates.server_cert),
+        "--tls-key-file",
+        str(certificates.server_key),
+        "--tls-ca-cert-file",
+        str(certificates.ca),
+        "--tls-auth-clients",
+        "yes",
+    ]
 
-    def __init__(self, *, directory: Path, masters: int = 3):
+
+class RedisClusterServers:
+    """Three masters (no replicas) joined into one cluster, each on a free port; with
+    ``certificates``, on TLS alone (clients, and the nodes' own bus), requiring client
+    certificates."""
+
+    def __init__(
+        self, *, directory: Path, masters: int = 3, certificates: Certificates | None = None
+    ):
+        self.certificates = certificates
+        tls = [] if certificates is None else [*_tls_args(certificates), "--tls-cluster", "yes"]
         self.nodes = [
             RedisServer(
                 directory=directory / f"node{i}",
+                tls=certificates is not None,
                 args=[
                     "--cluster-enabled",
                     "yes",
@@ -222,6 +237,7 @@ class RedisClusterServers:
                     str(free_port()),  # the bus; not port + 10000, which may be taken
                     "--cluster-node-timeout",
                     "5000",
+                    *tls,
                 ],
             )
             for i in range(masters)
@@ -229,8 +245,36 @@ class RedisClusterServers:
 
     @property
     def url(self) -> str:
-        """The ``redis+cluster://`` URL naming every node as a seed."""
-        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        """The ``redis+cluster://`` URL naming every node as a seed (``rediss+`` with TLS)."""
+        scheme = "redis" if self.certificates is None else "rediss"
+        return f"{scheme}+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def _cli_tls(self) -> list[str]:
+        files = self.certificates
+        if files is None:
+            return []
+        return [
+            "--tls",
+            "--cacert",
+            str(files.ca),
+            "--cert",
+            str(files.client_cert),
+            "--key",
+            str(files.client_key),
+        ]
+
+    def _ok(self, node: RedisServer) -> bool:
+        if self.certificates is None:
+            return "cluster_state:ok" in _command(node.port, "CLUSTER", "INFO")
+        tls = self.certificates.client()
+        with redis.Redis(
+            port=node.port,
+            ssl=True,
+            ssl_ca_certs=tls.ca_file,
+            ssl_certfile=tls.cert_file,
+            ssl_keyfile=tls.key_file,
+        ) as client:
+            return "cluster_state:ok" in str(client.execute_command("CLUSTER", "INFO"))
 
     def start(self) -> None:
         """Start the nodes, assign the slots, and return once every node says the cluster is ok."""
@@ -240,6 +284,7 @@ class RedisClusterServers:
         created = subprocess.run(  # noqa: S603 - a fixed binary and arguments we build
             [
                 str(cli),
+                *self._cli_tls(),
                 "--cluster",
                 "create",
                 *(f"127.0.0.1:{n.port}" for n in self.nodes),
@@ -260,9 +305,7 @@ class RedisClusterServers:
         deadline = time.monotonic() + _CLUSTER_TIMEOUT
         waiting = list(self.nodes)
         while waiting:
-            waiting = [
-                n for n in waiting if "cluster_state:ok" not in _command(n.port, "CLUSTER", "INFO")
-            ]
+            waiting = [n for n in waiting if not self._ok(n)]
             if waiting and time.monotonic() > deadline:
                 pytest.fail(
                     f"the cluster was not ok within {_CLUSTER_TIMEOUT:.0f} s", pytrace=False
@@ -278,12 +321,24 @@ class RedisClusterServers:
 
 class SentinelServers:
     """A master and two Sentinels that watch it under the name ``mymaster`` (quorum 1), and
-    with ``replica`` a replica of the master, which a failover promotes."""
+    with ``replica`` a replica of the master, which a failover promotes. With ``certificates``
+    the master and the Sentinels speak TLS alone (no replica then)."""
 
     service = "mymaster"
 
-    def __init__(self, *, directory: Path, sentinels: int = 2, replica: bool = False):
-        self.master = RedisServer(directory=directory / "master")
+    def __init__(
+        self,
+        *,
+        directory: Path,
+        sentinels: int = 2,
+        replica: bool = False,
+        certificates: Certificates | None = None,
+    ):
+        assert not (replica and certificates), "a TLS replica is not needed by any test yet"
+        self.certificates = certificates
+        tls = certificates is not None
+        args = [] if certificates is None else _tls_args(certificates)
+        self.master = RedisServer(directory=directory / "master", tls=tls, args=args)
         self.replica = RedisServer(directory=directory / "replica") if replica else None
         # With a replica, a master that stops answering is failed over after one second.
         self._down_after = 1000 if replica else 5000
@@ -291,8 +346,9 @@ class SentinelServers:
             RedisServer(
                 directory=directory / f"sentinel{i}",
                 config="",  # written at start, when the master's port is known
-                args=["--sentinel"],
+                args=["--sentinel", *args, *(["--tls-replication", "yes"] if tls else [])],
                 ready="+monitor master",
+                tls=tls,
             )
             for i in range(sentinels)
         ]
@@ -301,7 +357,8 @@ class SentinelServers:
     def url(self) -> str:
         """The ``redis+sentinel://`` URL naming both Sentinels and the master's name."""
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
-        return f"redis+sentinel://{hosts}/{self.service}/0"
+        scheme = "redis" if self.certificates is None else "rediss"
+        return f"{scheme}+sentinel://{hosts}/{self.service}/0"
 
     def start(self) -> None:
         """Start the master, then the Sentinels, each returning once it monitors the master."""

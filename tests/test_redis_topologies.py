@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis_topologies import RedisClusterServers, SentinelServers, TLSRedis
+from redis_topologies import Certificates, RedisClusterServers, SentinelServers, TLSRedis
 from test_store_contract import new_ask, reply
 
 from relay.store import AskStatus, PendingLimitReached, StoreUnavailable
@@ -226,6 +226,53 @@ async def test_behind_sentinel_the_store_follows_a_failover_to_the_promoted_repl
         with redis.Redis(port=servers.replica.port) as promoted:
             assert promoted.hget(f"relay:ask:{record.id}", "status") == b"answered"
         assert await store.count_pending() == 0
+    finally:
+        await store.aclose()
+        servers.stop()
+
+
+async def test_a_tls_redis_cluster_with_client_certificates_serves_the_store(
+    tmp_path: Path, redis_certificates: Certificates
+) -> None:
+    cluster = RedisClusterServers(directory=tmp_path, certificates=redis_certificates)
+    cluster.start()
+    assert cluster.url.startswith("rediss+cluster://")
+    tls = redis_certificates.client()
+    a, b = (RedisStore(url=cluster.url, tls=tls) for _ in range(2))
+    try:
+        records = [new_ask(deadline=time.time() + 60) for _ in range(6)]
+        for record in records:
+            await a.create(record=record)
+        waiters = [asyncio.ensure_future(b.wait(ask_id=r.id, within=30)) for r in records]
+        for record in records:
+            result = await a.answer(ask_id=record.id, index=0, item=reply(0))
+            assert result.outcome == "completed"
+        finals = await asyncio.wait_for(asyncio.gather(*waiters), 10)
+        assert all(f is not None and f.status is AskStatus.ANSWERED for f in finals)
+        assert await b.count_pending() == 0
+    finally:
+        await a.aclose()
+        await b.aclose()
+        cluster.stop()
+
+
+async def test_behind_sentinel_over_tls_the_sentinels_and_the_master_get_the_certificates(
+    tmp_path: Path, redis_certificates: Certificates
+) -> None:
+    servers = SentinelServers(directory=tmp_path, certificates=redis_certificates)
+    servers.start()
+    assert servers.url.startswith("rediss+sentinel://")
+    store = RedisStore(url=servers.url, tls=redis_certificates.client())
+    try:
+        record = new_ask()
+        await store.create(record=record)
+        waiter = asyncio.ensure_future(store.wait(ask_id=record.id, within=30))
+        assert (await store.answer(ask_id=record.id, index=0, item=reply(0))).outcome == (
+            "completed"
+        )
+        final = await asyncio.wait_for(waiter, 10)
+        assert final is not None
+        assert final.status is AskStatus.ANSWERED
     finally:
         await store.aclose()
         servers.stop()
