@@ -51,6 +51,8 @@ ENV_VARS: dict[str, str] = {
     " thinks (default 10)",
     "RELAY_GC_THRESHOLD": "Python's first-generation GC threshold (default 50000; 'python'"
     " keeps CPython's own)",
+    "RELAY_IDEMPOTENCY_WINDOW": "seconds an Idempotency-Key keeps answering with the ask it"
+    " created (default 86400)",
 }
 
 NO_CREDENTIALS_HELP = """\
@@ -102,6 +104,7 @@ class Settings:
     log_level: str = "info"
     gc_threshold: int | None = DEFAULT_GC_THRESHOLD
     mcp_progress_interval: float = 10.0
+    idempotency_window: float = 24 * 3600.0
 
     @property
     def socket_mode(self) -> bool:
@@ -192,6 +195,9 @@ class Settings:
             gc_threshold=_gc_threshold(get("RELAY_GC_THRESHOLD")),
             mcp_progress_interval=_seconds(
                 get("RELAY_MCP_PROGRESS_INTERVAL"), "RELAY_MCP_PROGRESS_INTERVAL", 10.0
+            ),
+            idempotency_window=_seconds(
+                get("RELAY_IDEMPOTENCY_WINDOW"), "RELAY_IDEMPOTENCY_WINDOW", 24 * 3600.0
             ),
         )
 

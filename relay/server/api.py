@@ -15,13 +15,16 @@ from relay.questions import AskUserQuestionRequest, validate_request
 from relay.server.bodies import read_body
 from relay.server.connections import Connections
 from relay.server.errors import ApiError
+from relay.server.idempotency import DEFAULT_WINDOW, CreateKeys
+from relay.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from relay.server.limits import Limiter, RateLimited
 from relay.server.records import record_json
 from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTarget
 from relay.store import PendingLimitReached
+from relay.store.idempotency import IdempotencyStore
 from relay.store.record import AskRecord
 
-__all__ = ["AskApi", "read_slack_section"]
+__all__ = ["OWNER", "REPLAYED", "AskApi", "read_slack_section"]
 
 _SLACK_KEYS = frozenset(
     {
@@ -36,6 +39,7 @@ _SLACK_KEYS = frozenset(
 )
 _log = logging.getLogger("relay.server")
 OWNER = "relay_owner"  # request key: the authenticated token's fingerprint
+REPLAYED = "Idempotent-Replayed"  # response header: this create was answered from its key
 # Who may answer one ask: enough for any team; each group is a Slack call on a click.
 MAX_ALLOWED_USERS = 100
 MAX_ALLOWED_GROUPS = 10
@@ -55,8 +59,15 @@ class AskApi:
         read_timeout: float,
         limiter: Limiter,
         connections: Connections,
+        idempotency_window: float = DEFAULT_WINDOW,
     ) -> None:
         self.provider = provider
+        store = provider.store
+        self.keys = CreateKeys(
+            store=store if isinstance(store, IdempotencyStore) else None,
+            window=idempotency_window,
+        )
+        """The ``Idempotency-Key`` claims of ``POST /v1/asks`` (and ``/v1/approvals``)."""
         self._max_wait = max_wait
         self._max_body = max_body
         self._read_timeout = read_timeout
@@ -76,23 +87,46 @@ class AskApi:
         wait = self.wait_param(request)
         body = await self.json_body(request)
         ask_request, target = _read_ask(body)
-        try:
-            validate_request(ask_request)
-            record = await self.provider.start(ask_request, target=target, owner=request[OWNER])
-        except HarnessError as exc:
-            raise ApiError.of(exc) from None
-        except PendingLimitReached as exc:
-            raise RateLimited(
-                "pending",
-                f"this token has {exc.limit} asks pending, the most it may"
-                " (RELAY_MAX_PENDING); wait for one to end, or DELETE one",
-                retry_after=_PENDING_RETRY_AFTER,
-            ) from None
-        if wait > 0:
+        headers: dict[str, str] = {}
+        async with self.keys.create(request, owner=request[OWNER], route="asks", body=body) as slot:
+            if slot is not None and slot.replay is not None:
+                record = await self.replayed(request, slot.replay)
+                headers[REPLAYED] = "true"
+            else:
+                try:
+                    validate_request(ask_request)
+                    record = await self.provider.start(
+                        ask_request, target=target, owner=request[OWNER]
+                    )
+                except HarnessError as exc:
+                    raise ApiError.of(exc) from None
+                except PendingLimitReached as exc:
+                    raise RateLimited(
+                        "pending",
+                        f"this token has {exc.limit} asks pending, the most it may"
+                        " (RELAY_MAX_PENDING); wait for one to end, or DELETE one",
+                        retry_after=_PENDING_RETRY_AFTER,
+                    ) from None
+                if slot is not None:
+                    slot.bind(record.id)
+        if wait > 0 and record.pending:
             record = await self.long_poll(request, record.id, wait)
         return web.json_response(
-            record_json(record), status=201, headers={"Location": f"/v1/asks/{record.id}"}
+            record_json(record),
+            status=201,
+            headers={"Location": f"/v1/asks/{record.id}", **headers},
         )
+
+    async def replayed(self, request: web.Request, ask_id: str) -> AskRecord:
+        """The ask an earlier request with the same ``Idempotency-Key`` created."""
+        record = await self.provider.store.get(ask_id=ask_id)
+        if record is None or record.owner != request[OWNER]:
+            raise ApiError(
+                "NOT_FOUND",
+                f"the ask {ask_id} this {IDEMPOTENCY_HEADER} created is no longer kept"
+                " (RELAY_RETENTION passed); send a new key to ask again",
+            )
+        return record
 
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/asks/{id}``: the record; with ``?wait=S`` long-polls while pending."""

@@ -105,6 +105,7 @@ def build_app(
     max_connections: int | None = None,
     grants: GrantStore | None = None,
     mcp_progress_interval: float = 10.0,
+    idempotency_window: float = 24 * 3600.0,
 ) -> web.Application:
     """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
@@ -127,6 +128,7 @@ def build_app(
         read_timeout=read_timeout,
         limiter=limiter,
         connections=connections,
+        idempotency_window=idempotency_window,
     )
     grant_store = grants if grants is not None else MemoryGrants()
     approvals = ApprovalApi(asks=api, grants=grant_store)

@@ -140,6 +140,7 @@ async def serve(
         max_wait=settings.max_wait,
         max_body=settings.max_body,
         serve_slack_events=not settings.socket_mode,
+        idempotency_window=settings.idempotency_window,
         **limits_of(settings),
     )
     if extend is not None:

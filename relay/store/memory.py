@@ -7,10 +7,12 @@ import heapq
 import math
 import time
 from collections import deque
+from dataclasses import dataclass
 from datetime import datetime
 
 from relay.questions import AskUserQuestionAnswerItem
 from relay.store.base import PendingLimitReached
+from relay.store.idempotency import KeyClaim
 from relay.store.record import (
     AnswerResult,
     AskError,
@@ -51,6 +53,8 @@ class MemoryStore:
         self._sizes: dict[str, int] = {}
         self.finished_bytes = 0
         """About how many bytes of question text the finished asks kept hold."""
+        self._keys: dict[tuple[str, str], _Key] = {}
+        self._key_expiry: deque[tuple[float, tuple[str, str]]] = deque()
 
     def __len__(self) -> int:
         return len(self._records)
@@ -217,6 +221,51 @@ class MemoryStore:
         if record is not None and not record.pending:
             del self._records[ask_id]
             self.finished_bytes -= self._sizes.pop(ask_id, 0)
+
+    # Idempotency keys (``relay.store.idempotency``).
+
+    async def claim_key(self, *, owner: str, key: str, fingerprint: str, lease: float) -> KeyClaim:
+        """Claim ``key`` for ``fingerprint`` (atomic: no await between read and write)."""
+        now = time.monotonic()
+        self._forget_keys(now)
+        held = self._keys.get((owner, key))
+        if held is None or held.expires <= now:
+            self._keys[(owner, key)] = _Key(fingerprint, None, now + lease)
+            self._key_expiry.append((now + lease, (owner, key)))
+            return KeyClaim("new")
+        if held.fingerprint != fingerprint:
+            return KeyClaim("conflict")
+        return KeyClaim("same", held.ask_id)
+
+    async def bind_key(
+        self, *, owner: str, key: str, fingerprint: str, ask_id: str, window: float
+    ) -> None:
+        """Point the claimed key at ``ask_id`` for ``window`` seconds."""
+        held = self._keys.get((owner, key))
+        if held is not None and held.fingerprint == fingerprint:
+            expires = time.monotonic() + window
+            self._keys[(owner, key)] = _Key(fingerprint, ask_id, expires)
+            self._key_expiry.append((expires, (owner, key)))
+
+    async def release_key(self, *, owner: str, key: str, fingerprint: str) -> None:
+        """Drop an unbound claim."""
+        held = self._keys.get((owner, key))
+        if held is not None and held.fingerprint == fingerprint and held.ask_id is None:
+            del self._keys[(owner, key)]
+
+    def _forget_keys(self, now: float) -> None:
+        while self._key_expiry and self._key_expiry[0][0] <= now:
+            _, name = self._key_expiry.popleft()
+            held = self._keys.get(name)
+            if held is not None and held.expires <= now:
+                del self._keys[name]
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    fingerprint: str
+    ask_id: str | None
+    expires: float  # time.monotonic()
 
 
 def _size(record: AskRecord) -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import json
 import logging
 import math
@@ -37,6 +38,7 @@ from redis.exceptions import RedisError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
 from relay.store.base import PendingLimitReached, StoreUnavailable
+from relay.store.idempotency import KeyClaim, KeyOutcome
 from relay.store.record import (
     AnswerOutcome,
     AnswerResult,
@@ -139,6 +141,35 @@ local index = tonumber(ARGV[1])
 if index < 0 or index >= tonumber(redis.call('HGET', KEYS[1], 'n')) then return -1 end
 redis.call('HSET', KEYS[1], 'msg:' .. ARGV[1], ARGV[2])
 return 1
+"""
+
+# Idempotency keys (relay.store.idempotency). KEYS: the key's hash. ARGV: fingerprint,
+# lease ms. A free key is claimed (no ask yet) for the lease; a held one is compared.
+_KEY_CLAIM = """
+local fp = redis.call('HGET', KEYS[1], 'fp')
+if not fp then
+  redis.call('HSET', KEYS[1], 'fp', ARGV[1], 'ask', '')
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {'new', ''}
+end
+if fp ~= ARGV[1] then return {'conflict', ''} end
+return {'same', redis.call('HGET', KEYS[1], 'ask') or ''}
+"""
+
+# KEYS: the key's hash. ARGV: fingerprint, ask id, window ms.
+_KEY_BIND = """
+if redis.call('HGET', KEYS[1], 'fp') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'ask', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+# KEYS: the key's hash. ARGV: fingerprint. Only an unbound claim is dropped.
+_KEY_RELEASE = """
+if redis.call('HGET', KEYS[1], 'fp') == ARGV[1] and redis.call('HGET', KEYS[1], 'ask') == '' then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
 """
 
 
@@ -488,6 +519,40 @@ class RedisStore:
             except StoreUnavailable as exc:
                 watch.fail(exc)
         await self._redis.aclose()
+
+    # Idempotency keys (relay.store.idempotency): ``{prefix}idem:{owner}:{sha256(key)}``, a
+    # hash of the request's fingerprint and the ask id it created ('' while in flight).
+
+    def _idem_key(self, owner: str, key: str) -> str:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+        return f"{self._prefix}idem:{owner}:{digest}"
+
+    @_translated
+    async def claim_key(self, *, owner: str, key: str, fingerprint: str, lease: float) -> KeyClaim:
+        """Claim ``key`` for ``fingerprint`` atomically, across every replica."""
+        script = self._redis.register_script(_KEY_CLAIM)
+        reply = await script(
+            keys=[self._idem_key(owner, key)], args=[fingerprint, max(1, math.ceil(lease * 1000))]
+        )
+        outcome: KeyOutcome = _text(reply[0])  # type: ignore[assignment]
+        return KeyClaim(outcome, _text(reply[1]) or None)
+
+    @_translated
+    async def bind_key(
+        self, *, owner: str, key: str, fingerprint: str, ask_id: str, window: float
+    ) -> None:
+        """Point the claimed key at ``ask_id`` for ``window`` seconds."""
+        script = self._redis.register_script(_KEY_BIND)
+        await script(
+            keys=[self._idem_key(owner, key)],
+            args=[fingerprint, ask_id, max(1, math.ceil(window * 1000))],
+        )
+
+    @_translated
+    async def release_key(self, *, owner: str, key: str, fingerprint: str) -> None:
+        """Drop an unbound claim."""
+        script = self._redis.register_script(_KEY_RELEASE)
+        await script(keys=[self._idem_key(owner, key)], args=[fingerprint])
 
 
 class _Watch:
