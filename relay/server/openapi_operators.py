@@ -4,12 +4,14 @@ list and signed outcome webhooks, laid over the document ``relay.server.openapi`
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from relay.server.idempotency import HEADER, MAX_KEY_LENGTH
 
 __all__ = ["OPERATOR_ERROR_CODES", "with_operator_features"]
 
+ErrorResponse = Callable[[str], dict[str, Any]]
 OPERATOR_ERROR_CODES = ["IDEMPOTENCY_KEY_REUSED", "IDEMPOTENCY_IN_FLIGHT"]
 
 _IDEMPOTENCY_KEY = {
@@ -31,14 +33,14 @@ _REPLAYED = {
 }
 
 
-def _conflict(error: Any) -> dict[str, Any]:
+def _conflict(error: ErrorResponse) -> dict[str, Any]:
     return error(
         "The Idempotency-Key was used with another body (IDEMPOTENCY_KEY_REUSED), or its"
         " first request is still being created after 30 s (IDEMPOTENCY_IN_FLIGHT: retry)"
     )
 
 
-def with_operator_features(document: dict[str, Any], *, error: Any) -> dict[str, Any]:
+def with_operator_features(document: dict[str, Any], *, error: ErrorResponse) -> dict[str, Any]:
     """``document`` with the operators' features added (a copy; ``error`` builds an error
     response as the base document does)."""
     doc = copy.deepcopy(document)
