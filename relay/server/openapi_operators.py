@@ -7,6 +7,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from relay.server.api import LIST_DEFAULT, LIST_MAX
 from relay.server.idempotency import HEADER, MAX_KEY_LENGTH
 
 __all__ = ["OPERATOR_ERROR_CODES", "with_operator_features"]
@@ -40,6 +41,104 @@ def _conflict(error: ErrorResponse) -> dict[str, Any]:
     )
 
 
+_STATUSES = ["pending", "answered", "aborted", "timed_out", "failed"]
+
+
+def _query(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+
+
+_AUDIT_RECORD = {
+    "allOf": [
+        {"$ref": "#/components/schemas/AskRecord"},
+        {
+            "type": "object",
+            "required": ["questions", "channel"],
+            "properties": {
+                "questions": {
+                    "type": "array",
+                    "items": {"$ref": "#/components/schemas/Question"},
+                    "description": "The questions and options as asked.",
+                },
+                "agent": {"type": ["object", "null"], "description": "Who asked."},
+                "channel": {"type": "string"},
+                "thread_ts": {"type": "string"},
+                "finished_at": {"type": "string", "format": "date-time"},
+            },
+        },
+    ]
+}
+_AUDIT_PAGE = {
+    "type": "object",
+    "required": ["asks", "next_cursor"],
+    "properties": {
+        "asks": {"type": "array", "items": {"$ref": "#/components/schemas/AuditRecord"}},
+        "next_cursor": {
+            "type": ["string", "null"],
+            "description": "Pass as ?cursor= for the next page; null on the last page. A page"
+            " may hold fewer than limit asks (a sparse filter) and still have a next one.",
+        },
+    },
+}
+
+
+def _list_asks(error: ErrorResponse) -> dict[str, Any]:
+    return {
+        "operationId": "listAsks",
+        "summary": "The token's asks, newest first, filtered, in cursor pages (the audit trail).",
+        "description": "Asks are kept RELAY_RETENTION after they end (and, without Redis,"
+        " within RELAY_RETENTION_BYTES); the trail is as long as that.",
+        "parameters": [
+            _query(
+                "status",
+                "Only asks in these statuses: repeat it, or separate them with commas.",
+                {"type": "string"},
+            ),
+            _query("agent", "Only asks made by this agent id.", {"type": "string"}),
+            _query("channel", "Only asks posted in this channel id.", {"type": "string"}),
+            _query(
+                "responder",
+                "Only asks this Slack user id answered (a question of).",
+                {"type": "string"},
+            ),
+            _query(
+                "since",
+                "Only asks created at or after this ISO 8601 time or date (UTC when it names"
+                " no zone).",
+                {"type": "string"},
+            ),
+            _query(
+                "until",
+                "Only asks created before this ISO 8601 time or date.",
+                {"type": "string"},
+            ),
+            _query("cursor", "next_cursor from the previous page.", {"type": "string"}),
+            _query(
+                "limit",
+                f"Most asks in one page (default {LIST_DEFAULT}).",
+                {"type": "integer", "minimum": 1, "maximum": LIST_MAX},
+            ),
+        ],
+        "responses": {
+            "200": {
+                "description": "One page of asks",
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/AuditPage"}}
+                },
+            },
+            "400": error("A parameter is malformed (BAD_REQUEST names it)"),
+            "401": error("Missing or unknown bearer token (UNAUTHORIZED)"),
+            "503": error("The store is unreachable (UNAVAILABLE)"),
+        },
+    }
+
+
 def with_operator_features(document: dict[str, Any], *, error: ErrorResponse) -> dict[str, Any]:
     """``document`` with the operators' features added (a copy; ``error`` builds an error
     response as the base document does)."""
@@ -52,4 +151,8 @@ def with_operator_features(document: dict[str, Any], *, error: ErrorResponse) ->
         created = post["responses"].get("201")
         if created is not None:
             created["headers"] = {**created.get("headers", {}), **_REPLAYED}
+    paths["/v1/asks"]["get"] = _list_asks(error)
+    schemas = doc["components"]["schemas"]
+    schemas["AuditRecord"] = _AUDIT_RECORD
+    schemas["AuditPage"] = _AUDIT_PAGE
     return doc

@@ -13,6 +13,7 @@ from datetime import datetime
 from relay.questions import AskUserQuestionAnswerItem
 from relay.store.base import PendingLimitReached
 from relay.store.idempotency import KeyClaim
+from relay.store.listing import Position
 from relay.store.record import (
     AnswerResult,
     AskError,
@@ -54,6 +55,7 @@ class MemoryStore:
         self.finished_bytes = 0
         """About how many bytes of question text the finished asks kept hold."""
         self._keys: dict[tuple[str, str], _Key] = {}
+        self._owned: dict[str, dict[str, float]] = {}  # owner → ask id → created (epoch)
         self._key_expiry: deque[tuple[float, tuple[str, str]]] = deque()
 
     def __len__(self) -> int:
@@ -73,6 +75,7 @@ class MemoryStore:
         self._records[record.id] = record
         self._sizes[record.id] = _size(record)
         self._pending += 1
+        self._index_owned(record)
         if record.deadline is not None:
             heapq.heappush(self._deadlines, (record.deadline, record.id))
 
@@ -221,6 +224,7 @@ class MemoryStore:
         if record is not None and not record.pending:
             del self._records[ask_id]
             self.finished_bytes -= self._sizes.pop(ask_id, 0)
+            self._unindex_owned(record)
 
     # Idempotency keys (``relay.store.idempotency``).
 
@@ -259,6 +263,48 @@ class MemoryStore:
             held = self._keys.get(name)
             if held is not None and held.expires <= now:
                 del self._keys[name]
+
+    # The audit index (``relay.store.listing``).
+
+    def _index_owned(self, record: AskRecord) -> None:
+        if record.owner is not None:
+            owned = self._owned.setdefault(record.owner, {})
+            owned[record.id] = record.created_at.timestamp()
+
+    def _unindex_owned(self, record: AskRecord) -> None:
+        if record.owner is not None and (owned := self._owned.get(record.owner)) is not None:
+            owned.pop(record.id, None)
+            if not owned:
+                del self._owned[record.owner]
+
+    async def list_owned(
+        self,
+        *,
+        owner: str,
+        since: float | None = None,
+        until: float | None = None,
+        after: Position | None = None,
+        limit: int = 100,
+    ) -> list[AskRecord]:
+        """``owner``'s asks created in ``[since, until)``, newest first, older than ``after``."""
+        self._forget_expired()
+        owned = self._owned.get(owner, {})
+        found: list[AskRecord] = []
+        # Newest first is the reverse of creation order (a dict keeps insertion order).
+        for ask_id, at in reversed(owned.items()):
+            position = (at, ask_id)
+            if after is not None and position >= after:
+                continue
+            if since is not None and at < since:
+                break
+            if until is not None and at >= until:
+                continue
+            record = self._records.get(position[1])
+            if record is not None:
+                found.append(record)
+                if len(found) >= limit:
+                    break
+        return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from redis.exceptions import RedisError
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
 from relay.store.base import PendingLimitReached, StoreUnavailable
 from relay.store.idempotency import KeyClaim, KeyOutcome
+from relay.store.listing import Position
 from relay.store.record import (
     AnswerOutcome,
     AnswerResult,
@@ -283,6 +284,7 @@ class RedisStore:
             raise PendingLimitReached(record.owner, self._max_pending)
         if created <= 0:
             raise ValueError(f"ask {record.id} exists already")
+        await self._index_owned(record)
 
     @_translated
     async def get(self, *, ask_id: str) -> AskRecord | None:
@@ -553,6 +555,93 @@ class RedisStore:
         """Drop an unbound claim."""
         script = self._redis.register_script(_KEY_RELEASE)
         await script(keys=[self._idem_key(owner, key)], args=[fingerprint])
+
+    # The audit index (relay.store.listing): ``{prefix}owned:{owner}``, a sorted set of the
+    # owner's ask ids by creation time. An id whose ask hash expired is dropped when a listing
+    # meets it, and a few of the oldest are checked on each create, so the index stays about
+    # as long as retention keeps the asks.
+
+    def _owned_key(self, owner: str) -> str:
+        return f"{self._prefix}owned:{owner}"
+
+    async def _index_owned(self, record: AskRecord) -> None:
+        if record.owner is None:
+            return
+        key = self._owned_key(record.owner)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(key, {record.id: record.created_at.timestamp()})
+            pipe.zrange(key, 0, _OWNED_TRIM - 1)
+            _, oldest = await pipe.execute()
+        await self._drop_gone(key, [_text(i) for i in oldest])
+
+    async def _drop_gone(self, key: str, ids: list[str]) -> set[str]:
+        """Remove from index ``key`` the ids whose asks expired; returns those removed."""
+        if not ids:
+            return set()
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for ask_id in ids:
+                pipe.exists(self._key(ask_id))
+            alive = await pipe.execute()
+        gone = {i for i, there in zip(ids, alive, strict=True) if not there}
+        if gone:
+            await self._redis.zrem(key, *gone)
+        return gone
+
+    @_translated
+    async def list_owned(
+        self,
+        *,
+        owner: str,
+        since: float | None = None,
+        until: float | None = None,
+        after: Position | None = None,
+        limit: int = 100,
+    ) -> list[AskRecord]:
+        """``owner``'s asks created in ``[since, until)``, newest first, older than ``after``."""
+        key = self._owned_key(owner)
+        upper: float = math.inf if until is None else until
+        if after is not None:
+            upper = min(upper, after[0])
+        lower = "-inf" if since is None else repr(since)
+        found: list[AskRecord] = []
+        skip = 0
+        while len(found) < limit:
+            batch: list[Any] = await self._redis.zrevrangebyscore(
+                key,
+                repr(upper) if math.isfinite(upper) else "+inf",
+                lower,
+                start=skip,
+                num=limit - len(found) + 8,
+                withscores=True,
+            )
+            if not batch:
+                break
+            skip += len(batch)
+            entries = [(_text(pair[0]), float(pair[1])) for pair in batch]
+            wanted = [
+                (ask_id, score)
+                for ask_id, score in entries
+                if (until is None or score < until) and (after is None or (score, ask_id) < after)
+            ]
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for ask_id, _ in wanted:
+                    pipe.hgetall(self._key(ask_id))
+                fields = await pipe.execute()
+            gone: list[str] = []
+            for (ask_id, _), data in zip(wanted, fields, strict=True):
+                record = _decode(data)
+                if record is None:
+                    gone.append(ask_id)
+                elif len(found) < limit:
+                    found.append(record)
+            if gone:
+                await self._redis.zrem(key, *gone)
+                skip -= len(gone)
+        return found
+
+
+# How many of an owner's oldest indexed asks each create checks for expiry.
+_OWNED_TRIM = 4
 
 
 class _Watch:
