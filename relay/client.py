@@ -1,4 +1,5 @@
-"""``RelayProvider``: a seam provider that asks through a hosted relay's HTTP API.
+"""``RelayProvider``: a seam provider that asks through a hosted relay's HTTP API; and
+``verify_webhook``, which checks the signature of the relay's outcome webhooks.
 
 An agent anywhere registers it exactly like ``SlackProvider``. It creates the ask, then
 long-polls the same ask id until it ends, surviving dropped connections and relay restarts;
@@ -33,8 +34,9 @@ from relay.questions import (
     AskUserQuestionRequest,
     Responder,
 )
+from relay.webhooks.signing import verify_webhook
 
-__all__ = ["RelayProvider"]
+__all__ = ["RelayProvider", "verify_webhook"]
 
 _log = logging.getLogger("relay.client")
 T = TypeVar("T")

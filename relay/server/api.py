@@ -28,6 +28,8 @@ from relay.store import PendingLimitReached
 from relay.store.idempotency import IdempotencyStore
 from relay.store.listing import AskListing, Position
 from relay.store.record import AskRecord, AskStatus
+from relay.webhooks.policy import CallbackRefused
+from relay.webhooks.sender import Subscription, Webhooks
 
 __all__ = [
     "OWNER",
@@ -72,8 +74,11 @@ class AskApi:
         limiter: Limiter,
         connections: Connections,
         idempotency_window: float = DEFAULT_WINDOW,
+        webhooks: Webhooks | None = None,
     ) -> None:
         self.provider = provider
+        self.webhooks = webhooks
+        """Sends outcome webhooks to an ask's ``callback_url`` (``None``: not configured)."""
         store = provider.store
         self.keys = CreateKeys(
             store=store if isinstance(store, IdempotencyStore) else None,
@@ -100,6 +105,7 @@ class AskApi:
         wait = self.wait_param(request)
         body = await self.json_body(request)
         ask_request, target = _read_ask(body)
+        subscription = self.callback(body)
         headers: dict[str, str] = {}
         async with self.keys.create(request, owner=request[OWNER], route="asks", body=body) as slot:
             if slot is not None and slot.replay is not None:
@@ -122,6 +128,9 @@ class AskApi:
                     ) from None
                 if slot is not None:
                     slot.bind(record.id)
+        if subscription is not None and self.webhooks is not None:
+            # (Again on a replay: the first request may have died before subscribing.)
+            await self.webhooks.subscribe(record, subscription)
         if wait > 0 and record.pending:
             record = await self.long_poll(request, record.id, wait)
         return web.json_response(
@@ -129,6 +138,24 @@ class AskApi:
             status=201,
             headers={"Location": f"/v1/asks/{record.id}", **headers},
         )
+
+    def callback(self, body: object) -> Subscription | None:
+        """The body's ``callback_url`` (and ``callback_events``), checked against the
+        operator's allowlist before anything is posted; ``None`` without one."""
+        if not isinstance(body, Mapping) or body.get("callback_url") is None:
+            if isinstance(body, Mapping) and body.get("callback_events") is not None:
+                raise ApiError("BAD_REQUEST", "callback_events needs a callback_url")
+            return None
+        if self.webhooks is None:
+            raise ApiError(
+                "CALLBACK_NOT_ALLOWED",
+                "this relay sends no webhooks; its operator turns them on with"
+                " RELAY_WEBHOOK_KEY and RELAY_WEBHOOK_ALLOWED_HOSTS (or poll GET /v1/asks/{id})",
+            )
+        try:
+            return self.webhooks.subscription(body["callback_url"], body.get("callback_events"))
+        except CallbackRefused as exc:
+            raise ApiError("CALLBACK_NOT_ALLOWED", str(exc)) from None
 
     async def replayed(self, request: web.Request, ask_id: str) -> AskRecord:
         """The ask an earlier request with the same ``Idempotency-Key`` created."""
@@ -330,6 +357,8 @@ def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]
         raise ApiError("BAD_REQUEST", "the body must be a JSON object with a questions list")
     fields = dict(body)
     slack = fields.pop("slack", None)
+    fields.pop("callback_url", None)  # (read by AskApi.callback)
+    fields.pop("callback_events", None)
     try:
         request = AskUserQuestionRequest.from_dict(fields, strict=True)
         target = read_slack_section(slack) if slack is not None else None

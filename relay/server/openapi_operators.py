@@ -13,7 +13,7 @@ from relay.server.idempotency import HEADER, MAX_KEY_LENGTH
 __all__ = ["OPERATOR_ERROR_CODES", "with_operator_features"]
 
 ErrorResponse = Callable[[str], dict[str, Any]]
-OPERATOR_ERROR_CODES = ["IDEMPOTENCY_KEY_REUSED", "IDEMPOTENCY_IN_FLIGHT"]
+OPERATOR_ERROR_CODES = ["IDEMPOTENCY_KEY_REUSED", "IDEMPOTENCY_IN_FLIGHT", "CALLBACK_NOT_ALLOWED"]
 
 _IDEMPOTENCY_KEY = {
     "name": HEADER,

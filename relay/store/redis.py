@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import math
+import time
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
@@ -40,6 +41,7 @@ from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
 from relay.store.base import PendingLimitReached, StoreUnavailable
 from relay.store.idempotency import KeyClaim, KeyOutcome
 from relay.store.listing import Position
+from relay.store.outbox import ClaimedDelivery
 from relay.store.record import (
     AnswerOutcome,
     AnswerResult,
@@ -171,6 +173,57 @@ if redis.call('HGET', KEYS[1], 'fp') == ARGV[1] and redis.call('HGET', KEYS[1], 
   return redis.call('DEL', KEYS[1])
 end
 return 0
+"""
+
+# The webhook outbox (relay.store.outbox). KEYS: subscription key, watch zset. ARGV: ask id,
+# subscription json, ttl ms, score.
+_HOOK_SUBSCRIBE = """
+if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+end
+return 1
+"""
+
+# KEYS: delivery hash, outbox zset, watch zset, subscription key. ARGV: event id, delivery
+# json, due, ask id, final ('1' or '0'). An event id seen before is not enqueued again.
+_HOOK_ENQUEUE = """
+if ARGV[5] == '1' then
+  redis.call('ZREM', KEYS[3], ARGV[4])
+  redis.call('DEL', KEYS[4])
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'delivery', ARGV[2], 'attempts', 0, 'state', 'pending')
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return 1
+"""
+
+# KEYS: outbox zset. ARGV: now, lease until, limit. Moves each due delivery's time to the
+# end of the lease: no other replica takes it meanwhile.
+_HOOK_CLAIM = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do
+  redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+end
+return ids
+"""
+
+# KEYS: delivery hash, outbox zset. ARGV: event id, state, error, keep ms.
+_HOOK_SETTLE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'error', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+# KEYS: delivery hash, outbox zset. ARGV: event id, due, error.
+_HOOK_RETRY = """
+if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then return 0 end
+redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+redis.call('HSET', KEYS[1], 'error', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 1
 """
 
 
@@ -638,6 +691,111 @@ class RedisStore:
                 await self._redis.zrem(key, *gone)
                 skip -= len(gone)
         return found
+
+    # The webhook outbox (relay.store.outbox): ``{prefix}hook:{ask id}`` (the subscription),
+    # ``{prefix}hooks:watch`` (a sorted set of subscribed asks whose end is not enqueued),
+    # ``{prefix}outbox`` (a sorted set of deliveries by when they are due, or their lease
+    # ends) and ``{prefix}delivery:{event id}`` (a hash: the delivery, attempts, state).
+
+    def _hook_key(self, ask_id: str) -> str:
+        return f"{self._prefix}hook:{ask_id}"
+
+    def _delivery_key(self, event_id: str) -> str:
+        return f"{self._prefix}delivery:{event_id}"
+
+    @_translated
+    async def hook_subscribe(self, *, ask_id: str, subscription: str, ttl: float) -> None:
+        """Remember ``ask_id``'s subscription for ``ttl`` seconds, and watch the ask."""
+        script = self._redis.register_script(_HOOK_SUBSCRIBE)
+        await script(
+            keys=[self._hook_key(ask_id), f"{self._prefix}hooks:watch"],
+            args=[ask_id, subscription, max(1, math.ceil(ttl * 1000)), time.time()],
+        )
+
+    @_translated
+    async def hook_subscription(self, *, ask_id: str) -> str | None:
+        """The subscription of ``ask_id``."""
+        raw = await self._redis.get(self._hook_key(ask_id))
+        return None if raw is None else _text(raw)
+
+    @_translated
+    async def hook_watched(self, *, limit: int = 100) -> list[str]:
+        """Subscribed asks whose end is not enqueued yet, oldest first (expired ones are
+        dropped from the watch as they are met)."""
+        watch = f"{self._prefix}hooks:watch"
+        ids = [_text(i) for i in await self._redis.zrange(watch, 0, limit - 1)]
+        gone = await self._drop_gone(watch, ids)
+        return [i for i in ids if i not in gone]
+
+    @_translated
+    async def hook_enqueue(
+        self, *, event_id: str, ask_id: str, delivery: str, due: float, final: bool
+    ) -> bool:
+        """Owe ``delivery`` unless ``event_id`` was enqueued before (on any replica)."""
+        script = self._redis.register_script(_HOOK_ENQUEUE)
+        done = await script(
+            keys=[
+                self._delivery_key(event_id),
+                f"{self._prefix}outbox",
+                f"{self._prefix}hooks:watch",
+                self._hook_key(ask_id),
+            ],
+            args=[event_id, delivery, repr(due), ask_id, "1" if final else "0"],
+        )
+        return bool(int(done))
+
+    @_translated
+    async def hook_claim(self, *, now: float, lease: float, limit: int) -> list[ClaimedDelivery]:
+        """Lease up to ``limit`` due deliveries (atomically: one replica gets each)."""
+        script = self._redis.register_script(_HOOK_CLAIM)
+        ids = [
+            _text(i)
+            for i in await script(
+                keys=[f"{self._prefix}outbox"], args=[repr(now), repr(now + lease), limit]
+            )
+        ]
+        if not ids:
+            return []
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for event_id in ids:
+                pipe.hmget(self._delivery_key(event_id), ["delivery", "attempts", "state"])
+            rows = await pipe.execute()
+        claimed: list[ClaimedDelivery] = []
+        for event_id, (delivery, attempts, state) in zip(ids, rows, strict=True):
+            if delivery is None or _text(state) != "pending":
+                await self._redis.zrem(f"{self._prefix}outbox", event_id)  # settled or gone
+                continue
+            claimed.append(ClaimedDelivery(event_id, _text(delivery), int(attempts or 0)))
+        return claimed
+
+    @_translated
+    async def hook_settle(
+        self, *, event_id: str, outcome: str, error: str | None, keep: float
+    ) -> None:
+        """End a delivery; its id is kept ``keep`` seconds (so it is not enqueued again)."""
+        script = self._redis.register_script(_HOOK_SETTLE)
+        await script(
+            keys=[self._delivery_key(event_id), f"{self._prefix}outbox"],
+            args=[event_id, outcome, error or "", max(1, math.ceil(keep * 1000))],
+        )
+
+    @_translated
+    async def hook_retry(self, *, event_id: str, due: float, error: str) -> None:
+        """Try the delivery again from ``due``."""
+        script = self._redis.register_script(_HOOK_RETRY)
+        await script(
+            keys=[self._delivery_key(event_id), f"{self._prefix}outbox"],
+            args=[event_id, repr(due), error],
+        )
+
+    @_translated
+    async def hook_state(self, *, event_id: str) -> dict[str, str] | None:
+        """Where a delivery stands."""
+        fields = await self._redis.hgetall(self._delivery_key(event_id))
+        if not fields:
+            return None
+        data = {_text(k): _text(v) for k, v in fields.items()}
+        return {k: data.get(k, "") for k in ("state", "attempts", "error")}
 
 
 # How many of an owner's oldest indexed asks each create checks for expiry.
