@@ -16,6 +16,8 @@ import pytest
 from redis_server import RedisServer
 
 from relay.client import verify_webhook
+from relay.config import Settings
+from relay.errors import RelayConfigError
 from relay.events import AskEvent
 from relay.questions import AgentRef, AskUserQuestionItem, AskUserQuestionRequest
 from relay.store.memory import MemoryStore
@@ -375,3 +377,70 @@ async def test_two_replicas_send_each_delivery_once(
             await b.stop()
     assert sorted(r.json["ask"]["id"] for r in receiver.received) == sorted(ids)
     assert all(json.loads(r.body)["type"] == "ask.aborted" for r in receiver.received)
+
+
+# -- the operator's settings ------------------------------------------------------------
+
+
+def settings_with(**env: str) -> Settings:
+    base = {
+        "SLACK_BOT_TOKEN": "xoxb-1",
+        "SLACK_SIGNING_SECRET": "s",
+        "RELAY_API_TOKENS": "t" * 20,
+    }
+    return Settings.from_env({**base, **env})
+
+
+def test_webhook_settings_are_all_or_nothing_and_checked() -> None:
+    assert settings_with().webhook_key is None
+    good = settings_with(
+        RELAY_WEBHOOK_KEY=KEY,
+        RELAY_WEBHOOK_ALLOWED_HOSTS="Hooks.Example.com, *.corp.example",
+        RELAY_WEBHOOK_ALLOWED_NETWORKS="10.0.0.0/8",
+    )
+    assert good.webhook_hosts == frozenset({"hooks.example.com", "*.corp.example"})
+    assert good.webhook_networks == ("10.0.0.0/8",)
+    assert KEY not in repr(good)
+    for env, setting in (
+        ({"RELAY_WEBHOOK_ALLOWED_HOSTS": "hooks.example.com"}, "RELAY_WEBHOOK_KEY"),
+        ({"RELAY_WEBHOOK_KEY": "short", "RELAY_WEBHOOK_ALLOWED_HOSTS": "h"}, "RELAY_WEBHOOK_KEY"),
+        ({"RELAY_WEBHOOK_KEY": KEY}, "RELAY_WEBHOOK_ALLOWED_HOSTS"),
+        (
+            {"RELAY_WEBHOOK_KEY": KEY, "RELAY_WEBHOOK_ALLOWED_HOSTS": "https://h.example/x"},
+            "RELAY_WEBHOOK_ALLOWED_HOSTS",
+        ),
+        (
+            {
+                "RELAY_WEBHOOK_KEY": KEY,
+                "RELAY_WEBHOOK_ALLOWED_HOSTS": "h.example",
+                "RELAY_WEBHOOK_ALLOWED_NETWORKS": "intranet",
+            },
+            "RELAY_WEBHOOK_ALLOWED_NETWORKS",
+        ),
+    ):
+        with pytest.raises(RelayConfigError) as info:
+            settings_with(**env)
+        assert info.value.setting == setting
+
+
+def test_relay_webhook_secret_prints_the_tokens_secret() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "relay.cli", "webhook-secret"],
+        env={"PATH": "/usr/bin:/bin", "RELAY_WEBHOOK_KEY": KEY, "RELAY_TOKEN": TOKEN},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, token_secret(KEY, TOKEN))
+    missing = subprocess.run(
+        [sys.executable, "-m", "relay.cli", "webhook-secret"],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert missing.returncode == 2
+    assert "RELAY_WEBHOOK_KEY" in missing.stderr

@@ -139,6 +139,84 @@ def _list_asks(error: ErrorResponse) -> dict[str, Any]:
     }
 
 
+_CALLBACK_FIELDS = {
+    "callback_url": {
+        "type": ["string", "null"],
+        "maxLength": 2048,
+        "description": "POST the ask's record here, signed, when it ends (answered, timed out,"
+        " aborted, failed): see the webhooks section. The host must be on the operator's"
+        " RELAY_WEBHOOK_ALLOWED_HOSTS and resolve to a public address (or one in"
+        " RELAY_WEBHOOK_ALLOWED_NETWORKS); else 400 CALLBACK_NOT_ALLOWED.",
+    },
+    "callback_events": {
+        "type": ["array", "null"],
+        "items": {"type": "string"},
+        "description": "Progress events to send too, besides the end (none are offered yet:"
+        " per-vote events come with quorum asks).",
+    },
+}
+_WEBHOOK_EVENT = {
+    "type": "object",
+    "required": ["id", "type", "created_at", "ask"],
+    "properties": {
+        "id": {
+            "type": "string",
+            "description": "The event id (also in X-Relay-Event-Id): deliveries are at least"
+            " once, so deduplicate by it.",
+        },
+        "type": {
+            "type": "string",
+            "enum": ["ask.answered", "ask.timed_out", "ask.aborted", "ask.failed"],
+        },
+        "created_at": {"type": "string", "format": "date-time"},
+        "ask": {"$ref": "#/components/schemas/AuditRecord"},
+    },
+}
+_SIGNATURE = {
+    "name": "X-Relay-Signature",
+    "in": "header",
+    "required": True,
+    "description": "t=<unix seconds>,v1=<hex HMAC-SHA256 of '<t>.<raw body>'> under the"
+    " token's webhook secret (`relay webhook-secret`); check it with"
+    " relay.client.verify_webhook(body, header, secret, tolerance=300).",
+    "schema": {"type": "string"},
+}
+
+
+def _webhook() -> dict[str, Any]:
+    return {
+        "post": {
+            "operationId": "askEnded",
+            "summary": "The relay calls an ask's callback_url when it ends.",
+            "description": "Retried with backoff (RELAY_WEBHOOK_BACKOFF doubling to 10 min) for"
+            " RELAY_WEBHOOK_RETRY_FOR (24 h) until a 2xx answers; redirects are not followed."
+            " Each attempt is signed anew.",
+            "parameters": [
+                _SIGNATURE,
+                {
+                    "name": "X-Relay-Event-Id",
+                    "in": "header",
+                    "required": True,
+                    "schema": {"type": "string"},
+                },
+                {
+                    "name": "X-Relay-Event-Type",
+                    "in": "header",
+                    "required": True,
+                    "schema": {"type": "string"},
+                },
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/WebhookEvent"}}
+                },
+            },
+            "responses": {"200": {"description": "Any 2xx: received (no retry)"}},
+        }
+    }
+
+
 def with_operator_features(document: dict[str, Any], *, error: ErrorResponse) -> dict[str, Any]:
     """``document`` with the operators' features added (a copy; ``error`` builds an error
     response as the base document does)."""
@@ -155,4 +233,10 @@ def with_operator_features(document: dict[str, Any], *, error: ErrorResponse) ->
     schemas = doc["components"]["schemas"]
     schemas["AuditRecord"] = _AUDIT_RECORD
     schemas["AuditPage"] = _AUDIT_PAGE
+    schemas["WebhookEvent"] = _WEBHOOK_EVENT
+    schemas["AskRequest"]["properties"].update(copy.deepcopy(_CALLBACK_FIELDS))
+    paths["/v1/asks"]["post"]["responses"]["400"]["description"] += (
+        "; a callback_url the relay may not call (CALLBACK_NOT_ALLOWED)"
+    )
+    doc["webhooks"] = {"askEnded": _webhook()}
     return doc
