@@ -323,12 +323,12 @@ class MemoryStore:
         """The subscription of ``ask_id``."""
         return self._hooks.get(ask_id)
 
-    async def hook_watched(self, *, limit: int = 100) -> list[str]:
-        """Subscribed asks whose end is not enqueued yet."""
+    async def hook_watched(self, *, limit: int = 100, offset: int = 0) -> list[str]:
+        """Subscribed asks whose end is not enqueued yet, oldest first from ``offset``."""
         for ask_id in [i for i in self._hooks_watched if i not in self._records]:
             self._hooks_watched.pop(ask_id, None)  # gone (expired): nothing left to send
             self._hooks.pop(ask_id, None)
-        return list(self._hooks_watched)[:limit]
+        return list(self._hooks_watched)[offset : offset + limit]
 
     async def hook_enqueue(
         self, *, event_id: str, ask_id: str, delivery: str, due: float, final: bool

@@ -35,8 +35,9 @@ class WebhookOutbox(Protocol):
         """The subscription of ``ask_id``, if it has one."""
         ...
 
-    async def hook_watched(self, *, limit: int = 100) -> list[str]:
-        """Asks with a subscription whose end has not been enqueued yet, oldest first."""
+    async def hook_watched(self, *, limit: int = 100, offset: int = 0) -> list[str]:
+        """Asks with a subscription whose end has not been enqueued yet, oldest first,
+        from the ``offset``-th."""
         ...
 
     async def hook_enqueue(

@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import math
+import random
 import time
 from collections.abc import Callable, Coroutine
 from datetime import datetime
@@ -611,8 +612,8 @@ class RedisStore:
 
     # The audit index (relay.store.listing): ``{prefix}owned:{owner}``, a sorted set of the
     # owner's ask ids by creation time. An id whose ask hash expired is dropped when a listing
-    # meets it, and a few of the oldest are checked on each create, so the index stays about
-    # as long as retention keeps the asks.
+    # meets it, and a few of the oldest are checked now and then on create, so the index
+    # stays about as long as retention keeps the asks.
 
     def _owned_key(self, owner: str) -> str:
         return f"{self._prefix}owned:{owner}"
@@ -621,6 +622,11 @@ class RedisStore:
         if record.owner is None:
             return
         key = self._owned_key(record.owner)
+        if random.random() >= _OWNED_TRIM_SHARE:  # noqa: S311 - load spreading, not a secret
+            await self._redis.zadd(key, {record.id: record.created_at.timestamp()})
+            return
+        # Now and then (one create in four), check a few of the oldest: on average more
+        # leave than come, so the index stays about as long as retention keeps asks.
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.zadd(key, {record.id: record.created_at.timestamp()})
             pipe.zrange(key, 0, _OWNED_TRIM - 1)
@@ -719,11 +725,11 @@ class RedisStore:
         return None if raw is None else _text(raw)
 
     @_translated
-    async def hook_watched(self, *, limit: int = 100) -> list[str]:
-        """Subscribed asks whose end is not enqueued yet, oldest first (expired ones are
-        dropped from the watch as they are met)."""
+    async def hook_watched(self, *, limit: int = 100, offset: int = 0) -> list[str]:
+        """Subscribed asks whose end is not enqueued yet, oldest first from ``offset``
+        (expired ones are dropped from the watch as they are met)."""
         watch = f"{self._prefix}hooks:watch"
-        ids = [_text(i) for i in await self._redis.zrange(watch, 0, limit - 1)]
+        ids = [_text(i) for i in await self._redis.zrange(watch, offset, offset + limit - 1)]
         gone = await self._drop_gone(watch, ids)
         return [i for i in ids if i not in gone]
 
@@ -798,8 +804,9 @@ class RedisStore:
         return {k: data.get(k, "") for k in ("state", "attempts", "error")}
 
 
-# How many of an owner's oldest indexed asks each create checks for expiry.
-_OWNED_TRIM = 4
+# How many of an owner's oldest indexed asks a create checks for expiry, and how often.
+_OWNED_TRIM = 8
+_OWNED_TRIM_SHARE = 0.25
 
 
 class _Watch:

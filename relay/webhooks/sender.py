@@ -51,6 +51,7 @@ END_EVENTS = frozenset({"answered", "timed_out", "aborted", "closed", "failed"})
 PROGRESS_EVENTS: dict[str, str] = {}
 _READ_LIMIT = 64 * 1024
 _CLAIM_BATCH = 32
+_SWEEP_BATCH = 200
 
 
 class _Store(WebhookOutbox, Protocol):
@@ -110,6 +111,7 @@ class Webhooks:
         self._background: set[asyncio.Task[Any]] = set()
         self._sending: dict[str, asyncio.Task[None]] = {}
         self._last_sweep = 0.0
+        self._sweep_from = 0
         self._closed = False
 
     def subscription(self, url: object, events: object) -> Subscription:
@@ -264,12 +266,24 @@ class Webhooks:
         if now - self._last_sweep < self.settings.sweep_interval:
             return
         self._last_sweep = now
-        for ask_id in await self._store.hook_watched(limit=500):
+        # A window of the watched asks per sweep, moving on each time: all are met in turn.
+        watched = await self._store.hook_watched(limit=_SWEEP_BATCH, offset=self._sweep_from)
+        self._sweep_from = self._sweep_from + len(watched) if len(watched) == _SWEEP_BATCH else 0
+        for ask_id in watched:
             record = await self._store.get(ask_id=ask_id)
             if record is not None and not record.pending:
                 await self._enqueue_end(record)
 
     async def _send(self, claimed: ClaimedDelivery) -> None:
+        try:
+            await self._attempt(claimed)
+        except Exception as exc:
+            # The store failed around the attempt: the lease passes and it is tried again.
+            _log.warning(
+                "webhook %s not settled (%s); retried after its lease", claimed.event_id, exc
+            )
+
+    async def _attempt(self, claimed: ClaimedDelivery) -> None:
         delivery = json.loads(claimed.delivery)
         attempt = claimed.attempts + 1
         error = await self._post(claimed.event_id, delivery)
@@ -367,11 +381,21 @@ class Webhooks:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-        pending: Sequence[asyncio.Task[Any]] = [*self._sending.values(), *self._background]
+        sending = dict(self._sending)
+        pending: Sequence[asyncio.Task[Any]] = [*sending.values(), *self._background]
         if pending:
             await asyncio.wait(pending, timeout=grace)
-            for task in pending:
+        for event_id, task in sending.items():
+            if not task.done():
                 task.cancel()
+                # Handed back at once rather than when the lease passes: another replica (or
+                # this one, restarted) sends it. The receiver may have it already: at least once.
+                with contextlib.suppress(Exception):
+                    await self._store.hook_retry(
+                        event_id=event_id, due=time.time(), error="the relay stopped mid-send"
+                    )
+        for task in self._background:
+            task.cancel()
         if self._session is not None:
             await self._session.close()
 
