@@ -7,8 +7,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from relay.server.api import LIST_DEFAULT, LIST_MAX
 from relay.server.idempotency import HEADER, MAX_KEY_LENGTH
+from relay.server.listing import LIST_DEFAULT, LIST_MAX
 
 __all__ = ["OPERATOR_ERROR_CODES", "with_operator_features"]
 

@@ -23,13 +23,12 @@ from typing import Any, Protocol
 
 import aiohttp
 
-import relay
 from relay.audit import audit_json
 from relay.events import AskEvent
 from relay.store.outbox import ClaimedDelivery, WebhookOutbox
 from relay.store.record import AskRecord
-from relay.webhooks.policy import CallbackRefused, CheckedResolver, HostPolicy
-from relay.webhooks.signing import SIGNATURE_HEADER, owner_secret, sign
+from relay.webhooks.policy import CallbackRefused, HostPolicy
+from relay.webhooks.post import SignedPoster
 
 __all__ = [
     "END_EVENTS",
@@ -49,7 +48,6 @@ END_EVENTS = frozenset({"answered", "timed_out", "aborted", "closed", "failed"})
 # meant to go here ({"vote": "ask.vote"}) once the lifecycle emits a "vote" event: observing
 # it, enqueueing it (one delivery per vote, by its fields) and signing it are already generic.
 PROGRESS_EVENTS: dict[str, str] = {}
-_READ_LIMIT = 64 * 1024
 _CLAIM_BATCH = 32
 _SWEEP_BATCH = 200
 
@@ -105,7 +103,9 @@ class Webhooks:
     ) -> None:
         self._store = store
         self.settings = settings
-        self._session = session
+        self._poster = SignedPoster(
+            key=settings.key, policy=settings.policy, timeout=settings.timeout, session=session
+        )
         self._woken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
@@ -157,19 +157,22 @@ class Webhooks:
 
     async def _on_event(self, event: AskEvent) -> None:
         try:
-            if event.name in END_EVENTS:
-                record = await self._store.get(ask_id=event.ask_id)
-                if record is not None and not record.pending:
-                    await self._enqueue_end(record)
-                return
+            # Most asks have no callback: one read of the subscription settles that.
             raw = await self._store.hook_subscription(ask_id=event.ask_id)
-            if raw is None or event.name not in json.loads(raw).get("events", []):
+            if raw is None:
                 return
             record = await self._store.get(ask_id=event.ask_id)
-            if record is not None:
+            if record is None:
+                return
+            if event.name in END_EVENTS:
+                if not record.pending:
+                    await self._enqueue_end(record, raw)
+                return
+            if event.name in json.loads(raw).get("events", []):
                 fields = json.dumps(event.fields, sort_keys=True, default=str)
                 await self._enqueue(
                     record,
+                    raw,
                     PROGRESS_EVENTS[event.name],
                     key=f"{event.name}:{fields}",
                     extra={"event": {"name": event.name, **event.fields}},
@@ -179,15 +182,21 @@ class Webhooks:
             # The sweep enqueues an end this missed; a progress event is best effort.
             _log.warning("could not enqueue the webhook of ask %s", event.ask_id, exc_info=True)
 
-    async def _enqueue_end(self, record: AskRecord) -> None:
-        await self._enqueue(record, event_type(record), key="end", extra={}, final=True)
+    async def _enqueue_end(self, record: AskRecord, subscription: str | None = None) -> None:
+        raw = subscription or await self._store.hook_subscription(ask_id=record.id)
+        if raw is not None:
+            await self._enqueue(record, raw, event_type(record), key="end", extra={}, final=True)
 
     async def _enqueue(
-        self, record: AskRecord, kind: str, *, key: str, extra: dict[str, Any], final: bool
+        self,
+        record: AskRecord,
+        raw: str,
+        kind: str,
+        *,
+        key: str,
+        extra: dict[str, Any],
+        final: bool,
     ) -> None:
-        raw = await self._store.hook_subscription(ask_id=record.id)
-        if raw is None:
-            return
         subscription = json.loads(raw)
         event_id = "evt_" + hashlib.sha256(f"{record.id}\n{kind}\n{key}".encode()).hexdigest()[:32]
         now = time.time()
@@ -286,7 +295,7 @@ class Webhooks:
     async def _attempt(self, claimed: ClaimedDelivery) -> None:
         delivery = json.loads(claimed.delivery)
         attempt = claimed.attempts + 1
-        error = await self._post(claimed.event_id, delivery)
+        error = await self._poster.post(claimed.event_id, delivery)
         store = self._store
         if error is None:
             await store.hook_settle(
@@ -326,53 +335,6 @@ class Webhooks:
             delay,
         )
 
-    async def _post(self, event_id: str, delivery: dict[str, Any]) -> tuple[bool, str] | None:
-        """Send once: ``None`` when the receiver took it, else (permanent?, why not)."""
-        url = str(delivery["url"])
-        try:
-            self.settings.policy.check_url(url)  # the allowlist may have changed since
-        except CallbackRefused as exc:
-            return True, str(exc)
-        body = str(delivery["body"]).encode()
-        secret = owner_secret(self.settings.key, str(delivery["owner"]))
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": f"relay-webhooks/{relay.__version__}",
-            "X-Relay-Event-Id": event_id,
-            "X-Relay-Event-Type": str(delivery["type"]),
-            SIGNATURE_HEADER: sign(body, secret),
-        }
-        session = self._client()
-        try:
-            async with session.post(
-                url,
-                data=body,
-                headers=headers,
-                allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=self.settings.timeout),
-            ) as response:
-                await response.content.read(_READ_LIMIT)
-                if 200 <= response.status < 300:
-                    return None
-                if 300 <= response.status < 400:
-                    return False, f"HTTP {response.status}: redirects are not followed"
-                return False, f"HTTP {response.status}"
-        except CallbackRefused as exc:
-            return True, str(exc)
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            if isinstance(exc.__cause__, CallbackRefused):
-                return True, str(exc.__cause__)
-            return False, f"{type(exc).__name__}: {exc}"
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(
-                resolver=CheckedResolver(self.settings.policy), limit=_CLAIM_BATCH
-            )
-            # trust_env=False: no HTTP(S)_PROXY, whose host the policy never checked.
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
-        return self._session
-
     async def aclose(self, *, grace: float = 5.0) -> None:
         """Stop sending: deliveries in flight get ``grace`` seconds; the rest stay owed (their
         lease passes and a replica, or this one restarted, sends them)."""
@@ -396,8 +358,7 @@ class Webhooks:
                     )
         for task in self._background:
             task.cancel()
-        if self._session is not None:
-            await self._session.close()
+        await self._poster.aclose()
 
 
 def _iso(epoch: float) -> str:
