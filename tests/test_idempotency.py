@@ -12,6 +12,7 @@ from redis_server import RedisServer
 
 from relay import AskUserQuestionItem, AskUserQuestionOption, AskUserQuestionRequest
 from relay.client import RelayProvider
+from relay.errors import UserInteractionError
 from relay.store.idempotency import IdempotencyStore
 from relay.store.memory import MemoryStore
 from relay.store.redis import RedisStore
@@ -221,3 +222,21 @@ async def test_two_replicas_on_one_redis_post_a_key_once(redis_server: RedisServ
         finally:
             await a.stop()
             await b.stop()
+
+
+async def test_relay_provider_gives_up_on_a_relay_that_never_answers() -> None:
+    async with (
+        FakeSlack(signing_secret="server-signing-secret") as slack,
+        relay_server(slack) as relay,
+        Proxy(relay.url) as proxy,
+    ):
+        proxy.drop_replies = 1000  # every reply is lost
+        provider = RelayProvider(proxy.url, TOKEN)
+        question = AskUserQuestionItem(id="go", question="Ship?")
+        with pytest.raises(UserInteractionError) as info:
+            await asyncio.wait_for(provider.ask(AskUserQuestionRequest([question])), 60)
+        await provider.aclose()
+    assert info.value.code == "PROVIDER_FAILED"
+    assert "after 7 attempts" in str(info.value)
+    assert proxy.dropped == 7
+    assert len(slack.calls_to("chat.postMessage")) == 1  # posted once, however often sent

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from redis_server import RedisServer
@@ -22,6 +23,7 @@ from relay.events import AskEvent
 from relay.questions import AgentRef, AskUserQuestionItem, AskUserQuestionRequest
 from relay.store.memory import MemoryStore
 from relay.store.record import AskError, AskRecord, AskStatus, Target
+from relay.store.redis import RedisStore
 from relay.testing import FakeSlack
 from relay.webhooks import (
     CallbackRefused,
@@ -444,3 +446,55 @@ def test_relay_webhook_secret_prints_the_tokens_secret() -> None:
     )
     assert missing.returncode == 2
     assert "RELAY_WEBHOOK_KEY" in missing.stderr
+
+
+# -- the outbox, on each store ----------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def outboxes(request: pytest.FixtureRequest) -> AsyncIterator[list[Any]]:
+    """The store's outbox, and (for Redis) a second replica's view of it."""
+    if request.param == "memory":
+        store = MemoryStore()
+        yield [store, store]
+        return
+    url = request.getfixturevalue("redis_url")
+    a, b = RedisStore(url=url), RedisStore(url=url)
+    try:
+        yield [a, b]
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_a_delivery_is_owed_once_and_leased_to_one_replica(outboxes: list[Any]) -> None:
+    a, b = outboxes
+    record = ended()
+    await a.create(record=record)
+    await a.hook_subscribe(ask_id=record.id, subscription='{"url": "u"}', ttl=60)
+    assert await b.hook_watched() == [record.id]
+    now = time.time()
+    assert await a.hook_enqueue(event_id="e1", ask_id=record.id, delivery="d", due=now, final=True)
+    assert not await b.hook_enqueue(
+        event_id="e1", ask_id=record.id, delivery="d", due=now, final=True
+    )
+    assert await b.hook_watched() == []
+    # Claimed by A: B gets nothing until A's lease passes.
+    (claimed,) = await a.hook_claim(now=now, lease=30, limit=10)
+    assert (claimed.event_id, claimed.delivery, claimed.attempts) == ("e1", "d", 0)
+    assert await b.hook_claim(now=now + 29, lease=30, limit=10) == []
+    (taken,) = await b.hook_claim(now=now + 31, lease=30, limit=10)  # A died mid-send
+    assert taken.event_id == "e1"
+    await b.hook_retry(event_id="e1", due=now + 40, error="HTTP 500")
+    assert await a.hook_claim(now=now + 39, lease=30, limit=10) == []
+    (again,) = await a.hook_claim(now=now + 40, lease=30, limit=10)
+    assert again.attempts == 1
+    await a.hook_settle(event_id="e1", outcome="sent", error=None, keep=60)
+    assert await b.hook_claim(now=now + 1000, lease=30, limit=10) == []
+    state = await b.hook_state(event_id="e1")
+    assert state is not None
+    assert (state["state"], state["attempts"]) == ("sent", "2")
+    # A settled event id is remembered: seeing the end again owes nothing.
+    assert not await b.hook_enqueue(
+        event_id="e1", ask_id=record.id, delivery="d", due=now, final=True
+    )
