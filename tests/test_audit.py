@@ -30,6 +30,7 @@ from relay.store.memory import MemoryStore
 from relay.store.record import AskRecord, AskStatus, Target
 from relay.store.redis import RedisStore
 from relay.testing import FakeSlack
+from tests.documented import assert_documented
 from tests.server_env import OTHER_TOKEN, TOKEN, Relay, relay_server
 
 START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
@@ -183,6 +184,7 @@ async def test_get_asks_lists_filters_and_pages(env: tuple[FakeSlack, Relay]) ->
     ids = await make_history(slack, relay)
     status, page = await relay.request("GET", "/v1/asks")
     assert status == 200
+    assert_documented(page, "AuditPage")
     assert [a["id"] for a in page["asks"]] == [ids["timed_out"], ids["aborted"], ids["answered"]]
     assert page["next_cursor"] is None
     answered = page["asks"][2]

@@ -36,6 +36,7 @@ from relay.webhooks import (
 )
 from relay.webhooks.policy import parse_networks
 from relay.webhooks.signing import owner_secret
+from tests.documented import assert_documented
 from tests.server_env import TOKEN, Relay, free_port, relay_env, relay_server, start_relay
 from tests.webhook_env import Receiver
 
@@ -279,6 +280,8 @@ async def test_an_answered_ask_is_posted_signed_to_its_callback(receiver: Receiv
             more = await receiver.wait_for(3)
     secret = token_secret(KEY, TOKEN)
     assert verify_webhook(got.body, got.headers["X-Relay-Signature"], secret)
+    for delivered in more:
+        assert_documented(delivered.json, "WebhookEvent")
     assert got.headers["X-Relay-Event-Type"] == "ask.answered"
     event = got.json
     assert event["id"] == got.headers["X-Relay-Event-Id"]
