@@ -1,4 +1,5 @@
-"""``RelayProvider``: a seam provider that asks through a hosted relay's HTTP API.
+"""``RelayProvider``: a seam provider that asks through a hosted relay's HTTP API; and
+``verify_webhook``, which checks the signature of the relay's outcome webhooks.
 
 An agent anywhere registers it exactly like ``SlackProvider``. It creates the ask, then
 long-polls the same ask id until it ends, surviving dropped connections and relay restarts;
@@ -11,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import uuid
 from collections.abc import Awaitable, Collection, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -32,8 +34,9 @@ from relay.questions import (
     AskUserQuestionRequest,
     Responder,
 )
+from relay.webhooks.signing import verify_webhook
 
-__all__ = ["RelayProvider"]
+__all__ = ["RelayProvider", "verify_webhook"]
 
 _log = logging.getLogger("relay.client")
 T = TypeVar("T")
@@ -57,6 +60,8 @@ class _Limited(Exception):
 _MAX_REPLY = 8 * 1024 * 1024
 # How long to keep retrying requests the relay refuses with 429 before giving up.
 _LIMITED_FOR = 300.0
+# Tries of one create whose reply is lost before giving up (about 10 s of backoff).
+_CREATE_ATTEMPTS = 6
 
 
 class RelayProvider:
@@ -174,13 +179,16 @@ class RelayProvider:
         session = await self._client()
         attempt = 0
         limited_until = asyncio.get_running_loop().time() + _LIMITED_FOR
+        # One key for every attempt of this create: the relay posts the ask once, however
+        # many of our requests reach it, and answers each with the same ask.
+        headers = {**self._headers(), "Idempotency-Key": f"relay-{uuid.uuid4()}"}
         while True:
             try:
                 # No ?wait here: the ask id must be known at once, so an abort can delete it.
                 async with session.post(
                     f"{self._url}/v1/asks",
                     json=body,
-                    headers=self._headers(),
+                    headers=headers,
                     timeout=aiohttp.ClientTimeout(total=60),
                 ) as response:
                     return await _record(response)
@@ -189,20 +197,20 @@ class RelayProvider:
                 if asyncio.get_running_loop().time() + exc.retry_after > limited_until:
                     raise UserInteractionError(ErrorCode.PROVIDER_FAILED, str(exc)) from None
                 await asyncio.sleep(exc.retry_after)
-            except aiohttp.ClientConnectorError as exc:
-                # Nothing reached the relay, so retrying cannot create the ask twice.
-                attempt += 1
-                if attempt > 5:
-                    raise _unreachable(self._url, exc) from exc
-                await asyncio.sleep(_backoff(attempt))
             except (_Retry, *_RETRYABLE) as exc:
-                # The request may have reached the relay and posted the question: retrying
-                # could ask twice, so say so instead.
-                raise UserInteractionError(
-                    ErrorCode.PROVIDER_FAILED,
-                    f"the relay's reply to creating the ask was lost ({exc or type(exc).__name__});"
-                    " it may have been posted: check Slack before asking again",
-                ) from None
+                # Refused, lost on the way, or its reply lost: the key makes a retry safe.
+                attempt += 1
+                if attempt > _CREATE_ATTEMPTS:
+                    if isinstance(exc, aiohttp.ClientConnectorError):
+                        raise _unreachable(self._url, exc) from exc
+                    raise UserInteractionError(
+                        ErrorCode.PROVIDER_FAILED,
+                        f"the relay did not confirm creating the ask after {attempt} attempts"
+                        f" ({exc or type(exc).__name__}); check RELAY_URL and the relay's"
+                        " health, then ask again",
+                    ) from None
+                _log.info("creating an ask failed (%s); retrying with its idempotency key", exc)
+                await asyncio.sleep(_backoff(attempt))
 
     async def _poll_until_done(self, ask_id: str) -> dict[str, Any]:
         session = await self._client()
@@ -289,7 +297,7 @@ async def _record(response: aiohttp.ClientResponse) -> dict[str, Any]:
     error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
     code = str(error.get("code") or "PROVIDER_FAILED")
     message = str(error.get("message") or f"HTTP {response.status}")
-    if response.status == 503 and code == "UNAVAILABLE":
+    if (response.status, code) in ((503, "UNAVAILABLE"), (409, "IDEMPOTENCY_IN_FLIGHT")):
         raise _Retry(message)
     if response.status == 429 and code == "RATE_LIMITED":
         raise _Limited(message, _retry_after(response.headers.get("Retry-After")))

@@ -5,11 +5,13 @@ Every problem is a ``RelayConfigError`` whose message names the variable and how
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from relay.errors import RelayConfigError
 from relay.store.redis_url import parse_redis_url
@@ -57,6 +59,17 @@ ENV_VARS: dict[str, str] = {
     " thinks (default 10)",
     "RELAY_GC_THRESHOLD": "Python's first-generation GC threshold (default 50000; 'python'"
     " keeps CPython's own)",
+    "RELAY_IDEMPOTENCY_WINDOW": "seconds an Idempotency-Key keeps answering with the ask it"
+    " created (default 86400)",
+    "RELAY_WEBHOOK_KEY": "the key each API token's webhook secret is derived from (32+"
+    " characters; `relay webhook-secret` prints a token's); turns webhooks on",
+    "RELAY_WEBHOOK_ALLOWED_HOSTS": "comma-separated hosts a callback_url may name"
+    " (*.example.com for subdomains)",
+    "RELAY_WEBHOOK_ALLOWED_NETWORKS": "comma-separated CIDR networks a webhook host may resolve"
+    " into although not public (e.g. 10.0.0.0/8); default none",
+    "RELAY_WEBHOOK_RETRY_FOR": "seconds to keep retrying a webhook delivery (default 86400)",
+    "RELAY_WEBHOOK_BACKOFF": "seconds before the first retry of a webhook, doubling up to"
+    " 600 (default 1)",
 }
 
 NO_CREDENTIALS_HELP = """\
@@ -111,6 +124,12 @@ class Settings:
     log_level: str = "info"
     gc_threshold: int | None = DEFAULT_GC_THRESHOLD
     mcp_progress_interval: float = 10.0
+    idempotency_window: float = 24 * 3600.0
+    webhook_key: str | None = field(default=None, repr=False)
+    webhook_hosts: frozenset[str] = frozenset()
+    webhook_networks: tuple[str, ...] = ()
+    webhook_retry_for: float = 24 * 3600.0
+    webhook_backoff: float = 1.0
 
     @property
     def socket_mode(self) -> bool:
@@ -214,7 +233,55 @@ class Settings:
             mcp_progress_interval=_seconds(
                 get("RELAY_MCP_PROGRESS_INTERVAL"), "RELAY_MCP_PROGRESS_INTERVAL", 10.0
             ),
+            idempotency_window=_seconds(
+                get("RELAY_IDEMPOTENCY_WINDOW"), "RELAY_IDEMPOTENCY_WINDOW", 24 * 3600.0
+            ),
+            **_webhooks(get),
         )
+
+
+def _webhooks(get: Callable[[str], str | None]) -> dict[str, Any]:
+    """The webhook settings: all or nothing (a key without hosts could call nobody)."""
+    key, hosts = get("RELAY_WEBHOOK_KEY"), get("RELAY_WEBHOOK_ALLOWED_HOSTS")
+    if key is None and hosts is None:
+        return {}
+    if key is None or len(key) < 32:
+        raise RelayConfigError(
+            "RELAY_WEBHOOK_KEY must be set, 32 characters or more, to sign webhooks; make one"
+            ' with: python3 -c "import secrets; print(secrets.token_urlsafe(32))"',
+            setting="RELAY_WEBHOOK_KEY",
+        )
+    names = frozenset(h.strip().lower().rstrip(".") for h in (hosts or "").split(",") if h.strip())
+    # Host names only: no scheme, path or port (an IPv6 literal goes in brackets).
+    bad = sorted(h for h in names if "/" in h or (":" in h and not h.startswith("[")))
+    if not names or bad:
+        listed = f"; these are not hosts: {', '.join(bad)}" if bad else ""
+        raise RelayConfigError(
+            "RELAY_WEBHOOK_ALLOWED_HOSTS must list the hosts webhooks may call, comma-separated"
+            f" (hooks.example.com, *.example.com; no scheme, path or port){listed}",
+            setting="RELAY_WEBHOOK_ALLOWED_HOSTS",
+        )
+    networks = tuple(
+        n.strip() for n in (get("RELAY_WEBHOOK_ALLOWED_NETWORKS") or "").split(",") if n.strip()
+    )
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise RelayConfigError(
+                f"RELAY_WEBHOOK_ALLOWED_NETWORKS: {network!r} is not a CIDR network like"
+                " 10.0.0.0/8 or 127.0.0.1/32",
+                setting="RELAY_WEBHOOK_ALLOWED_NETWORKS",
+            ) from None
+    return {
+        "webhook_key": key,
+        "webhook_hosts": names,
+        "webhook_networks": networks,
+        "webhook_retry_for": _seconds(
+            get("RELAY_WEBHOOK_RETRY_FOR"), "RELAY_WEBHOOK_RETRY_FOR", 24 * 3600.0
+        ),
+        "webhook_backoff": _seconds(get("RELAY_WEBHOOK_BACKOFF"), "RELAY_WEBHOOK_BACKOFF", 1.0),
+    }
 
 
 def _number(raw: str | None, name: str, default: float, *, whole: bool = False) -> float:

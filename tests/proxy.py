@@ -15,6 +15,10 @@ class Proxy:
         self.backend = backend
         self.url = ""
         self.polling = asyncio.Event()  # set once a client long-polls through the proxy
+        self.drop_replies = 0
+        """How many of the next ``POST`` replies to drop: the request reaches the backend,
+        then the client's connection is cut before the reply (a reply lost on the way)."""
+        self.dropped = 0
         self._runner: web.AppRunner | None = None
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
@@ -32,6 +36,11 @@ class Proxy:
                 ) as upstream,
             ):
                 body = await upstream.read()
+                if request.method == "POST" and self.drop_replies > 0 and request.transport:
+                    self.drop_replies -= 1
+                    self.dropped += 1
+                    request.transport.abort()  # the backend acted; the client hears nothing
+                    return web.Response(status=502)
                 return web.Response(
                     status=upstream.status, body=body, content_type=upstream.content_type
                 )

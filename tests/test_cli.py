@@ -246,7 +246,17 @@ def test_the_subcommands_in_the_order_help_lists_them() -> None:
     parser = build_parser()
     (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
 
-    assert list(commands.choices) == ["serve", "ask", "mcp", "hook", "exec", "preview", "manifest"]
+    assert list(commands.choices) == [
+        "serve",
+        "ask",
+        "mcp",
+        "hook",
+        "exec",
+        "audit",
+        "webhook-secret",
+        "preview",
+        "manifest",
+    ]
 
 
 def test_an_unknown_command_is_one_usage_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -255,7 +265,9 @@ def test_an_unknown_command_is_one_usage_line(capsys: pytest.CaptureFixture[str]
     assert (code, out) == (2, "")
     assert err == (
         "relay: error: USAGE: argument COMMAND: invalid choice: 'launch' (choose from"
-        " 'serve', 'ask', 'mcp', 'hook', 'exec', 'preview', 'manifest') (see `relay --help`)\n"
+        " 'serve', 'ask', 'mcp', 'hook', 'exec', 'audit', 'webhook-secret', 'preview',"
+        " 'manifest')"
+        " (see `relay --help`)\n"
     )
 
 

@@ -911,6 +911,7 @@ async def test_a_stopped_redis_fails_every_call_fast_and_clearly_and_writes_noth
         f"{redis_stores.prefix}ask:{kept.id}",
         f"{redis_stores.prefix}deadlines",
         f"{redis_stores.prefix}owners",  # counts the kept ask's owner's pending asks
+        f"{redis_stores.prefix}owned:{kept.owner}",  # the audit index of the owner's asks
     }
     assert_same(await store.get(ask_id=kept.id), kept)
     assert await store.get(ask_id=lost.id) is None

@@ -1,4 +1,5 @@
-"""The ``relay`` command: serve the relay, ask a question, preview, print the manifest.
+"""The ``relay`` command: serve the relay, ask a question, export the audit trail, preview,
+print the manifest.
 
 Each subcommand lives in its own module with an ``add_<name>(commands)`` function that
 registers its parser and sets ``handler``; a handler returns the exit code. Failures print one
@@ -13,6 +14,7 @@ from collections.abc import Callable
 
 from relay import __version__
 from relay.cli.ask import add_ask
+from relay.cli.audit import add_audit
 from relay.cli.common import CommandError, Commands, Parser
 from relay.cli.exec_ import add_exec
 from relay.cli.hook import add_hook
@@ -20,6 +22,7 @@ from relay.cli.manifest import add_manifest
 from relay.cli.mcp import add_mcp
 from relay.cli.preview import BLOCK_KIT_BUILDER, add_preview, builder_url
 from relay.cli.serve import add_serve
+from relay.cli.webhook_secret import add_webhook_secret
 from relay.errors import HarnessError, RelayConfigError
 from relay.gate.rules import RulesError
 
@@ -32,6 +35,8 @@ _SUBCOMMANDS: tuple[Callable[[Commands], None], ...] = (
     add_mcp,
     add_hook,
     add_exec,
+    add_audit,
+    add_webhook_secret,
     add_preview,
     add_manifest,
 )

@@ -10,18 +10,31 @@ from typing import Any
 from aiohttp import web
 
 from relay import safejson
+from relay.audit import audit_json, encode_cursor
 from relay.errors import HarnessError, bad_request
 from relay.questions import AskUserQuestionRequest, validate_request
 from relay.server.bodies import read_body
 from relay.server.connections import Connections
 from relay.server.errors import ApiError
+from relay.server.idempotency import DEFAULT_WINDOW, CreateKeys
+from relay.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from relay.server.limits import Limiter, RateLimited
+from relay.server.listing import LIST_MAX, LIST_SCAN_BUDGET, read_list_query
 from relay.server.records import record_json
 from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTarget
 from relay.store import PendingLimitReached
+from relay.store.idempotency import IdempotencyStore
+from relay.store.listing import AskListing
 from relay.store.record import AskRecord
+from relay.webhooks.policy import CallbackRefused
+from relay.webhooks.sender import Subscription, Webhooks
 
-__all__ = ["AskApi", "read_slack_section"]
+__all__ = [
+    "OWNER",
+    "REPLAYED",
+    "AskApi",
+    "read_slack_section",
+]
 
 _SLACK_KEYS = frozenset(
     {
@@ -36,6 +49,7 @@ _SLACK_KEYS = frozenset(
 )
 _log = logging.getLogger("relay.server")
 OWNER = "relay_owner"  # request key: the authenticated token's fingerprint
+REPLAYED = "Idempotent-Replayed"  # response header: this create was answered from its key
 # Who may answer one ask: enough for any team; each group is a Slack call on a click.
 MAX_ALLOWED_USERS = 100
 MAX_ALLOWED_GROUPS = 10
@@ -55,8 +69,18 @@ class AskApi:
         read_timeout: float,
         limiter: Limiter,
         connections: Connections,
+        idempotency_window: float = DEFAULT_WINDOW,
+        webhooks: Webhooks | None = None,
     ) -> None:
         self.provider = provider
+        self.webhooks = webhooks
+        """Sends outcome webhooks to an ask's ``callback_url`` (``None``: not configured)."""
+        store = provider.store
+        self.keys = CreateKeys(
+            store=store if isinstance(store, IdempotencyStore) else None,
+            window=idempotency_window,
+        )
+        """The ``Idempotency-Key`` claims of ``POST /v1/asks`` (and ``/v1/approvals``)."""
         self._max_wait = max_wait
         self._max_body = max_body
         self._read_timeout = read_timeout
@@ -67,6 +91,7 @@ class AskApi:
         """The routes to add to the application."""
         return [
             web.post("/v1/asks", self.create),
+            web.get("/v1/asks", self.list),
             web.get("/v1/asks/{ask_id}", self.read),
             web.delete("/v1/asks/{ask_id}", self.delete),
         ]
@@ -76,23 +101,100 @@ class AskApi:
         wait = self.wait_param(request)
         body = await self.json_body(request)
         ask_request, target = _read_ask(body)
-        try:
-            validate_request(ask_request)
-            record = await self.provider.start(ask_request, target=target, owner=request[OWNER])
-        except HarnessError as exc:
-            raise ApiError.of(exc) from None
-        except PendingLimitReached as exc:
-            raise RateLimited(
-                "pending",
-                f"this token has {exc.limit} asks pending, the most it may"
-                " (RELAY_MAX_PENDING); wait for one to end, or DELETE one",
-                retry_after=_PENDING_RETRY_AFTER,
-            ) from None
-        if wait > 0:
+        subscription = self.callback(body)
+        headers: dict[str, str] = {}
+        async with self.keys.create(request, owner=request[OWNER], route="asks", body=body) as slot:
+            if slot is not None and slot.replay is not None:
+                record = await self.replayed(request, slot.replay)
+                headers[REPLAYED] = "true"
+            else:
+                try:
+                    validate_request(ask_request)
+                    record = await self.provider.start(
+                        ask_request, target=target, owner=request[OWNER]
+                    )
+                except HarnessError as exc:
+                    raise ApiError.of(exc) from None
+                except PendingLimitReached as exc:
+                    raise RateLimited(
+                        "pending",
+                        f"this token has {exc.limit} asks pending, the most it may"
+                        " (RELAY_MAX_PENDING); wait for one to end, or DELETE one",
+                        retry_after=_PENDING_RETRY_AFTER,
+                    ) from None
+                if slot is not None:
+                    slot.bind(record.id)
+        if subscription is not None and self.webhooks is not None:
+            # (Again on a replay: the first request may have died before subscribing.)
+            await self.webhooks.subscribe(record, subscription)
+        if wait > 0 and record.pending:
             record = await self.long_poll(request, record.id, wait)
         return web.json_response(
-            record_json(record), status=201, headers={"Location": f"/v1/asks/{record.id}"}
+            record_json(record),
+            status=201,
+            headers={"Location": f"/v1/asks/{record.id}", **headers},
         )
+
+    def callback(self, body: object) -> Subscription | None:
+        """The body's ``callback_url`` (and ``callback_events``), checked against the
+        operator's allowlist before anything is posted; ``None`` without one."""
+        if not isinstance(body, Mapping) or body.get("callback_url") is None:
+            if isinstance(body, Mapping) and body.get("callback_events") is not None:
+                raise ApiError("BAD_REQUEST", "callback_events needs a callback_url")
+            return None
+        if self.webhooks is None:
+            raise ApiError(
+                "CALLBACK_NOT_ALLOWED",
+                "this relay sends no webhooks; its operator turns them on with"
+                " RELAY_WEBHOOK_KEY and RELAY_WEBHOOK_ALLOWED_HOSTS (or poll GET /v1/asks/{id})",
+            )
+        try:
+            return self.webhooks.subscription(body["callback_url"], body.get("callback_events"))
+        except CallbackRefused as exc:
+            raise ApiError("CALLBACK_NOT_ALLOWED", str(exc)) from None
+
+    async def replayed(self, request: web.Request, ask_id: str) -> AskRecord:
+        """The ask an earlier request with the same ``Idempotency-Key`` created."""
+        record = await self.provider.store.get(ask_id=ask_id)
+        if record is None or record.owner != request[OWNER]:
+            raise ApiError(
+                "NOT_FOUND",
+                f"the ask {ask_id} this {IDEMPOTENCY_HEADER} created is no longer kept"
+                " (RELAY_RETENTION passed); send a new key to ask again",
+            )
+        return record
+
+    async def list(self, request: web.Request) -> web.Response:
+        """``GET /v1/asks``: the token's asks, newest first, filtered, a page at a time."""
+        query = read_list_query(request.query)
+        store = self.provider.store
+        if not isinstance(store, AskListing):
+            raise ApiError("BAD_REQUEST", "this relay's store keeps no audit index")
+        items: list[AskRecord] = []
+        after = query.after
+        budget = LIST_SCAN_BUDGET
+        more = True
+        while len(items) < query.limit and budget > 0:
+            asked = min(LIST_MAX, budget)
+            batch = await store.list_owned(
+                owner=request[OWNER],
+                since=query.since,
+                until=query.until,
+                after=after,
+                limit=asked,
+            )
+            budget -= len(batch)
+            for record in batch:
+                after = (record.created_at.timestamp(), record.id)
+                if query.filter.matches(record):
+                    items.append(record)
+                    if len(items) >= query.limit:
+                        break
+            if len(batch) < asked and len(items) < query.limit:
+                more = False
+                break
+        cursor = encode_cursor(after) if more and after is not None else None
+        return web.json_response({"asks": [audit_json(r) for r in items], "next_cursor": cursor})
 
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/asks/{id}``: the record; with ``?wait=S`` long-polls while pending."""
@@ -167,6 +269,8 @@ def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]
         raise ApiError("BAD_REQUEST", "the body must be a JSON object with a questions list")
     fields = dict(body)
     slack = fields.pop("slack", None)
+    fields.pop("callback_url", None)  # (read by AskApi.callback)
+    fields.pop("callback_events", None)
     try:
         request = AskUserQuestionRequest.from_dict(fields, strict=True)
         target = read_slack_section(slack) if slack is not None else None

@@ -26,6 +26,7 @@ from relay.server.openapi import openapi_document
 from relay.slack.app import slack_handler
 from relay.slack.provider import SlackProvider
 from relay.store.base import StoreUnavailable
+from relay.webhooks.sender import Webhooks
 
 __all__ = ["CONNECTIONS", "build_app"]
 
@@ -105,6 +106,8 @@ def build_app(
     max_connections: int | None = None,
     grants: GrantStore | None = None,
     mcp_progress_interval: float = 10.0,
+    idempotency_window: float = 24 * 3600.0,
+    webhooks: Webhooks | None = None,
 ) -> web.Application:
     """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
@@ -127,6 +130,8 @@ def build_app(
         read_timeout=read_timeout,
         limiter=limiter,
         connections=connections,
+        idempotency_window=idempotency_window,
+        webhooks=webhooks,
     )
     grant_store = grants if grants is not None else MemoryGrants()
     approvals = ApprovalApi(asks=api, grants=grant_store)

@@ -30,7 +30,7 @@ from relay.gate.approval import (
 from relay.gate.match import Pattern, subject
 from relay.grants.base import GrantStore
 from relay.questions import AgentRef
-from relay.server.api import OWNER, AskApi, read_slack_section
+from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
 from relay.server.records import iso_time
 from relay.slack.provider import SlackProvider
@@ -92,9 +92,35 @@ class ApprovalApi:
         """``POST /v1/approvals``: a grant's decision at once (200), or a pending ask (201)."""
         owner: str = request[OWNER]
         wait = self._asks.wait_param(request)
-        approval, target = _read_approval(
-            await self._asks.json_body(request, hint="send less of the tool input")
+        body = await self._asks.json_body(request, hint="send less of the tool input")
+        approval, target = _read_approval(body)
+        headers: dict[str, str] = {}
+        async with self._asks.keys.create(
+            request, owner=owner, route="approvals", body=body
+        ) as slot:
+            if slot is not None and slot.replay is not None:
+                record = await self._asks.replayed(request, slot.replay)
+                headers[REPLAYED] = "true"
+            else:
+                started = await self._start(approval, target, owner)
+                if not isinstance(started, AskRecord):
+                    return started  # a grant answered at once: nothing was posted
+                record = started
+                if slot is not None:
+                    slot.bind(record.id)
+        if wait > 0 and record.pending:
+            record = await self._asks.long_poll(request, record.id, wait)
+        decision = await self._decision(record)
+        return web.json_response(
+            approval_json(record.id, decision, record),
+            status=201,
+            headers={"Location": f"/v1/approvals/{record.id}", **headers},
         )
+
+    async def _start(
+        self, approval: ApprovalRequest, target: Any, owner: str
+    ) -> AskRecord | web.Response:
+        """A grant's decision at once, or the posted approval ask (with its offer stored)."""
         grant = await self.grants.find(
             owner=owner,
             agent=approval.agent.id,
@@ -120,14 +146,7 @@ class ApprovalApi:
         ttl = (record.target.timeout or 7 * 24 * 3600.0) + _OFFER_GRACE
         # Stored even when no grant is offered: it marks the ask as an approval.
         await self.grants.put_offer(ask_id=record.id, offer=offer, ttl=ttl)
-        if wait > 0:
-            record = await self._asks.long_poll(request, record.id, wait)
-        decision = await self._decision(record)
-        return web.json_response(
-            approval_json(record.id, decision, record),
-            status=201,
-            headers={"Location": f"/v1/approvals/{record.id}"},
-        )
+        return record
 
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/approvals/{id}``: the approval; with ``?wait=S`` long-polls while pending."""

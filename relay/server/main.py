@@ -26,7 +26,10 @@ from relay.server.logs import LogFormatter, OneLineFilter, ProtocolLog
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
+from relay.store.outbox import WebhookOutbox
 from relay.tuning import tune_gc
+from relay.webhooks.policy import HostPolicy, parse_networks
+from relay.webhooks.sender import Webhooks, WebhookSettings
 
 if TYPE_CHECKING:
     from relay.store.redis_connect import RedisTLS
@@ -64,7 +67,12 @@ def configure_logging(settings: Settings) -> None:
     control characters escaped (tracebacks follow on lines marked ``| ``)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(LogFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    secrets = (settings.bot_token, settings.app_token or "", settings.signing_secret or "")
+    secrets = (
+        settings.bot_token,
+        settings.app_token or "",
+        settings.signing_secret or "",
+        settings.webhook_key or "",
+    )
     handler.addFilter(RedactingFilter((*secrets, *settings.api_tokens)))
     handler.addFilter(OneLineFilter())  # after redacting: a secret cut in two is still hidden
     root = logging.getLogger()
@@ -111,6 +119,27 @@ def _redis_tls(settings: Settings) -> RedisTLS:
     )
 
 
+def _webhooks(settings: Settings, store: AskStore) -> Webhooks | None:
+    if settings.webhook_key is None:
+        return None
+    if not isinstance(store, WebhookOutbox):
+        raise RelayConfigError("this store keeps no webhook outbox", setting="REDIS_URL")
+    policy = HostPolicy(
+        hosts=frozenset(h.strip("[]") for h in settings.webhook_hosts),
+        networks=parse_networks(settings.webhook_networks),
+    )
+    return Webhooks(
+        store=store,
+        settings=WebhookSettings(
+            key=settings.webhook_key,
+            policy=policy,
+            retry_for=settings.webhook_retry_for,
+            backoff=settings.webhook_backoff,
+            keep=settings.retention,
+        ),
+    )
+
+
 def _no_default_channel(_: object) -> SlackTarget:
     # No RELAY_CHANNEL: every API request must name its channel (the provider says so).
     return SlackTarget(channel="")
@@ -146,6 +175,9 @@ async def serve(
         max_timeout=settings.max_timeout,
     )
     grants = _grants(settings)
+    webhooks = _webhooks(settings, store)
+    if webhooks is not None:
+        provider.events.subscribe(webhooks.observe)
     app = build_app(
         provider=provider,
         grants=grants,
@@ -154,6 +186,8 @@ async def serve(
         max_wait=settings.max_wait,
         max_body=settings.max_body,
         serve_slack_events=not settings.socket_mode,
+        idempotency_window=settings.idempotency_window,
+        webhooks=webhooks,
         **limits_of(settings),
     )
     if extend is not None:
@@ -180,6 +214,8 @@ async def serve(
         listening = True
         provider.start_expiry()
         provider.prefetch_identity()
+        if webhooks is not None:
+            webhooks.start()
         if settings.app_token:
             # In the background: serving, /readyz and signals work while Slack is unreachable.
             await provider.connect_socket_mode(settings.app_token, wait=False)
@@ -206,6 +242,9 @@ async def serve(
                 await provider.aclose()  # the withdrawals and updates still owed to Slack
         except TimeoutError:
             _log.warning("stopped before every Slack update was sent (Slack too slow?)")
+        if webhooks is not None:
+            # Deliveries in flight get a moment; the rest stay owed in the store.
+            await webhooks.aclose(grace=SHUTDOWN_TIMEOUT / 4)
         try:
             async with asyncio.timeout(SHUTDOWN_TIMEOUT / 2):
                 await store.aclose()

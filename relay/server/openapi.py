@@ -8,6 +8,7 @@ import relay
 from relay.questions import MAX_QUESTIONS
 from relay.server.api import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
 from relay.server.openapi_approvals import approval_paths, approval_schemas
+from relay.server.openapi_operators import OPERATOR_ERROR_CODES, with_operator_features
 from relay.slack.provider import LONGEST_TIMEOUT
 
 __all__ = ["ERROR_CODES", "openapi_document"]
@@ -25,6 +26,7 @@ ERROR_CODES = [
     "PROVIDER_FAILED",
     "UNAVAILABLE",
     "INTERNAL",
+    *OPERATOR_ERROR_CODES,  # (issue 16: idempotency, audit, webhooks; openapi_operators)
 ]
 
 _OPTION = {
@@ -249,6 +251,10 @@ _COMMON = {
 
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI document; tests check it against the routes and their responses."""
+    return with_operator_features(_base_document(), error=_error)
+
+
+def _base_document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {

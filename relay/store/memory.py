@@ -7,10 +7,14 @@ import heapq
 import math
 import time
 from collections import deque
+from dataclasses import dataclass
 from datetime import datetime
 
 from relay.questions import AskUserQuestionAnswerItem
 from relay.store.base import PendingLimitReached
+from relay.store.idempotency import KeyClaim
+from relay.store.listing import Position
+from relay.store.outbox import ClaimedDelivery
 from relay.store.record import (
     AnswerResult,
     AskError,
@@ -51,6 +55,12 @@ class MemoryStore:
         self._sizes: dict[str, int] = {}
         self.finished_bytes = 0
         """About how many bytes of question text the finished asks kept hold."""
+        self._keys: dict[tuple[str, str], _Key] = {}
+        self._owned: dict[str, dict[str, float]] = {}  # owner → ask id → created (epoch)
+        self._hooks: dict[str, str] = {}  # ask id → webhook subscription (JSON)
+        self._hooks_watched: dict[str, None] = {}  # subscribed asks not yet enqueued, in order
+        self._outbox: dict[str, _Delivery] = {}
+        self._key_expiry: deque[tuple[float, tuple[str, str]]] = deque()
 
     def __len__(self) -> int:
         return len(self._records)
@@ -69,6 +79,7 @@ class MemoryStore:
         self._records[record.id] = record
         self._sizes[record.id] = _size(record)
         self._pending += 1
+        self._index_owned(record)
         if record.deadline is not None:
             heapq.heappush(self._deadlines, (record.deadline, record.id))
 
@@ -217,6 +228,179 @@ class MemoryStore:
         if record is not None and not record.pending:
             del self._records[ask_id]
             self.finished_bytes -= self._sizes.pop(ask_id, 0)
+            self._unindex_owned(record)
+
+    # Idempotency keys (``relay.store.idempotency``).
+
+    async def claim_key(self, *, owner: str, key: str, fingerprint: str, lease: float) -> KeyClaim:
+        """Claim ``key`` for ``fingerprint`` (atomic: no await between read and write)."""
+        now = time.monotonic()
+        self._forget_keys(now)
+        held = self._keys.get((owner, key))
+        if held is None or held.expires <= now:
+            self._keys[(owner, key)] = _Key(fingerprint, None, now + lease)
+            self._key_expiry.append((now + lease, (owner, key)))
+            return KeyClaim("new")
+        if held.fingerprint != fingerprint:
+            return KeyClaim("conflict")
+        return KeyClaim("same", held.ask_id)
+
+    async def bind_key(
+        self, *, owner: str, key: str, fingerprint: str, ask_id: str, window: float
+    ) -> None:
+        """Point the claimed key at ``ask_id`` for ``window`` seconds."""
+        held = self._keys.get((owner, key))
+        if held is not None and held.fingerprint == fingerprint:
+            expires = time.monotonic() + window
+            self._keys[(owner, key)] = _Key(fingerprint, ask_id, expires)
+            self._key_expiry.append((expires, (owner, key)))
+
+    async def release_key(self, *, owner: str, key: str, fingerprint: str) -> None:
+        """Drop an unbound claim."""
+        held = self._keys.get((owner, key))
+        if held is not None and held.fingerprint == fingerprint and held.ask_id is None:
+            del self._keys[(owner, key)]
+
+    def _forget_keys(self, now: float) -> None:
+        while self._key_expiry and self._key_expiry[0][0] <= now:
+            _, name = self._key_expiry.popleft()
+            held = self._keys.get(name)
+            if held is not None and held.expires <= now:
+                del self._keys[name]
+
+    # The audit index (``relay.store.listing``).
+
+    def _index_owned(self, record: AskRecord) -> None:
+        if record.owner is not None:
+            owned = self._owned.setdefault(record.owner, {})
+            owned[record.id] = record.created_at.timestamp()
+
+    def _unindex_owned(self, record: AskRecord) -> None:
+        if record.owner is not None and (owned := self._owned.get(record.owner)) is not None:
+            owned.pop(record.id, None)
+            if not owned:
+                del self._owned[record.owner]
+
+    async def list_owned(
+        self,
+        *,
+        owner: str,
+        since: float | None = None,
+        until: float | None = None,
+        after: Position | None = None,
+        limit: int = 100,
+    ) -> list[AskRecord]:
+        """``owner``'s asks created in ``[since, until)``, newest first, older than ``after``."""
+        self._forget_expired()
+        owned = self._owned.get(owner, {})
+        found: list[AskRecord] = []
+        # Newest first is the reverse of creation order (a dict keeps insertion order).
+        for ask_id, at in reversed(owned.items()):
+            position = (at, ask_id)
+            if after is not None and position >= after:
+                continue
+            if since is not None and at < since:
+                break
+            if until is not None and at >= until:
+                continue
+            record = self._records.get(position[1])
+            if record is not None:
+                found.append(record)
+                if len(found) >= limit:
+                    break
+        return found
+
+    # The webhook outbox (``relay.store.outbox``). Deliveries are few at a time; a scan of
+    # them all per claim is cheaper than keeping an index right.
+
+    async def hook_subscribe(self, *, ask_id: str, subscription: str, ttl: float) -> None:
+        """Remember ``ask_id``'s subscription (kept as long as the ask is)."""
+        if ask_id not in self._hooks:
+            self._hooks[ask_id] = subscription
+            self._hooks_watched[ask_id] = None
+
+    async def hook_subscription(self, *, ask_id: str) -> str | None:
+        """The subscription of ``ask_id``."""
+        return self._hooks.get(ask_id)
+
+    async def hook_watched(self, *, limit: int = 100, offset: int = 0) -> list[str]:
+        """Subscribed asks whose end is not enqueued yet, oldest first from ``offset``."""
+        for ask_id in [i for i in self._hooks_watched if i not in self._records]:
+            self._hooks_watched.pop(ask_id, None)  # gone (expired): nothing left to send
+            self._hooks.pop(ask_id, None)
+        return list(self._hooks_watched)[offset : offset + limit]
+
+    async def hook_enqueue(
+        self, *, event_id: str, ask_id: str, delivery: str, due: float, final: bool
+    ) -> bool:
+        """Owe ``delivery`` unless ``event_id`` is known."""
+        self._forget_deliveries()
+        if final:
+            self._hooks_watched.pop(ask_id, None)
+            self._hooks.pop(ask_id, None)  # no event follows the end
+        if event_id in self._outbox:
+            return False
+        self._outbox[event_id] = _Delivery(delivery=delivery, due=due)
+        return True
+
+    async def hook_claim(self, *, now: float, lease: float, limit: int) -> list[ClaimedDelivery]:
+        """Lease up to ``limit`` due deliveries."""
+        claimed: list[ClaimedDelivery] = []
+        for event_id, held in sorted(self._outbox.items(), key=lambda item: item[1].due):
+            if len(claimed) >= limit or held.due > now:
+                break
+            if held.state != "pending":
+                continue
+            held.due = now + lease
+            claimed.append(ClaimedDelivery(event_id, held.delivery, held.attempts))
+        return claimed
+
+    async def hook_settle(
+        self, *, event_id: str, outcome: str, error: str | None, keep: float
+    ) -> None:
+        """End a delivery; its id is kept ``keep`` seconds."""
+        held = self._outbox.get(event_id)
+        if held is not None:
+            held.state, held.error = outcome, error
+            held.attempts += 1
+            held.due = math.inf
+            held.forget_at = time.monotonic() + keep
+
+    async def hook_retry(self, *, event_id: str, due: float, error: str) -> None:
+        """Try again from ``due``."""
+        held = self._outbox.get(event_id)
+        if held is not None and held.state == "pending":
+            held.due, held.error = due, error
+            held.attempts += 1
+
+    async def hook_state(self, *, event_id: str) -> dict[str, str] | None:
+        """Where a delivery stands."""
+        held = self._outbox.get(event_id)
+        if held is None:
+            return None
+        return {"state": held.state, "attempts": str(held.attempts), "error": held.error or ""}
+
+    def _forget_deliveries(self) -> None:
+        now = time.monotonic()
+        for event_id in [i for i, d in self._outbox.items() if d.forget_at <= now]:
+            del self._outbox[event_id]
+
+
+@dataclass(slots=True)
+class _Delivery:
+    delivery: str
+    due: float
+    attempts: int = 0
+    state: str = "pending"
+    error: str | None = None
+    forget_at: float = math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    fingerprint: str
+    ask_id: str | None
+    expires: float  # time.monotonic()
 
 
 def _size(record: AskRecord) -> int:

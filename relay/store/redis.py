@@ -31,9 +31,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import json
 import logging
 import math
+import random
+import time
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
@@ -43,6 +46,9 @@ from redis.exceptions import RedisError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
 from relay.store.base import PendingLimitReached, StoreUnavailable
+from relay.store.idempotency import KeyClaim, KeyOutcome
+from relay.store.listing import Position
+from relay.store.outbox import ClaimedDelivery
 from relay.store.record import (
     AnswerOutcome,
     AnswerResult,
@@ -177,6 +183,86 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local index = tonumber(ARGV[1])
 if index < 0 or index >= tonumber(redis.call('HGET', KEYS[1], 'n')) then return -1 end
 redis.call('HSET', KEYS[1], 'msg:' .. ARGV[1], ARGV[2])
+return 1
+"""
+
+# Idempotency keys (relay.store.idempotency). KEYS: the key's hash. ARGV: fingerprint,
+# lease ms. A free key is claimed (no ask yet) for the lease; a held one is compared.
+_KEY_CLAIM = """
+local fp = redis.call('HGET', KEYS[1], 'fp')
+if not fp then
+  redis.call('HSET', KEYS[1], 'fp', ARGV[1], 'ask', '')
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {'new', ''}
+end
+if fp ~= ARGV[1] then return {'conflict', ''} end
+return {'same', redis.call('HGET', KEYS[1], 'ask') or ''}
+"""
+
+# KEYS: the key's hash. ARGV: fingerprint, ask id, window ms.
+_KEY_BIND = """
+if redis.call('HGET', KEYS[1], 'fp') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'ask', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+# KEYS: the key's hash. ARGV: fingerprint. Only an unbound claim is dropped.
+_KEY_RELEASE = """
+if redis.call('HGET', KEYS[1], 'fp') == ARGV[1] and redis.call('HGET', KEYS[1], 'ask') == '' then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+# The webhook outbox (relay.store.outbox). KEYS: subscription key, watch zset. ARGV: ask id,
+# subscription json, ttl ms, score.
+_HOOK_SUBSCRIBE = """
+if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+end
+return 1
+"""
+
+# KEYS: delivery hash, outbox zset, watch zset, subscription key. ARGV: event id, delivery
+# json, due, ask id, final ('1' or '0'). An event id seen before is not enqueued again.
+_HOOK_ENQUEUE = """
+if ARGV[5] == '1' then
+  redis.call('ZREM', KEYS[3], ARGV[4])
+  redis.call('DEL', KEYS[4])
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'delivery', ARGV[2], 'attempts', 0, 'state', 'pending')
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return 1
+"""
+
+# KEYS: outbox zset. ARGV: now, lease until, limit. Moves each due delivery's time to the
+# end of the lease: no other replica takes it meanwhile.
+_HOOK_CLAIM = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do
+  redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+end
+return ids
+"""
+
+# KEYS: delivery hash, outbox zset. ARGV: event id, state, error, keep ms.
+_HOOK_SETTLE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'error', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+# KEYS: delivery hash, outbox zset. ARGV: event id, due, error.
+_HOOK_RETRY = """
+if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then return 0 end
+redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+redis.call('HSET', KEYS[1], 'error', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 return 1
 """
 
@@ -332,6 +418,7 @@ class RedisStore:
             raise PendingLimitReached(record.owner, self._max_pending)
         if created <= 0:
             raise ValueError(f"ask {record.id} exists already")
+        await self._index_owned(record)
 
     @_translated
     async def get(self, *, ask_id: str) -> AskRecord | None:
@@ -577,6 +664,234 @@ class RedisStore:
                 watch.fail(exc)
         await self._connection.aclose()
 
+    # Idempotency keys (relay.store.idempotency): ``{prefix}idem:{owner}:{sha256(key)}``, a
+    # hash of the request's fingerprint and the ask id it created ('' while in flight).
+
+    def _idem_key(self, owner: str, key: str) -> str:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+        return f"{self._prefix}idem:{owner}:{digest}"
+
+    @_translated
+    async def claim_key(self, *, owner: str, key: str, fingerprint: str, lease: float) -> KeyClaim:
+        """Claim ``key`` for ``fingerprint`` atomically, across every replica."""
+        script = self._redis.register_script(_KEY_CLAIM)
+        reply = await script(
+            keys=[self._idem_key(owner, key)], args=[fingerprint, max(1, math.ceil(lease * 1000))]
+        )
+        outcome: KeyOutcome = _text(reply[0])  # type: ignore[assignment]
+        return KeyClaim(outcome, _text(reply[1]) or None)
+
+    @_translated
+    async def bind_key(
+        self, *, owner: str, key: str, fingerprint: str, ask_id: str, window: float
+    ) -> None:
+        """Point the claimed key at ``ask_id`` for ``window`` seconds."""
+        script = self._redis.register_script(_KEY_BIND)
+        await script(
+            keys=[self._idem_key(owner, key)],
+            args=[fingerprint, ask_id, max(1, math.ceil(window * 1000))],
+        )
+
+    @_translated
+    async def release_key(self, *, owner: str, key: str, fingerprint: str) -> None:
+        """Drop an unbound claim."""
+        script = self._redis.register_script(_KEY_RELEASE)
+        await script(keys=[self._idem_key(owner, key)], args=[fingerprint])
+
+    # The audit index (relay.store.listing): ``{prefix}owned:{owner}``, a sorted set of the
+    # owner's ask ids by creation time. An id whose ask hash expired is dropped when a listing
+    # meets it, and a few of the oldest are checked now and then on create, so the index
+    # stays about as long as retention keeps the asks.
+
+    def _owned_key(self, owner: str) -> str:
+        return f"{self._prefix}owned:{owner}"
+
+    async def _index_owned(self, record: AskRecord) -> None:
+        if record.owner is None:
+            return
+        key = self._owned_key(record.owner)
+        if random.random() >= _OWNED_TRIM_SHARE:  # noqa: S311 - load spreading, not a secret
+            await self._redis.zadd(key, {record.id: record.created_at.timestamp()})
+            return
+        # Now and then (one create in four), check a few of the oldest: on average more
+        # leave than come, so the index stays about as long as retention keeps asks.
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(key, {record.id: record.created_at.timestamp()})
+            pipe.zrange(key, 0, _OWNED_TRIM - 1)
+            _, oldest = await pipe.execute()
+        await self._drop_gone(key, [_text(i) for i in oldest])
+
+    async def _drop_gone(self, key: str, ids: list[str]) -> set[str]:
+        """Remove from index ``key`` the ids whose asks expired; returns those removed."""
+        if not ids:
+            return set()
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for ask_id in ids:
+                pipe.exists(self._key(ask_id))
+            alive = await pipe.execute()
+        gone = {i for i, there in zip(ids, alive, strict=True) if not there}
+        if gone:
+            await self._redis.zrem(key, *gone)
+        return gone
+
+    @_translated
+    async def list_owned(
+        self,
+        *,
+        owner: str,
+        since: float | None = None,
+        until: float | None = None,
+        after: Position | None = None,
+        limit: int = 100,
+    ) -> list[AskRecord]:
+        """``owner``'s asks created in ``[since, until)``, newest first, older than ``after``."""
+        key = self._owned_key(owner)
+        upper: float = math.inf if until is None else until
+        if after is not None:
+            upper = min(upper, after[0])
+        lower = "-inf" if since is None else repr(since)
+        found: list[AskRecord] = []
+        skip = 0
+        while len(found) < limit:
+            batch: list[Any] = await self._redis.zrevrangebyscore(
+                key,
+                repr(upper) if math.isfinite(upper) else "+inf",
+                lower,
+                start=skip,
+                num=limit - len(found) + 8,
+                withscores=True,
+            )
+            if not batch:
+                break
+            skip += len(batch)
+            entries = [(_text(pair[0]), float(pair[1])) for pair in batch]
+            wanted = [
+                (ask_id, score)
+                for ask_id, score in entries
+                if (until is None or score < until) and (after is None or (score, ask_id) < after)
+            ]
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for ask_id, _ in wanted:
+                    pipe.hgetall(self._key(ask_id))
+                fields = await pipe.execute()
+            gone: list[str] = []
+            for (ask_id, _), data in zip(wanted, fields, strict=True):
+                record = _decode(data)
+                if record is None:
+                    gone.append(ask_id)
+                elif len(found) < limit:
+                    found.append(record)
+            if gone:
+                await self._redis.zrem(key, *gone)
+                skip -= len(gone)
+        return found
+
+    # The webhook outbox (relay.store.outbox): ``{prefix}hook:{ask id}`` (the subscription),
+    # ``{prefix}hooks:watch`` (a sorted set of subscribed asks whose end is not enqueued),
+    # ``{prefix}outbox`` (a sorted set of deliveries by when they are due, or their lease
+    # ends) and ``{prefix}delivery:{event id}`` (a hash: the delivery, attempts, state); on a
+    # cluster each is tagged ``{<prefix>hooks}`` (``_Keys.hooks``): one slot for the outbox.
+
+    def _hook_key(self, ask_id: str) -> str:
+        return self._keys.hooks(f"hook:{ask_id}")
+
+    def _delivery_key(self, event_id: str) -> str:
+        return self._keys.hooks(f"delivery:{event_id}")
+
+    @_translated
+    async def hook_subscribe(self, *, ask_id: str, subscription: str, ttl: float) -> None:
+        """Remember ``ask_id``'s subscription for ``ttl`` seconds, and watch the ask."""
+        script = self._redis.register_script(_HOOK_SUBSCRIBE)
+        await script(
+            keys=[self._hook_key(ask_id), self._keys.hooks("hooks:watch")],
+            args=[ask_id, subscription, max(1, math.ceil(ttl * 1000)), time.time()],
+        )
+
+    @_translated
+    async def hook_subscription(self, *, ask_id: str) -> str | None:
+        """The subscription of ``ask_id``."""
+        raw = await self._redis.get(self._hook_key(ask_id))
+        return None if raw is None else _text(raw)
+
+    @_translated
+    async def hook_watched(self, *, limit: int = 100, offset: int = 0) -> list[str]:
+        """Subscribed asks whose end is not enqueued yet, oldest first from ``offset``
+        (expired ones are dropped from the watch as they are met)."""
+        watch = self._keys.hooks("hooks:watch")
+        ids = [_text(i) for i in await self._redis.zrange(watch, offset, offset + limit - 1)]
+        gone = await self._drop_gone(watch, ids)
+        return [i for i in ids if i not in gone]
+
+    @_translated
+    async def hook_enqueue(
+        self, *, event_id: str, ask_id: str, delivery: str, due: float, final: bool
+    ) -> bool:
+        """Owe ``delivery`` unless ``event_id`` was enqueued before (on any replica)."""
+        script = self._redis.register_script(_HOOK_ENQUEUE)
+        done = await script(
+            keys=[
+                self._delivery_key(event_id),
+                self._keys.hooks("outbox"),
+                self._keys.hooks("hooks:watch"),
+                self._hook_key(ask_id),
+            ],
+            args=[event_id, delivery, repr(due), ask_id, "1" if final else "0"],
+        )
+        return bool(int(done))
+
+    @_translated
+    async def hook_claim(self, *, now: float, lease: float, limit: int) -> list[ClaimedDelivery]:
+        """Lease up to ``limit`` due deliveries (atomically: one replica gets each)."""
+        script = self._redis.register_script(_HOOK_CLAIM)
+        ids = [
+            _text(i)
+            for i in await script(
+                keys=[self._keys.hooks("outbox")], args=[repr(now), repr(now + lease), limit]
+            )
+        ]
+        if not ids:
+            return []
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for event_id in ids:
+                pipe.hmget(self._delivery_key(event_id), ["delivery", "attempts", "state"])
+            rows = await pipe.execute()
+        claimed: list[ClaimedDelivery] = []
+        for event_id, (delivery, attempts, state) in zip(ids, rows, strict=True):
+            if delivery is None or _text(state) != "pending":
+                await self._redis.zrem(self._keys.hooks("outbox"), event_id)  # settled or gone
+                continue
+            claimed.append(ClaimedDelivery(event_id, _text(delivery), int(attempts or 0)))
+        return claimed
+
+    @_translated
+    async def hook_settle(
+        self, *, event_id: str, outcome: str, error: str | None, keep: float
+    ) -> None:
+        """End a delivery; its id is kept ``keep`` seconds (so it is not enqueued again)."""
+        script = self._redis.register_script(_HOOK_SETTLE)
+        await script(
+            keys=[self._delivery_key(event_id), self._keys.hooks("outbox")],
+            args=[event_id, outcome, error or "", max(1, math.ceil(keep * 1000))],
+        )
+
+    @_translated
+    async def hook_retry(self, *, event_id: str, due: float, error: str) -> None:
+        """Try the delivery again from ``due``."""
+        script = self._redis.register_script(_HOOK_RETRY)
+        await script(
+            keys=[self._delivery_key(event_id), self._keys.hooks("outbox")],
+            args=[event_id, repr(due), error],
+        )
+
+    @_translated
+    async def hook_state(self, *, event_id: str) -> dict[str, str] | None:
+        """Where a delivery stands."""
+        fields = await self._redis.hgetall(self._delivery_key(event_id))
+        if not fields:
+            return None
+        data = {_text(k): _text(v) for k, v in fields.items()}
+        return {k: data.get(k, "") for k in ("state", "attempts", "error")}
+
 
 class _Keys:
     """Every key name the store uses, in one place.
@@ -604,6 +919,19 @@ class _Keys:
         if self._cluster:
             return f"{self._prefix}{{{self._prefix}index}}:{name}"
         return f"{self._prefix}{name}"
+
+    def hooks(self, name: str) -> str:
+        """A key of the webhook outbox (subscriptions, deliveries, the watch list and the
+        queue): on a cluster one slot for all of them, since each script moves a delivery
+        between several."""
+        if self._cluster:
+            return f"{self._prefix}{{{self._prefix}hooks}}:{name}"
+        return f"{self._prefix}{name}"
+
+
+# How many of an owner's oldest indexed asks a create checks for expiry, and how often.
+_OWNED_TRIM = 8
+_OWNED_TRIM_SHARE = 0.25
 
 
 class _Watch:

@@ -1,0 +1,148 @@
+"""``relay audit``: export the token's asks from a hosted relay, as JSON lines or CSV.
+
+Who answered what and when, each vote (on records that have votes), the timeouts and
+aborts, with each question and its options as asked. Reads ``GET /v1/asks`` page by page
+with ``RELAY_URL`` and ``RELAY_TOKEN``, like ``relay ask``. CSV cells that a spreadsheet would
+run as a formula (starting with = + - @, a tab or a carriage return) get a leading '.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import IO, Any
+
+import aiohttp
+
+from relay.audit import CSV_COLUMNS, csv_rows
+from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands
+
+__all__ = ["add_audit", "parse_since"]
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_AGO = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+_STATUSES = ("pending", "answered", "aborted", "timed_out", "failed")
+
+
+def parse_since(text: str, *, now: datetime, flag: str = "--since") -> str:
+    """A time as the API takes it: ``30d`` (ago; also s, m, h, w) or an ISO 8601 time."""
+    match = _AGO.match(text.strip())
+    if match:
+        ago = timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        return (now - ago).isoformat()
+    try:
+        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise CommandError(
+            USAGE, f"{flag} must be a duration ago like 30d, 12h, 90m, or a time like 2026-05-01"
+        ) from None
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).isoformat()
+
+
+def add_audit(commands: Commands) -> None:
+    """Register ``relay audit``."""
+    parser = commands.add_parser(
+        "audit",
+        help="export who answered what, when (JSON lines or CSV) from a hosted relay",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--since", default="30d", help="from when: 30d (default), 12h, or a time")
+    parser.add_argument("--until", help="up to when (the same forms as --since; default now)")
+    parser.add_argument(
+        "--status", action="append", choices=_STATUSES, help="only asks that ended so (repeat)"
+    )
+    parser.add_argument("--agent", help="only asks made by this agent id")
+    parser.add_argument("--channel", help="only asks posted in this channel id")
+    parser.add_argument("--responder", metavar="U…", help="only asks this Slack user answered")
+    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    parser.add_argument("--output", "-O", metavar="FILE", help="write here (default stdout)")
+    parser.add_argument("--relay-url", default=os.environ.get("RELAY_URL"), help="or RELAY_URL")
+    parser.set_defaults(handler=_run_audit)
+
+
+def _run_audit(args: argparse.Namespace) -> int:
+    if not args.relay_url:
+        raise CommandError(USAGE, "say which relay: --relay-url (or RELAY_URL)")
+    token = os.environ.get("RELAY_TOKEN", "")
+    if not token:
+        raise CommandError(USAGE, "set RELAY_TOKEN to one of the relay's API tokens")
+    now = datetime.now(UTC)
+    params: list[tuple[str, str]] = [("since", parse_since(args.since, now=now))]
+    if args.until:
+        params.append(("until", parse_since(args.until, now=now, flag="--until")))
+    for status in args.status or ():
+        params.append(("status", status))
+    for name in ("agent", "channel", "responder"):
+        if getattr(args, name):
+            params.append((name, getattr(args, name)))
+    try:
+        out: IO[str] = (
+            open(args.output, "w", encoding="utf-8", newline="")  # noqa: SIM115
+            if args.output
+            else sys.stdout
+        )
+    except OSError as exc:
+        raise CommandError(CANNOT_READ, f"cannot write {args.output}: {exc.strerror}") from None
+    try:
+        count = asyncio.run(_export(args.relay_url.rstrip("/"), token, params, args.format, out))
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    sys.stderr.write(f"relay: exported {count} asks\n")
+    return 0
+
+
+async def _export(
+    url: str, token: str, params: list[tuple[str, str]], form: str, out: IO[str]
+) -> int:
+    writer = csv.writer(out) if form == "csv" else None
+    if writer is not None:
+        writer.writerow(CSV_COLUMNS)
+    count = 0
+    async for item in _pages(url, token, params):
+        count += 1
+        if writer is not None:
+            writer.writerows(csv_rows(item))
+        else:
+            out.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return count
+
+
+async def _pages(
+    url: str, token: str, params: list[tuple[str, str]]
+) -> AsyncIterator[dict[str, Any]]:
+    cursor: str | None = None
+    headers = {"Authorization": f"Bearer {token}"}
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
+        while True:
+            query = [*params, ("limit", "200")] + ([("cursor", cursor)] if cursor else [])
+            try:
+                async with session.get(f"{url}/v1/asks", params=query) as response:
+                    body = await response.json(content_type=None)
+                    status = response.status
+            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                raise CommandError(
+                    "PROVIDER_FAILED",
+                    f"cannot read {url}/v1/asks ({exc or type(exc).__name__}); check RELAY_URL"
+                    " and that relay serve is running",
+                ) from None
+            if status != 200 or not isinstance(body, dict):
+                error = body.get("error", {}) if isinstance(body, dict) else {}
+                raise CommandError(
+                    str(error.get("code") or "PROVIDER_FAILED"),
+                    str(error.get("message") or f"the relay answered HTTP {status}"),
+                )
+            for item in body.get("asks") or []:
+                yield item
+            cursor = body.get("next_cursor")
+            if not cursor:
+                return
