@@ -255,6 +255,8 @@ async def _read(request: web.Request, timeout: float) -> bytes | None:
     limit = request.client_max_size
     if limit and request.content_length is not None and request.content_length > limit:
         raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+    if request.content.is_eof():  # all of it came with the head (a click's usual case)
+        return await request.read()  # (no timer to arm and cancel: a tenth of the handler)
     try:
         async with asyncio.timeout(timeout):
             return await request.read()
