@@ -46,6 +46,8 @@ ENV_VARS: dict[str, str] = {
     "RELAY_MAX_CONNECTIONS": "most client connections at once (default: the descriptor limit"
     " less a reserve)",
     "REDIS_URL": "Redis URL for state shared between replicas (default: in memory)",
+    "RELAY_REDIS_MAX_CONNECTIONS": "most connections to Redis at once, per replica; commands"
+    " beyond them wait their turn (default 64)",
     "RELAY_LOG_LEVEL": "debug, info, warning or error (default info)",
     "RELAY_MCP_PROGRESS_INTERVAL": "seconds between MCP progress notifications while a human"
     " thinks (default 10)",
@@ -99,6 +101,7 @@ class Settings:
     host: str = "0.0.0.0"  # noqa: S104 - a service in a container listens on every interface
     port: int = 3000
     redis_url: str | None = None
+    redis_max_connections: int = 64
     log_level: str = "info"
     gc_threshold: int | None = DEFAULT_GC_THRESHOLD
     mcp_progress_interval: float = 10.0
@@ -188,6 +191,7 @@ class Settings:
             host=get("RELAY_HOST") or "0.0.0.0",  # noqa: S104
             port=_port(get("PORT")),
             redis_url=_redis(get("REDIS_URL")),
+            redis_max_connections=_redis_connections(get("RELAY_REDIS_MAX_CONNECTIONS")),
             log_level=_log_level(get("RELAY_LOG_LEVEL")),
             gc_threshold=_gc_threshold(get("RELAY_GC_THRESHOLD")),
             mcp_progress_interval=_seconds(
@@ -221,6 +225,16 @@ def _whole(raw: str | None, name: str, default: int) -> int:
     value = int(_number(raw, name, default, whole=True))
     if value > _MOST:
         raise RelayConfigError(f"{name} must be at most {_MOST} (got {raw!r})", setting=name)
+    return value
+
+
+def _redis_connections(raw: str | None) -> int:
+    value = _whole(raw, "RELAY_REDIS_MAX_CONNECTIONS", 64)
+    if value < 2:  # one of them listens for pub/sub for good
+        raise RelayConfigError(
+            f"RELAY_REDIS_MAX_CONNECTIONS must be at least 2 (got {raw!r})",
+            setting="RELAY_REDIS_MAX_CONNECTIONS",
+        )
     return value
 
 

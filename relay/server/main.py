@@ -94,6 +94,7 @@ async def _store(settings: Settings) -> AskStore:
         url=settings.redis_url,
         retention=settings.retention,
         max_pending_per_owner=settings.max_pending,
+        max_connections=settings.redis_max_connections,
     )
 
 

@@ -49,9 +49,13 @@ from relay.store.record import (
     item_to_json,
 )
 
-__all__ = ["RedisStore"]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "RedisStore"]
 
 _log = logging.getLogger("relay.store.redis")
+
+DEFAULT_MAX_CONNECTIONS = 64
+"""Connections a store opens to Redis at most (``RELAY_REDIS_MAX_CONNECTIONS``); commands
+beyond them wait their turn. Waiting long-polls hold none."""
 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: score, id, core json, owner
 # ('' for none), the owner's pending limit (0: none), then field/value pairs. Creating the
@@ -142,6 +146,8 @@ return 1
 """
 
 
+_READ_BATCH = 500  # reads per pipeline when many waiters check at once
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -165,7 +171,11 @@ def _translated(
 
 
 class RedisStore:
-    """Asks in Redis, shared by every replica; claims are atomic Lua scripts."""
+    """Asks in Redis, shared by every replica; claims are atomic Lua scripts.
+
+    At most ``max_connections`` connections are open at once (one of them for pub/sub); a
+    command that finds them all busy waits up to ``pool_timeout`` seconds for one.
+    """
 
     durable = True
 
@@ -177,22 +187,32 @@ class RedisStore:
         prefix: str = "relay:",
         retention: float = 7 * 24 * 3600.0,
         max_pending_per_owner: int | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        pool_timeout: float = 5.0,
     ) -> None:
         if (url is None) == (client is None):
             raise ValueError("pass exactly one of url= or client=")
-        self._redis: aioredis.Redis = client or aioredis.Redis.from_url(
-            url or "",
-            socket_connect_timeout=2.0,
-            socket_timeout=5.0,
-            health_check_interval=15,
-            # One quick retry on a fresh connection heals pooled connections that a Redis
-            # restart closed; a Redis that is down still fails within milliseconds.
-            retry=Retry(
-                ExponentialWithJitterBackoff(base=0.01, cap=0.1),
-                retries=2,
-                supported_errors=(RedisConnectionError,),
-            ),
-        )
+        if client is None:
+            # A blocking pool: with every connection busy a command waits up to
+            # ``pool_timeout`` for one instead of failing (redis-py's default pool raised
+            # MaxConnectionsError past 100, reported as "Redis is unreachable").
+            pool = aioredis.BlockingConnectionPool.from_url(
+                url or "",
+                max_connections=max_connections,
+                timeout=pool_timeout,
+                socket_connect_timeout=2.0,
+                socket_timeout=5.0,
+                health_check_interval=15,
+                # One quick retry on a fresh connection heals pooled connections that a Redis
+                # restart closed; a Redis that is down still fails within milliseconds.
+                retry=Retry(
+                    ExponentialWithJitterBackoff(base=0.01, cap=0.1),
+                    retries=2,
+                    supported_errors=(RedisConnectionError,),
+                ),
+            )
+            client = aioredis.Redis.from_pool(pool)
+        self._redis: aioredis.Redis = client
         self._prefix = prefix
         self._deadlines = f"{prefix}deadlines"
         self._owners = f"{prefix}owners"
@@ -208,6 +228,8 @@ class RedisStore:
         self._listener: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
         self._subscribing: asyncio.Future[None] | None = None
+        self._queued: dict[str, bool] = {}  # ask id -> read only its status first
+        self._reader: asyncio.Task[None] | None = None
         self._closed = False
 
     def _key(self, ask_id: str) -> str:
@@ -288,6 +310,8 @@ class RedisStore:
             raise IndexError(f"ask {ask_id} has no question {index}")
         outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
         record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        if record is not None and not record.pending:
+            self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters here
         return AnswerResult(outcome, record)
 
     @_translated
@@ -314,26 +338,28 @@ class RedisStore:
             ],
         )
         record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        if record is not None and not record.pending:
+            self._settle_local(ask_id, record)
         return bool(int(reply[0])), record
 
     @_translated
     async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
         """Wait for the ask to end (woken by pub/sub from any replica) or ``within`` seconds.
 
-        Waiters of one ask share one ``_Watch``: while the ask is pending it reads only the
-        ask's status, once when the first waiter comes and once per wake-up, and reads (and
-        decodes) the whole record once when it ends, for all of them. Waiters whose time is
-        up share one read of the record as it stands, too.
+        Waiters of one ask share one ``_Watch``, a future and nothing else while the ask is
+        pending: one read of the ask's status when the first waiter comes; one read of the
+        whole record when pub/sub says it ended, for all of them; none at all when it ended
+        through this store (the claim's own reply settles it). Waiters whose time is up
+        share one read of the record as it stands, too.
         """
         if within is not None and within <= 0:
             return await self.get(ask_id=ask_id)
         await self._ensure_listening()
         watch = self._watches.get(ask_id)
         if watch is None or watch.failed():
-            loop = asyncio.get_running_loop()
-            watch = self._watches[ask_id] = _Watch(loop)
+            watch = self._watches[ask_id] = _Watch(asyncio.get_running_loop())
             # Subscribed before its first read, so an ending between the two is never missed.
-            watch.task = loop.create_task(self._watch(ask_id, watch))
+            self._check(ask_id, watch, status_first=True)
         watch.waiters += 1
         try:
             with contextlib.suppress(TimeoutError):
@@ -344,24 +370,70 @@ class RedisStore:
             watch.waiters -= 1
             if not watch.waiters and self._watches.get(ask_id) is watch:
                 del self._watches[ask_id]
-                watch.stop()
 
-    async def _watch(self, ask_id: str, watch: _Watch) -> None:
-        """Settle ``watch`` with the record once the ask is final (or gone)."""
-        key = self._key(ask_id)
-        try:
-            while True:
-                status = await self._redis.hget(key, "status")
-                if status is None or _text(status) != AskStatus.PENDING.value:
-                    record = await self._redis.hgetall(key)
-                    watch.settle(_decode(record))
-                    return
-                await watch.woken.wait()
-                watch.woken.clear()
-        except (RedisError, OSError) as exc:
-            watch.fail(
-                StoreUnavailable(f"Redis is unreachable: {exc}; retry once it answers again")
-            )
+    def _settle_local(self, ask_id: str, record: AskRecord) -> None:
+        watch = self._watches.get(ask_id)
+        if watch is not None:
+            watch.settle(record)
+
+    def _check(self, ask_id: str, watch: _Watch, *, status_first: bool) -> None:
+        """Queue a read of the ask for ``watch`` (one in flight per watch; a wake-up during
+        it reads again after, as that read may predate the ending); a final record settles
+        it. Queued reads go to Redis pipelined, in batches: ten thousand long-polls arriving
+        at once are twenty round trips on one connection, not ten thousand commands each
+        waiting for a connection of its own."""
+        if watch.done.done():
+            return
+        if watch.reading:
+            watch.again = True
+            return
+        watch.reading, watch.again = True, False
+        self._queued[ask_id] = status_first
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(self._read_queued())
+
+    async def _read_queued(self) -> None:
+        while self._queued:
+            batch = []
+            for ask_id in self._queued:
+                batch.append((ask_id, self._queued[ask_id]))
+                if len(batch) == _READ_BATCH:
+                    break
+            for ask_id, _ in batch:
+                del self._queued[ask_id]
+            try:
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for ask_id, status_first in batch:
+                        if status_first:
+                            pipe.hget(self._key(ask_id), "status")
+                        else:
+                            pipe.hgetall(self._key(ask_id))
+                    replies = await pipe.execute()
+            except (RedisError, OSError) as exc:
+                failure = StoreUnavailable(
+                    f"Redis is unreachable: {exc}; retry once it answers again"
+                )
+                for ask_id, _ in batch:
+                    if (watch := self._watches.get(ask_id)) is not None:
+                        watch.reading = False
+                        watch.fail(failure)
+                continue
+            for (ask_id, status_first), reply in zip(batch, replies, strict=True):
+                watch = self._watches.get(ask_id)
+                if watch is None:
+                    continue
+                watch.reading = False
+                if status_first:
+                    if reply is None or _text(reply) != AskStatus.PENDING.value:
+                        self._check(ask_id, watch, status_first=False)  # final: read it all
+                    elif watch.again:
+                        self._check(ask_id, watch, status_first=False)
+                    continue
+                record = _decode(reply)
+                if record is None or not record.pending:
+                    watch.settle(record)
+                elif watch.again:
+                    self._check(ask_id, watch, status_first=False)
 
     async def _read_shared(self, ask_id: str) -> AskRecord | None:
         """``get``, shared by every caller that asks while one read is in flight."""
@@ -433,13 +505,16 @@ class RedisStore:
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     def _wake(self, ask_id: str) -> None:
+        # Pub/sub says the ask ended: read the record straight away (no status read first).
         watch = self._watches.get(ask_id)
         if watch is not None:
-            watch.woken.set()
+            self._check(ask_id, watch, status_first=False)
 
     def _wake_all(self) -> None:
-        for watch in self._watches.values():
-            watch.woken.set()
+        # Anything may have ended while unsubscribed: every watch re-reads its status (in
+        # pipelined batches, see _check).
+        for ask_id, watch in list(self._watches.items()):
+            self._check(ask_id, watch, status_first=True)
 
     @_translated
     async def due(self, *, now: float, limit: int = 100) -> list[str]:
@@ -480,9 +555,10 @@ class RedisStore:
                 await asyncio.wait({self._listener}, timeout=0.1)
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._listener
+        if self._reader is not None:
+            self._reader.cancel()
         # Waiters get the record as it stands now (one read per ask), then Redis is closed.
         for ask_id, watch in list(self._watches.items()):
-            watch.stop()
             try:
                 watch.settle(await self.get(ask_id=ask_id))
             except StoreUnavailable as exc:
@@ -491,15 +567,15 @@ class RedisStore:
 
 
 class _Watch:
-    """The waiters of one ask and the one task that reads it for them."""
+    """The waiters of one ask: the future they share, and whether a read is on its way."""
 
-    __slots__ = ("done", "task", "waiters", "woken")
+    __slots__ = ("again", "done", "reading", "waiters")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.done: asyncio.Future[AskRecord | None] = loop.create_future()
-        self.woken = asyncio.Event()
         self.waiters = 0
-        self.task: asyncio.Task[None] | None = None
+        self.reading = False
+        self.again = False
 
     def settle(self, record: AskRecord | None) -> None:
         if not self.done.done():
@@ -513,9 +589,6 @@ class _Watch:
     def failed(self) -> bool:
         return self.done.done() and self.done.exception() is not None
 
-    def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
 
 
 def _message_json(message: MessageRef) -> str:
