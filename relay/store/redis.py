@@ -590,7 +590,6 @@ class _Watch:
         return self.done.done() and self.done.exception() is not None
 
 
-
 def _message_json(message: MessageRef) -> str:
     return json.dumps([message.channel, message.ts], separators=(",", ":"))
 
