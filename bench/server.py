@@ -300,16 +300,23 @@ class Child:
 
     @classmethod
     async def start(
-        cls, kind: str, *, slack_url: str, cpu: int | None = None, redis_url: str | None = None
+        cls,
+        kind: str,
+        *,
+        slack_url: str,
+        cpu: int | None = None,
+        redis_url: str | None = None,
+        cwd: str | None = None,
     ) -> Child:
-        """Start a server process and wait for its port."""
+        """Start a server process and wait for its port (``cwd``: run another source tree's
+        ``bench.server`` and relay, a checkout of an earlier commit say)."""
         command = [sys.executable, "-m", "bench.server", kind, "--slack-url", slack_url]
         if cpu is not None:
             command += ["--cpu", str(cpu)]
         if redis_url is not None:
             command += ["--redis-url", redis_url]
         process = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=cwd
         )
         child = cls(process, 0)
         child.port = int((await child._read())["port"])

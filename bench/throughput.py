@@ -19,12 +19,19 @@ collection walks every one of them, and CPython's defaults run one every few tho
 benchmark starts (pinned to CPU 1, with the load generator): the same rounds, side by side,
 and Redis's own CPU per click. ``--store memory`` or ``redis`` runs one relay only.
 
+``--compare DIR`` runs a second relay per store from another source tree (a checkout of an
+earlier commit), so that before and after are measured in the same rounds; ``--pending``,
+``--per-round`` and ``--rounds`` change the sizes.
+
     .venv/bin/python -m bench.throughput [--smoke] [--store memory|redis|both]
+        [--compare DIR] [--pending N] [--per-round N] [--rounds N]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import dataclasses
 import os
 import statistics
 import time
@@ -69,6 +76,7 @@ SMOKE = Sizes(pending=20, per_round=50, rounds=1, warmup=10, python_gc_rounds=1)
 
 
 RELAYS = {"memory": "relay", "redis": "relay_redis"}
+BEFORE = "_before"  # suffix of the relays run from --compare's tree
 
 
 async def one_round(
@@ -117,7 +125,7 @@ async def one_round(
     return out
 
 
-async def measure(sizes: Sizes, stores: list[str]) -> dict[str, Any]:
+async def measure(sizes: Sizes, stores: list[str], compare: str | None = None) -> dict[str, Any]:
     """Fill the relays, then run alternating rounds; the figures."""
     pinned = pin_to_cpu(1)
     batches = sizes.rounds + sizes.python_gc_rounds
@@ -128,18 +136,21 @@ async def measure(sizes: Sizes, stores: list[str]) -> dict[str, Any]:
         async with FakeSlack(signing_secret=SECRET) as slack:
             try:
                 servers["bolt"] = await Child.start("bolt", slack_url=slack.base_url, cpu=0)
-                for store in stores:
-                    servers[RELAYS[store]] = await Child.start(
+                relays = [RELAYS[s] for s in stores]
+                if compare is not None:
+                    relays += [RELAYS[s] + BEFORE for s in stores]
+                for name in relays:
+                    servers[name] = await Child.start(
                         "relay",
                         slack_url=slack.base_url,
                         cpu=0,
-                        redis_url=redis.url if store == "redis" and redis else None,
+                        redis_url=redis.url if "redis" in name and redis else None,
+                        cwd=compare if name.endswith(BEFORE) else None,
                     )
                 servers["floor"] = await Child.start("floor", slack_url=slack.base_url, cpu=0)
                 bodies: dict[str, list[bytes]] = {}
                 filled: dict[str, float] = {}
-                for store in stores:
-                    name = RELAYS[store]
+                for name in relays:
                     # The asks to click go first (the first messages this relay posted).
                     offset = len(slack.messages)
                     filled[name] = (await servers[name].command("ask", clickable))["seconds"]
@@ -169,7 +180,7 @@ async def measure(sizes: Sizes, stores: list[str]) -> dict[str, Any]:
                         servers[name],
                         clicks_of(name, k),
                         relay=name.startswith("relay"),
-                        redis=redis if name == "relay_redis" else None,
+                        redis=redis if name.startswith("relay_redis") else None,
                     )
 
                 for name in servers:
@@ -179,7 +190,7 @@ async def measure(sizes: Sizes, stores: list[str]) -> dict[str, Any]:
                 for r in range(sizes.rounds):
                     for name in names[r % len(names) :] + names[: r % len(names)]:
                         rounds[name].append(await run_round(name, r))
-                gc_names = ["bolt", *(RELAYS[store] for store in stores)]
+                gc_names = ["bolt", *relays]
                 python_gc: dict[str, list[dict[str, Any]]] = {name: [] for name in gc_names}
                 for name in python_gc:
                     await servers[name].command("gc_mode", "python")
@@ -187,7 +198,7 @@ async def measure(sizes: Sizes, stores: list[str]) -> dict[str, Any]:
                     order = gc_names if r % 2 == 0 else gc_names[::-1]
                     for name in order:
                         python_gc[name].append(await run_round(name, sizes.rounds + r))
-                final = {RELAYS[s]: await servers[RELAYS[s]].command("stats") for s in stores}
+                final = {name: await servers[name].command("stats") for name in relays}
                 await stub.cleanup()
             finally:
                 for child in servers.values():
@@ -227,9 +238,16 @@ async def measure(sizes: Sizes, stores: list[str]) -> dict[str, Any]:
     for name in final:
         out[f"{name}_over_bolt_by_round"] = by_round(name, "bolt")
         out[f"{name}_over_bolt_per_cpu"] = per_cpu[name] / per_cpu["bolt"]
-    if len(final) == 2:
+    if "relay" in final and "relay_redis" in final:
         out["relay_redis_over_relay_by_round"] = by_round("relay_redis", "relay")
         out["relay_redis_over_relay_per_cpu"] = per_cpu["relay_redis"] / per_cpu["relay"]
+    if "relay_before" in final and "relay_redis_before" in final:
+        out["relay_redis_before_over_relay_before_by_round"] = by_round(
+            "relay_redis_before", "relay_before"
+        )
+        out["relay_redis_before_over_relay_before_per_cpu"] = (
+            per_cpu["relay_redis_before"] / per_cpu["relay_before"]
+        )
     if "relay_redis" in rounds:
         out["redis_cpu_us_per_click"] = statistics.median(
             r["redis_cpu_us_per_click"] for r in rounds["relay_redis"]
@@ -243,6 +261,8 @@ def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
         "bolt": "bare Bolt",
         "relay": "relay (memory)",
         "relay_redis": "relay (Redis)",
+        "relay_before": "relay (memory), --compare tree",
+        "relay_redis_before": "relay (Redis), --compare tree",
         "floor": "floor",
     }
     headers = ["server", "round", "clicks", "clicks/s", "CPU %", "CPU us/click"]
@@ -288,8 +308,14 @@ def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
     for name, base, label in (
         ("relay", "bolt", "relay (memory) >= 85% of bare Bolt"),
         ("relay_redis", "relay", "relay (Redis) >= 85% of relay (memory)"),
+        ("relay_before", "bolt", "--compare tree: relay (memory) >= 85% of bare Bolt"),
+        (
+            "relay_redis_before",
+            "relay_before",
+            "--compare tree: relay (Redis) >= 85% of relay (memory)",
+        ),
     ):
-        key = f"{name}_over_{'bolt' if base == 'bolt' else 'relay'}"
+        key = f"{name}_over_{base}"
         if f"{key}_by_round" not in result:
             continue
         ratio = result[key] = statistics.median(result[f"{key}_by_round"])
@@ -316,12 +342,23 @@ def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
     }
 
 
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--compare", default=None, help="another source tree to run too")
+    parser.add_argument("--pending", type=int, default=None)
+    parser.add_argument("--per-round", type=int, default=None)
+    parser.add_argument("--rounds", type=int, default=None)
+
+
 def main() -> None:
     """Run the benchmark and write ``bench/results/throughput.json``."""
-    args = arguments(__doc__ or "", stores=True)
+    args = arguments(__doc__ or "", stores=True, extra=_options)
+    sizes = SMOKE if args.smoke else FULL
+    for option in ("pending", "per_round", "rounds"):
+        if getattr(args, option):
+            sizes = dataclasses.replace(sizes, **{option: getattr(args, option)})
     if (os.cpu_count() or 1) < 2:
         print("note: fewer than 2 CPUs; the load generator shares the server's CPU")
-    result = asyncio.run(measure(SMOKE if args.smoke else FULL, stores_of(args)))
+    result = asyncio.run(measure(sizes, stores_of(args), args.compare))
     result["targets"] = report(result, smoke=args.smoke)
     write_json("throughput" + ("_smoke" if args.smoke else ""), {"smoke": args.smoke, **result})
 

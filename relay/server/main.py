@@ -26,7 +26,7 @@ from relay.server.logs import LogFormatter, OneLineFilter, ProtocolLog
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
-from relay.tuning import tune_gc
+from relay.tuning import freeze_startup, tune_gc
 
 __all__ = ["SHUTDOWN_TIMEOUT", "RedactingFilter", "configure_logging", "run", "serve"]
 
@@ -178,6 +178,8 @@ async def serve(
             mode,
             "redis" if settings.redis_url else "memory",
         )
+        if settings.gc_threshold is not None:
+            freeze_startup()  # the app, Bolt and the clients now exist: out of the collector's way
         if ready is not None:
             ready.set()
         await _until_stopped(stop, provider)

@@ -26,6 +26,7 @@ import json
 import logging
 import math
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
@@ -147,6 +148,7 @@ return 1
 
 
 _READ_BATCH = 500  # reads per pipeline when many waiters check at once
+_CORE_CACHE = 1024  # decoded record cores kept (see _Cores)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -223,6 +225,7 @@ class RedisStore:
         self._answer = self._redis.register_script(_ANSWER)
         self._finish = self._redis.register_script(_FINISH)
         self._set_message = self._redis.register_script(_SET_MESSAGE)
+        self._cores = _Cores()
         self._watches: dict[str, _Watch] = {}
         self._reads: dict[str, asyncio.Future[AskRecord | None]] = {}
         self._listener: asyncio.Task[None] | None = None
@@ -257,13 +260,14 @@ class RedisStore:
             if message is not None:
                 fields += [f"msg:{i}", _message_json(message)]
         score = record.deadline if record.deadline is not None else math.inf
+        text = json.dumps(core, separators=(",", ":"))
         created = int(
             await self._create(
                 keys=[self._key(record.id), self._deadlines, self._owners],
                 args=[
                     score,
                     record.id,
-                    json.dumps(core, separators=(",", ":")),
+                    text,
                     record.owner or "",
                     self._max_pending or 0,
                     *fields,
@@ -274,11 +278,24 @@ class RedisStore:
             raise PendingLimitReached(record.owner, self._max_pending)
         if created <= 0:
             raise ValueError(f"ask {record.id} exists already")
+        # Reading it back (posting, clicks) reuses these objects instead of decoding them.
+        self._cores.put(
+            text,
+            _Core(
+                id=record.id,
+                request=record.request,
+                target=record.target,
+                created_at=record.created_at,
+                deadline=record.deadline,
+                owner=record.owner,
+                meta=dict(record.meta),
+            ),
+        )
 
     @_translated
     async def get(self, *, ask_id: str) -> AskRecord | None:
         """The ask as it stands, or ``None``."""
-        return _decode(await self._redis.hgetall(self._key(ask_id)))
+        return _decode(await self._redis.hgetall(self._key(ask_id)), self._cores)
 
     @_translated
     async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
@@ -309,7 +326,7 @@ class RedisStore:
         if _text(reply[0]) == "bad_index":
             raise IndexError(f"ask {ask_id} has no question {index}")
         outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
-        record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
         if record is not None and not record.pending:
             self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters here
         return AnswerResult(outcome, record)
@@ -337,7 +354,7 @@ class RedisStore:
                 self._channel,
             ],
         )
-        record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
         if record is not None and not record.pending:
             self._settle_local(ask_id, record)
         return bool(int(reply[0])), record
@@ -429,7 +446,7 @@ class RedisStore:
                     elif watch.again:
                         self._check(ask_id, watch, status_first=False)
                     continue
-                record = _decode(reply)
+                record = _decode(reply, self._cores)
                 if record is None or not record.pending:
                     watch.settle(record)
                 elif watch.again:
@@ -603,36 +620,81 @@ def _pairs(flat: list[Any]) -> dict[str, str]:
     return {_text(k): _text(v) for k, v in zip(it, it, strict=True)}
 
 
-def _decode(fields: dict[Any, Any]) -> AskRecord | None:
+@dataclass(frozen=True, slots=True)
+class _Core:
+    """The part of a record that never changes, decoded."""
+
+    id: str
+    request: AskUserQuestionRequest
+    target: Target
+    created_at: datetime
+    deadline: float | None
+    owner: str | None
+    meta: dict[str, Any]
+
+
+class _Cores:
+    """Recently decoded cores by their JSON text, so that the record a click reads and the
+    record its claim returns decode the request once, not twice; bounded (oldest first)."""
+
+    __slots__ = ("_by_text", "_size")
+
+    def __init__(self, size: int = _CORE_CACHE) -> None:
+        self._by_text: dict[str, _Core] = {}
+        self._size = size
+
+    def get(self, text: str) -> _Core:
+        core = self._by_text.get(text)
+        if core is None:
+            data = json.loads(text)
+            core = _Core(
+                id=data["id"],
+                request=AskUserQuestionRequest.from_dict(data["request"]),
+                target=Target.from_dict(data["target"]),
+                created_at=datetime.fromisoformat(data["created_at"]),
+                deadline=data.get("deadline"),
+                owner=data.get("owner"),
+                meta=data.get("meta") or {},
+            )
+            self.put(text, core)
+        return core
+
+    def put(self, text: str, core: _Core) -> None:
+        if len(self._by_text) >= self._size:
+            del self._by_text[next(iter(self._by_text))]
+        self._by_text[text] = core
+
+
+def _decode(fields: dict[Any, Any], cores: _Cores | None = None) -> AskRecord | None:
     if not fields:
         return None
     data = {_text(k): _text(v) for k, v in fields.items()}
     if "core" not in data:
         return None
-    core = json.loads(data["core"])
+    text = data["core"]
+    core = (cores or _Cores(1)).get(text)
     n = int(data["n"])
     messages: list[MessageRef | None] = [None] * n
     responses: list[AskUserQuestionAnswerItem | None] = [None] * n
     for i in range(n):
-        if f"msg:{i}" in data:
-            channel, ts = json.loads(data[f"msg:{i}"])
+        if (message := data.get(f"msg:{i}")) is not None:
+            channel, ts = json.loads(message)
             messages[i] = MessageRef(channel, ts)
-        if f"ans:{i}" in data:
-            responses[i] = item_from_json(json.loads(data[f"ans:{i}"]))
+        if (answer := data.get(f"ans:{i}")) is not None:
+            responses[i] = item_from_json(json.loads(answer))
     error = json.loads(data["error"]) if data.get("error") else None
+    finished_at = data.get("finished_at")
     return AskRecord(
-        id=core["id"],
-        request=AskUserQuestionRequest.from_dict(core["request"]),
-        target=Target.from_dict(core["target"]),
-        created_at=datetime.fromisoformat(core["created_at"]),
-        deadline=core.get("deadline"),
+        id=core.id,
+        request=core.request,
+        target=core.target,
+        created_at=core.created_at,
+        deadline=core.deadline,
         status=AskStatus(data["status"]),
         messages=tuple(messages),
         responses=tuple(responses),
         error=AskError(error["code"], error["message"], error.get("reason")) if error else None,
-        owner=core.get("owner"),
-        finished_at=datetime.fromisoformat(data["finished_at"])
-        if data.get("finished_at")
-        else None,
-        meta=core.get("meta") or {},
+        owner=core.owner,
+        finished_at=datetime.fromisoformat(finished_at) if finished_at else None,
+        meta=dict(core.meta),  # records share the rest, which is immutable
     )
