@@ -237,7 +237,7 @@ def verdict(ok: bool | None) -> str:
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     """Print a plain-text table."""
     cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     line = "  ".join("-" * w for w in widths)
     print(f"\n{title}\n{line}")
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))

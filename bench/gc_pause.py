@@ -78,6 +78,7 @@ async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
                     created = await child.command("ask", sizes.churn)
                     statuses = await clicks
                     after = await child.command("stats")
+                    tracked = (await child.command("tracked"))["objects"]
                     if statuses != {200: len(phase)}:
                         raise RuntimeError(f"unexpected responses: {statuses}")
                     phases[mode] = {
@@ -86,7 +87,7 @@ async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
                         "passes": after["gc_count"],
                         "longest_ms": [t * 1e3 for t in after["gc_longest"]],
                         "total_ms": [t * 1e3 for t in after["gc_seconds"]],
-                        "tracked_objects": after["gc_tracked"],
+                        "tracked_objects": tracked,
                         "pending": after["pending"],
                         "answered": after["answered"] - before["answered"],
                     }

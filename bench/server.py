@@ -9,7 +9,7 @@ in-memory store; or bare Bolt, or the floor) on a free loopback port, prints
 - ``stats``: CPU seconds, RSS, asks answered and pending, timers and tasks of the loop;
 - ``gc``: a full collection; ``idle S``: CPU used while sleeping S seconds;
 - ``gc_reset``: forget the collector's passes so far (``stats`` has their count, total and
-  longest pause per generation);
+  longest pause per generation); ``tracked``: how many objects the collector tracks;
 - ``gc_mode relay|python``: the collector settings ``relay serve`` starts with
   (``relay.tuning.tune_gc``, the default here for every kind of server) or CPython's own;
 - ``slack_url URL``: send further Web API calls to URL;
@@ -194,7 +194,6 @@ async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str
             "gc_count": list(COLLECTIONS.count) if COLLECTIONS else None,
             "gc_seconds": list(COLLECTIONS.seconds) if COLLECTIONS else None,
             "gc_longest": list(COLLECTIONS.longest) if COLLECTIONS else None,
-            "gc_tracked": len(gc.get_objects()),
             "gc_threshold": list(gc.get_threshold()),
             "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         }
@@ -212,6 +211,8 @@ async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str
         if args[0] == "relay":
             tune_gc()
         return {"gc_threshold": list(gc.get_threshold())}
+    if command == "tracked":
+        return {"objects": len(gc.get_objects())}
     if command == "gc_reset":
         if COLLECTIONS is not None:
             COLLECTIONS.reset()

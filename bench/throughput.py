@@ -91,6 +91,7 @@ async def one_round(
     Redis's, when ``redis`` is the child's store)."""
     requests = [raw_request(child.port, body) for body in bodies]  # signed now, sent at once
     expected = api.calls.get("chat.update", 0) + len(bodies)
+    await child.command("gc_reset")  # the longest pause below is this round's
     redis_before = redis.cpu_seconds() if redis is not None else 0.0
     before = await child.command("stats")
     began = time.perf_counter()
