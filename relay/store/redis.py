@@ -446,7 +446,12 @@ class RedisStore:
                     elif watch.again:
                         self._check(ask_id, watch, status_first=False)
                     continue
-                record = _decode(reply, self._cores)
+                try:
+                    record = _decode(reply, self._cores)
+                except Exception as exc:  # a record nobody can read: fail its waiters, not all
+                    _log.exception("could not read ask %s for its waiters", ask_id)
+                    watch.fail(StoreUnavailable(f"ask {ask_id} could not be read: {exc}"))
+                    continue
                 if record is None or not record.pending:
                     watch.settle(record)
                 elif watch.again:
