@@ -65,11 +65,15 @@ async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
             )
             try:
                 clickable = len(MODES) * sizes.churn
+                # relay serve's settings from the start: tune_gc freezes what exists when it
+                # runs, which must be the start-up heap, not the pending asks.
+                await child.command("gc_mode", "relay")
                 await child.command("ask", clickable)
                 messages = list(slack.messages[:clickable])
                 await child.command("ask", sizes.pending)
                 for k, mode in enumerate(MODES):
-                    await child.command("gc_mode", mode)
+                    if mode != "relay":
+                        await child.command("gc_mode", mode)
                     await child.command("gc_reset")
                     before = await child.command("stats")
                     phase = messages[k * sizes.churn : (k + 1) * sizes.churn]

@@ -48,6 +48,9 @@ async def test_ten_thousand_waiters_hold_no_connection_and_all_get_their_outcome
         records = [new_ask() for _ in range(10_000)]
         for start in range(0, len(records), 500):
             await asyncio.gather(*(store.create(record=r) for r in records[start : start + 500]))
+        # A long-poll reads its ask before it waits: 10,000 reads at once, all answered.
+        read = await asyncio.gather(*(store.get(ask_id=r.id) for r in records))
+        assert [r.id for r in read if r is not None] == [r.id for r in records]
         waiters = [asyncio.ensure_future(store.wait(ask_id=r.id, within=60)) for r in records]
         admin = aioredis.Redis.from_url(redis_url, decode_responses=True)
         try:

@@ -233,6 +233,8 @@ class RedisStore:
         self._subscribing: asyncio.Future[None] | None = None
         self._queued: dict[str, bool] = {}  # ask id -> read only its status first
         self._reader: asyncio.Task[None] | None = None
+        self._gets: list[tuple[str, asyncio.Future[dict[Any, Any]]]] = []
+        self._direct = False  # a get() is on its way outside the batches
         self._closed = False
 
     def _key(self, ask_id: str) -> str:
@@ -294,8 +296,25 @@ class RedisStore:
 
     @_translated
     async def get(self, *, ask_id: str) -> AskRecord | None:
-        """The ask as it stands, or ``None``."""
-        return _decode(await self._redis.hgetall(self._key(ask_id)), self._cores)
+        """The ask as it stands, or ``None``.
+
+        Reads that come while others are on their way are sent together, pipelined (see
+        ``_check``): 10,000 long-polls arriving at once each read their ask first, and as
+        separate commands they queued for the pool's connections longer than it waits.
+        """
+        if not self._direct and (self._reader is None or self._reader.done()):
+            # Nothing else is reading: one command, no pipeline, no task.
+            self._direct = True
+            try:
+                return _decode(await self._redis.hgetall(self._key(ask_id)), self._cores)
+            finally:
+                self._direct = False
+        if self._closed:
+            raise StoreUnavailable("this Redis store is closed (the relay is stopping); retry")
+        future: asyncio.Future[dict[Any, Any]] = asyncio.get_running_loop().create_future()
+        self._gets.append((ask_id, future))
+        self._start_reader()
+        return _decode(await future, self._cores)
 
     @_translated
     async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
@@ -406,56 +425,81 @@ class RedisStore:
             return
         watch.reading, watch.again = True, False
         self._queued[ask_id] = status_first
+        self._start_reader()
+
+    def _start_reader(self) -> None:
         if self._reader is None or self._reader.done():
             self._reader = asyncio.get_running_loop().create_task(self._read_queued())
 
     async def _read_queued(self) -> None:
-        while self._queued:
-            batch = []
-            for ask_id in self._queued:
-                batch.append((ask_id, self._queued[ask_id]))
-                if len(batch) == _READ_BATCH:
-                    break
-            for ask_id, _ in batch:
-                del self._queued[ask_id]
-            try:
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for ask_id, status_first in batch:
-                        if status_first:
-                            pipe.hget(self._key(ask_id), "status")
-                        else:
-                            pipe.hgetall(self._key(ask_id))
-                    replies = await pipe.execute()
-            except (RedisError, OSError) as exc:
-                failure = StoreUnavailable(
-                    f"Redis is unreachable: {exc}; retry once it answers again"
-                )
+        gets: list[tuple[str, asyncio.Future[dict[Any, Any]]]] = []
+        try:
+            while self._queued or self._gets:
+                gets = self._gets[:_READ_BATCH]
+                del self._gets[: len(gets)]
+                batch: list[tuple[str, bool]] = []
+                for ask_id in self._queued:
+                    if len(batch) + len(gets) >= _READ_BATCH:
+                        break
+                    batch.append((ask_id, self._queued[ask_id]))
                 for ask_id, _ in batch:
-                    if (watch := self._watches.get(ask_id)) is not None:
-                        watch.reading = False
-                        watch.fail(failure)
-                continue
-            for (ask_id, status_first), reply in zip(batch, replies, strict=True):
-                watch = self._watches.get(ask_id)
-                if watch is None:
-                    continue
-                watch.reading = False
-                if status_first:
-                    if reply is None or _text(reply) != AskStatus.PENDING.value:
-                        self._check(ask_id, watch, status_first=False)  # final: read it all
-                    elif watch.again:
-                        self._check(ask_id, watch, status_first=False)
-                    continue
+                    del self._queued[ask_id]
                 try:
-                    record = _decode(reply, self._cores)
-                except Exception as exc:  # a record nobody can read: fail its waiters, not all
-                    _log.exception("could not read ask %s for its waiters", ask_id)
-                    watch.fail(StoreUnavailable(f"ask {ask_id} could not be read: {exc}"))
+                    async with self._redis.pipeline(transaction=False) as pipe:
+                        for ask_id, _ in gets:
+                            pipe.hgetall(self._key(ask_id))
+                        for ask_id, status_first in batch:
+                            if status_first:
+                                pipe.hget(self._key(ask_id), "status")
+                            else:
+                                pipe.hgetall(self._key(ask_id))
+                        replies = await pipe.execute()
+                except (RedisError, OSError) as exc:
+                    for _, future in gets:
+                        if not future.done():
+                            future.set_exception(exc)  # get() raises it as StoreUnavailable
+                    failure = StoreUnavailable(
+                        f"Redis is unreachable: {exc}; retry once it answers again"
+                    )
+                    for ask_id, _ in batch:
+                        if (watch := self._watches.get(ask_id)) is not None:
+                            watch.reading = False
+                            watch.fail(failure)
                     continue
-                if record is None or not record.pending:
-                    watch.settle(record)
+                for (_, future), reply in zip(gets, replies, strict=False):
+                    if not future.done():  # (its caller may have given up)
+                        future.set_result(reply)
+                answered, gets = len(gets), []
+                self._settle_reads(batch, replies[answered:])
+        finally:
+            # Cancelled (the store is closing): nobody else will answer these.
+            for _, future in [*gets, *self._gets]:
+                if not future.done():
+                    future.set_exception(RedisConnectionError("the Redis store closed"))
+            self._gets.clear()
+
+    def _settle_reads(self, batch: list[tuple[str, bool]], replies: list[Any]) -> None:
+        for (ask_id, status_first), reply in zip(batch, replies, strict=True):
+            watch = self._watches.get(ask_id)
+            if watch is None:
+                continue
+            watch.reading = False
+            if status_first:
+                if reply is None or _text(reply) != AskStatus.PENDING.value:
+                    self._check(ask_id, watch, status_first=False)  # final: read it all
                 elif watch.again:
                     self._check(ask_id, watch, status_first=False)
+                continue
+            try:
+                record = _decode(reply, self._cores)
+            except Exception as exc:  # a record nobody can read: fail its waiters, not all
+                _log.exception("could not read ask %s for its waiters", ask_id)
+                watch.fail(StoreUnavailable(f"ask {ask_id} could not be read: {exc}"))
+                continue
+            if record is None or not record.pending:
+                watch.settle(record)
+            elif watch.again:
+                self._check(ask_id, watch, status_first=False)
 
     async def _read_shared(self, ask_id: str) -> AskRecord | None:
         """``get``, shared by every caller that asks while one read is in flight."""
