@@ -188,6 +188,12 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pending", type=int, default=None, help=f"asks pending (default {FULL.pending:,})"
     )
+    parser.add_argument(
+        "--traced",
+        type=int,
+        default=None,
+        help=f"further asks posted with tracemalloc on (default {FULL.traced:,})",
+    )
 
 
 def main() -> None:
@@ -196,6 +202,8 @@ def main() -> None:
     sizes = SMOKE if args.smoke else FULL
     if args.pending:
         sizes = dataclasses.replace(sizes, pending=args.pending)
+    if args.traced:
+        sizes = dataclasses.replace(sizes, traced=args.traced)
     runs = [asyncio.run(measure(sizes, store)) for store in stores_of(args)]
     targets = report(runs, smoke=args.smoke)
     name = "pending_memory" + ("_smoke" if args.smoke else "")
