@@ -148,7 +148,7 @@ return 1
 
 
 _READ_BATCH = 500  # reads per pipeline when many waiters check at once
-_CORE_CACHE = 1024  # decoded record cores kept (see _Cores)
+_CORE_CACHE = 256  # decoded record cores kept (see _Cores): a click's read and claim, a post
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -398,6 +398,8 @@ class RedisStore:
             self._check(ask_id, watch, status_first=True)
         watch.waiters += 1
         try:
+            if within is None:
+                return await asyncio.shield(watch.done)  # (no timeout object per ask())
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(within):  # (wait_for could swallow a cancel)
                     return await asyncio.shield(watch.done)
@@ -684,7 +686,8 @@ class _Core:
 
 class _Cores:
     """Recently decoded cores by their JSON text, so that the record a click reads and the
-    record its claim returns decode the request once, not twice; bounded (oldest first)."""
+    record its claim returns decode the request once, not twice; bounded (oldest first),
+    small: it serves reads made moments apart, not the pending asks."""
 
     __slots__ = ("_by_text", "_size")
 
