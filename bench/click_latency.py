@@ -8,12 +8,21 @@ the payload). Every round sends the same signed bytes to all three, in rotating 
 one keep-alive ``aiohttp`` session; the relay's background ``chat.update`` is drained before
 the next request so that no measurement overlaps another's work.
 
-    .venv/bin/python -m bench.click_latency [--smoke]
+``--store both`` (the default) runs all of it twice in one run, the relay on the in-memory
+store and then on a ``redis-server`` this benchmark starts on a free port (``RedisStore``,
+the agents' waits woken through it), and measures the Redis floor there: one ``EVALSHA``
+round trip plus one pub/sub hop (``bench.common.redis_floor``). ``--pending 1000,100000``
+measures at several numbers of pending asks, for the "cost stays flat" target.
+
+    .venv/bin/python -m bench.click_latency [--smoke] [--store memory|redis|both]
+        [--pending N[,N...]]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import dataclasses
 import re
 import time
 from dataclasses import dataclass
@@ -24,6 +33,7 @@ import aiohttp
 from bench.common import (
     CHANNEL,
     SECRET,
+    Redis,
     WebApiStub,
     arguments,
     bare_bolt_app,
@@ -31,14 +41,18 @@ from bench.common import (
     floor_app,
     latency_ms,
     print_table,
+    redis_floor,
     request,
     serve,
     signed_headers,
+    stores_of,
     verdict,
     web_client,
     write_json,
 )
 from relay.slack import SlackProvider
+from relay.store.base import AskStore
+from relay.store.memory import MemoryStore
 from relay.testing import FakeMessage, FakeSlack
 
 _NUMBER = re.compile(r"build (\d+) ")
@@ -80,11 +94,33 @@ async def fill(
     return tasks, answered
 
 
-async def measure(sizes: Sizes) -> dict[str, Any]:
-    """Run the interleaved rounds; the figures."""
+async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
+    """Run the interleaved rounds with the relay on ``store``; the figures."""
+    redis = Redis(cpu=1) if store == "redis" else None
+    try:
+        return await _measure(sizes, redis)
+    finally:
+        if redis is not None:
+            redis.stop()
+
+
+def _store(redis: Redis | None) -> AskStore:
+    if redis is None:
+        return MemoryStore()
+    from relay.store.redis import RedisStore
+
+    return RedisStore(url=redis.url)
+
+
+async def _measure(sizes: Sizes, redis: Redis | None) -> dict[str, Any]:
+    floor = await redis_floor(redis.url, sizes.samples) if redis is not None else None
     async with FakeSlack(signing_secret=SECRET) as slack:
         provider = SlackProvider(
-            client=web_client(slack), signing_secret=SECRET, channel=CHANNEL, timeout=None
+            client=web_client(slack),
+            signing_secret=SECRET,
+            channel=CHANNEL,
+            timeout=None,
+            store=_store(redis),
         )
         bolt = bare_bolt_app(web_client(slack))
         runners = []
@@ -99,7 +135,9 @@ async def measure(sizes: Sizes) -> dict[str, Any]:
             urls[name] = f"http://127.0.0.1:{port}/slack/events"
         rounds = sizes.warmup + sizes.samples
         started = time.perf_counter()
-        tasks, answered = await fill(slack, provider, range(rounds + sizes.pending), sizes.wave)
+        # Smaller waves on Redis: redis-py's pool held 100 connections (issue 17's "before").
+        wave = sizes.wave if redis is None else min(sizes.wave, 50)
+        tasks, answered = await fill(slack, provider, range(rounds + sizes.pending), wave)
         fill_seconds = time.perf_counter() - started
         by_number: dict[int, FakeMessage] = {}
         for message in slack.messages:
@@ -142,6 +180,8 @@ async def measure(sizes: Sizes) -> dict[str, Any]:
                 await runner.cleanup()
     figures = {name: latency_ms(values) for name, values in samples.items()}
     return {
+        "store": "memory" if redis is None else "redis",
+        "redis_floor": floor,
         "sizes": sizes.__dict__,
         "pending_during_run": {"at_start": rounds + sizes.pending, "at_end": pending},
         "fill_seconds": fill_seconds,
@@ -154,31 +194,66 @@ async def measure(sizes: Sizes) -> dict[str, Any]:
     }
 
 
-def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
+def report(runs: list[dict[str, Any]], *, smoke: bool) -> dict[str, Any]:
     """Print the tables; the targets and whether each is met."""
-    latency, ratios = result["latency"], result["ratios"]
     names = {
         "relay": "relay: click -> ask() returns",
         "relay_ack": "relay: click -> HTTP ack",
         "bolt": "bare Bolt: click -> HTTP ack",
         "floor": "floor: click -> HTTP 200",
     }
-    rows = [
-        [label, f["n"], f["p50_ms"], f["p90_ms"], f["p99_ms"], f["max_ms"]]
-        for key, label in names.items()
-        for f in [latency[key]]
-    ]
-    pending = result["pending_during_run"]
+    rows = []
+    for run in runs:
+        pending = run["pending_during_run"]
+        where = f"{run['store']}, {pending['at_start']:,} -> {pending['at_end']:,} pending"
+        for key, label in names.items():
+            f = run["latency"][key]
+            rows.append([where, label, f["n"], f["p50_ms"], f["p90_ms"], f["p99_ms"], f["max_ms"]])
+        if run["redis_floor"] is not None:
+            for key, label in (
+                ("evalsha", "Redis: one EVALSHA round trip"),
+                ("evalsha_and_pubsub", "Redis floor: EVALSHA + pub/sub hop"),
+            ):
+                f = run["redis_floor"][key]
+                row = [where, label, f["n"], f["p50_ms"], f["p90_ms"], f["p99_ms"], f["max_ms"]]
+                rows.append(row)
     print_table(
-        f"Click to answer ({pending['at_start']:,} -> {pending['at_end']:,} asks pending)",
-        ["path", "n", "p50 ms", "p90 ms", "p99 ms", "max ms"],
+        "Click to answer",
+        ["store, asks pending", "path", "n", "p50 ms", "p90 ms", "p99 ms", "max ms"],
         rows,
     )
-    targets = {
-        "relay / bare Bolt at p50 <= 1.0": (ratios["relay_over_bolt_p50"], 1.0),
-        "relay / floor at p50 <= 1.5": (ratios["relay_over_floor_p50"], 1.5),
-        "relay p99 <= 10 ms": (latency["relay"]["p99_ms"], 10.0),
-    }
+    targets: dict[str, tuple[float, float]] = {}
+    by_store: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_store.setdefault(run["store"], []).append(run)
+    for store, store_runs in by_store.items():
+        run = store_runs[0]  # the first --pending size
+        latency, ratios = run["latency"], run["ratios"]
+        if store == "memory":
+            targets["memory: relay / bare Bolt at p50 <= 1.0"] = (
+                ratios["relay_over_bolt_p50"],
+                1.0,
+            )
+            targets["memory: relay / floor at p50 <= 1.5"] = (ratios["relay_over_floor_p50"], 1.5)
+        targets[f"{store}: relay p99 <= 10 ms"] = (latency["relay"]["p99_ms"], 10.0)
+        if store == "redis":
+            floor = run["redis_floor"]["evalsha_and_pubsub"]["p50_ms"]
+            targets["redis: p50 - Redis floor <= 0.5 ms"] = (
+                latency["relay"]["p50_ms"] - floor,
+                0.5,
+            )
+            if "memory" in by_store:
+                memory = by_store["memory"][0]["latency"]["relay"]["p50_ms"]
+                targets["redis / memory at p50 <= 1.5"] = (
+                    latency["relay"]["p50_ms"] / memory,
+                    1.5,
+                )
+        if len(store_runs) > 1:
+            low, high = store_runs[0], store_runs[-1]
+            targets[
+                f"{store}: p50 at {high['sizes']['pending']:,} / at"
+                f" {low['sizes']['pending']:,} pending <= 1.2"
+            ] = (high["latency"]["relay"]["p50_ms"] / low["latency"]["relay"]["p50_ms"], 1.2)
     met = {name: None if smoke else value <= limit for name, (value, limit) in targets.items()}
     print_table(
         "Targets",
@@ -190,12 +265,30 @@ def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
     }
 
 
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pending",
+        default=None,
+        help="asks left pending during the run, comma-separated for several runs per store"
+        f" (default {FULL.pending:,}; e.g. 1000,100000 for the cost-stays-flat target)",
+    )
+
+
 def main() -> None:
     """Run the benchmark and write ``bench/results/click_latency.json``."""
-    args = arguments(__doc__ or "")
-    result = asyncio.run(measure(SMOKE if args.smoke else FULL))
-    result["targets"] = report(result, smoke=args.smoke)
-    write_json("click_latency" + ("_smoke" if args.smoke else ""), {"smoke": args.smoke, **result})
+    args = arguments(__doc__ or "", stores=True, extra=_options)
+    base = SMOKE if args.smoke else FULL
+    counts = [int(n) for n in args.pending.split(",")] if args.pending else [base.pending]
+    runs = [
+        asyncio.run(measure(dataclasses.replace(base, pending=n), store))
+        for store in stores_of(args)
+        for n in counts
+    ]
+    targets = report(runs, smoke=args.smoke)
+    write_json(
+        "click_latency" + ("_smoke" if args.smoke else ""),
+        {"smoke": args.smoke, "runs": runs, "targets": targets},
+    )
 
 
 if __name__ == "__main__":

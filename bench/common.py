@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -21,7 +22,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -236,7 +237,7 @@ def verdict(ok: bool | None) -> str:
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     """Print a plain-text table."""
     cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     line = "  ".join("-" * w for w in widths)
     print(f"\n{title}\n{line}")
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
@@ -313,15 +314,37 @@ def pin_to_cpu(cpu: int) -> bool:
     return os.sched_getaffinity(0) == {cpu}
 
 
-def arguments(description: str) -> argparse.Namespace:
-    """The command line every benchmark takes: ``--smoke``."""
+def arguments(
+    description: str,
+    *,
+    stores: bool = False,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.Namespace:
+    """The command line every benchmark takes: ``--smoke`` (and ``--store`` where a
+    benchmark runs the relay on either store; ``extra`` adds a benchmark's own options)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--smoke",
         action="store_true",
         help="a seconds-long run with tiny sizes: exercises every path, asserts no speed",
     )
+    if stores:
+        parser.add_argument(
+            "--store",
+            choices=["memory", "redis", "both"],
+            default="both",
+            help="which store the relay runs on; both (the default) measures them side by side"
+            " in one run, Redis started by the benchmark on a free port",
+        )
+    if extra is not None:
+        extra(parser)
     return parser.parse_args()
+
+
+def stores_of(args: argparse.Namespace) -> list[str]:
+    """The stores ``--store`` names, memory first."""
+    choice = getattr(args, "store", "memory")
+    return ["memory", "redis"] if choice == "both" else [choice]
 
 
 def web_client(slack: FakeSlack) -> AsyncWebClient:
@@ -345,7 +368,7 @@ _NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
 class Redis:
     """A throwaway ``redis-server`` on a free loopback port, without persistence."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, cpu: int | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise SystemExit("redis-server is not installed (apt-get install redis-server)")
@@ -357,6 +380,9 @@ class Redis:
             stderr=subprocess.STDOUT,
             text=True,
         )
+        if cpu is not None and cpu < (os.cpu_count() or 1):
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(self._process.pid, {cpu})
         assert self._process.stdout is not None
         for line in self._process.stdout:  # bounded: the server prints a few lines and is ready
             if "Ready to accept connections" in line:
@@ -369,6 +395,11 @@ class Redis:
         assert self._process.stdout is not None
         for _ in self._process.stdout:
             pass
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server has used so far (user + system, from /proc)."""
+        fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         """Stop the server."""
@@ -383,3 +414,47 @@ class Redis:
 def python() -> str:
     """The interpreter running the benchmarks (the project's virtual environment)."""
     return sys.executable
+
+
+# ---- the Redis floor --------------------------------------------------------------------
+
+# One claim's worth of work: write a field, publish the id (what the answer script does).
+_FLOOR_SCRIPT = """
+redis.call('HSET', KEYS[1], 'status', ARGV[2])
+redis.call('PUBLISH', KEYS[2], ARGV[1])
+return 1
+"""
+
+
+async def redis_floor(url: str, samples: int) -> dict[str, Any]:
+    """The floor under a Redis-mode click: one ``EVALSHA`` round trip plus one pub/sub hop,
+    with redis-py on the same Redis. Each sample runs a script that sets a hash field and
+    publishes an id, and ends when a subscriber on another connection has it; the round
+    trip alone is timed too."""
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url)
+    pubsub = client.pubsub()
+    try:
+        await pubsub.subscribe("bench:floor")
+        while (await pubsub.get_message(timeout=1.0)) is None:
+            pass  # the subscribe confirmation
+        script = client.register_script(_FLOOR_SCRIPT)
+        await script(keys=["bench:floor:ask", "bench:floor"], args=["warm", "x"])
+        await pubsub.get_message(timeout=1.0)
+        hop: list[float] = []
+        trip: list[float] = []
+        for k in range(samples):
+            sent = time.perf_counter()
+            await script(keys=["bench:floor:ask", "bench:floor"], args=[str(k), "answered"])
+            returned = time.perf_counter()
+            message = await pubsub.get_message(timeout=5.0)
+            while message is None or message.get("type") != "message":
+                message = await pubsub.get_message(timeout=5.0)
+            received = time.perf_counter()
+            trip.append(returned - sent)
+            hop.append(received - sent)
+        return {"evalsha": latency_ms(trip), "evalsha_and_pubsub": latency_ms(hop)}
+    finally:
+        await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await client.aclose()

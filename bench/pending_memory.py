@@ -10,16 +10,33 @@ fake Slack, which lives in this process so that its memory stays out of the figu
 - CPU used while idle for 10 s, and the timers the event loop holds (a timer per ask would
   show as ~N timers).
 
-    .venv/bin/python -m bench.pending_memory [--smoke]
+``--store both`` (the default) measures a relay on the in-memory store and then one on a
+``RedisStore`` (a ``redis-server`` this benchmark starts; its memory is not the relay's),
+side by side: on Redis the record lives in Redis, and the replica should hold only what a
+local waiter needs. ``--pending N`` sets the number of asks (default 100,000).
+
+    .venv/bin/python -m bench.pending_memory [--smoke] [--store memory|redis|both]
+        [--pending N]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from bench.common import SECRET, arguments, pin_to_cpu, print_table, verdict, write_json
+from bench.common import (
+    SECRET,
+    Redis,
+    arguments,
+    pin_to_cpu,
+    print_table,
+    stores_of,
+    verdict,
+    write_json,
+)
 from bench.server import Child
 from relay.testing import FakeSlack
 
@@ -39,11 +56,25 @@ FULL = Sizes(pending=100_000, traced=10_000, idle_seconds=10.0)
 SMOKE = Sizes(pending=200, traced=100, idle_seconds=0.5)
 
 
-async def measure(sizes: Sizes) -> dict[str, Any]:
-    """Fill a relay with pending asks and measure it."""
+async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
+    """Fill a relay on ``store`` with pending asks and measure it."""
+    redis = Redis(cpu=1) if store == "redis" else None
+    try:
+        result = await _measure(sizes, redis)
+        if redis is not None:
+            result["redis_cpu_seconds"] = redis.cpu_seconds()
+        return {"store": store, **result}
+    finally:
+        if redis is not None:
+            redis.stop()
+
+
+async def _measure(sizes: Sizes, redis: Redis | None) -> dict[str, Any]:
     pin_to_cpu(1)
     async with FakeSlack(signing_secret=SECRET) as slack:
-        relay = await Child.start("relay", slack_url=slack.base_url, cpu=0)
+        relay = await Child.start(
+            "relay", slack_url=slack.base_url, cpu=0, redis_url=redis.url if redis else None
+        )
         try:
             request_bytes = (await relay.command("trace_requests", sizes.traced))["bytes"]
             # One warm-up ask so that lazily built state (Bolt, the HTTP session) is counted
@@ -84,49 +115,68 @@ async def measure(sizes: Sizes) -> dict[str, Any]:
     }
 
 
-def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
+def report(runs: list[dict[str, Any]], *, smoke: bool) -> dict[str, Any]:
     """Print the tables; the targets and whether each is met."""
-    n = result["sizes"]["pending"]
-    print_table(
-        f"{n:,} asks pending in one process (posted in {result['fill_seconds']:.1f} s)",
-        ["figure", "value"],
+    n = runs[0]["sizes"]["pending"]
+    rows: list[list[object]] = [
+        ["posted in (s)", *(r["fill_seconds"] for r in runs)],
+        ["request object alone (KB)", *(r["request_bytes"] / KB for r in runs)],
+        ["RSS per pending ask (KB)", *(r["rss_per_ask_bytes"] / KB for r in runs)],
+        ["  beyond the request (KB)", *(r["rss_per_ask_beyond_request_bytes"] / KB for r in runs)],
+        ["tracemalloc per pending ask (KB)", *(r["traced_per_ask_bytes"] / KB for r in runs)],
         [
-            ["request object alone (KB)", result["request_bytes"] / KB],
-            ["RSS per pending ask (KB)", result["rss_per_ask_bytes"] / KB],
-            ["  beyond the request (KB)", result["rss_per_ask_beyond_request_bytes"] / KB],
-            ["tracemalloc per pending ask (KB)", result["traced_per_ask_bytes"] / KB],
-            ["  beyond the request (KB)", result["traced_per_ask_beyond_request_bytes"] / KB],
-            [
-                f"CPU while idle {result['sizes']['idle_seconds']:g} s (ms)",
-                result["idle_cpu_seconds"] * 1e3,
-            ],
-            ["timers in the event loop", result["loop_timers"]],
-            ["tasks in the event loop", result["loop_tasks"]],
+            "  beyond the request (KB)",
+            *(r["traced_per_ask_beyond_request_bytes"] / KB for r in runs),
         ],
-    )
+        [
+            f"CPU while idle {runs[0]['sizes']['idle_seconds']:g} s (ms)",
+            *(r["idle_cpu_seconds"] * 1e3 for r in runs),
+        ],
+        ["timers in the event loop", *(r["loop_timers"] for r in runs)],
+        ["tasks in the event loop", *(r["loop_tasks"] for r in runs)],
+    ]
     print_table(
-        "tracemalloc per pending ask, by file (bytes)",
-        ["file", "bytes"],
-        [[name, size] for name, size in result["traced_by_file_per_ask"].items()],
+        f"{n:,} asks pending in one process",
+        ["figure", *(f"{r['store']} store" for r in runs)],
+        rows,
     )
-    beyond = max(
-        result["rss_per_ask_beyond_request_bytes"], result["traced_per_ask_beyond_request_bytes"]
-    )
-    # "No work per ask while idle": a timer per ask would show as ~N timers (the few there
-    # are belong to pooled HTTP connections), and idle CPU stays under 1% of a core.
-    idle_ok = result["loop_timers"] < n / 100 and result["idle_cpu_share"] < 0.01
-    targets = {
-        "<= 4 KB per pending ask beyond the request": (beyond / KB, 4.0, beyond <= 4 * KB),
-        "no per-ask timers, idle CPU < 1% of a core": (
+    for run in runs:
+        print_table(
+            f"tracemalloc per pending ask, by file, {run['store']} store (bytes)",
+            ["file", "bytes"],
+            [[name, size] for name, size in run["traced_by_file_per_ask"].items()],
+        )
+    targets: dict[str, tuple[float, float, bool]] = {}
+    for result in runs:
+        store = result["store"]
+        beyond = max(
+            result["rss_per_ask_beyond_request_bytes"],
+            result["traced_per_ask_beyond_request_bytes"],
+        )
+        # "No work per ask while idle": a timer per ask would show as ~N timers (the few
+        # there are belong to pooled HTTP connections), and idle CPU stays under 1% of a core.
+        idle_ok = result["loop_timers"] < n / 100 and result["idle_cpu_share"] < 0.01
+        targets[f"{store}: <= 4 KB per pending ask beyond the request"] = (
+            beyond / KB,
+            4.0,
+            beyond <= 4 * KB,
+        )
+        targets[f"{store}: no per-ask timers, idle CPU < 1% of a core"] = (
             result["idle_cpu_share"] * 100,
             1.0,
             idle_ok,
-        ),
-    }
+        )
+    if len(runs) == 2:
+        memory, redis = (r["rss_per_ask_bytes"] for r in runs)
+        targets["RSS per pending ask, Redis <= memory (KB, Redis's)"] = (
+            redis / KB,
+            memory / KB,
+            redis <= memory,
+        )
     print_table(
         "Targets",
-        ["target", "measured", "verdict"],
-        [[name, v, verdict(None if smoke else ok)] for name, (v, _, ok) in targets.items()],
+        ["target", "measured", "limit", "verdict"],
+        [[name, v, lim, verdict(None if smoke else ok)] for name, (v, lim, ok) in targets.items()],
     )
     return {
         name: {"measured": v, "limit": lim, "met": None if smoke else ok}
@@ -134,13 +184,30 @@ def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
     }
 
 
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pending", type=int, default=None, help=f"asks pending (default {FULL.pending:,})"
+    )
+    parser.add_argument(
+        "--traced",
+        type=int,
+        default=None,
+        help=f"further asks posted with tracemalloc on (default {FULL.traced:,})",
+    )
+
+
 def main() -> None:
     """Run the benchmark and write ``bench/results/pending_memory.json``."""
-    args = arguments(__doc__ or "")
-    result = asyncio.run(measure(SMOKE if args.smoke else FULL))
-    result["targets"] = report(result, smoke=args.smoke)
+    args = arguments(__doc__ or "", stores=True, extra=_options)
+    sizes = SMOKE if args.smoke else FULL
+    if args.pending:
+        sizes = dataclasses.replace(sizes, pending=args.pending)
+    if args.traced:
+        sizes = dataclasses.replace(sizes, traced=args.traced)
+    runs = [asyncio.run(measure(sizes, store)) for store in stores_of(args)]
+    targets = report(runs, smoke=args.smoke)
     name = "pending_memory" + ("_smoke" if args.smoke else "")
-    write_json(name, {"smoke": args.smoke, **result})
+    write_json(name, {"smoke": args.smoke, "runs": runs, "targets": targets})
 
 
 if __name__ == "__main__":

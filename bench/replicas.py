@@ -67,9 +67,18 @@ class Replica:
     reader: asyncio.Task[None] | None = None
 
 
-async def start_replica(name: str, slack: FakeSlack, redis_url: str) -> Replica:
-    """Start ``relay serve`` on a free port and wait until it listens."""
+async def start_replica(
+    name: str,
+    slack: FakeSlack,
+    redis_url: str | None,
+    *,
+    env: dict[str, str] | None = None,
+    cpu: int | None = None,
+) -> Replica:
+    """Start ``relay serve`` on a free port (on Redis, or the in-memory store without a
+    ``redis_url``; ``env`` adds settings; ``cpu`` pins it) and wait until it listens."""
     port = free_port()
+    extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "RELAY_", "REDIS_"))}
     env.update(
         SLACK_BOT_TOKEN=BOT_TOKEN,
@@ -80,8 +89,10 @@ async def start_replica(name: str, slack: FakeSlack, redis_url: str) -> Replica:
         RELAY_HOST="127.0.0.1",
         RELAY_MAX_WAIT="60",
         PORT=str(port),
-        REDIS_URL=redis_url,
     )
+    if redis_url is not None:
+        env["REDIS_URL"] = redis_url
+    env.update(extra)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -92,6 +103,9 @@ async def start_replica(name: str, slack: FakeSlack, redis_url: str) -> Replica:
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
+    if cpu is not None and cpu < (os.cpu_count() or 1) and process.pid is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(process.pid, {cpu})
     replica = Replica(name=name, url=f"http://127.0.0.1:{port}", process=process, log=[])
     listening = asyncio.get_running_loop().create_future()
 

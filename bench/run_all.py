@@ -15,7 +15,15 @@ import time
 
 from bench.common import ROOT, arguments
 
-BENCHMARKS = ("click_latency", "throughput", "pending_memory", "replicas", "slack_economy")
+BENCHMARKS = (
+    "click_latency",
+    "throughput",
+    "pending_memory",
+    "replicas",
+    "slack_economy",
+    "api_path",
+    "gc_pause",
+)
 
 
 def main() -> None:

@@ -1,12 +1,15 @@
 """The server under test in a process of its own, driven by its parent over stdin/stdout.
 
-``python -m bench.server relay|bolt|floor --slack-url URL [--cpu N]`` serves a
-``SlackProvider``'s aiohttp app (or bare Bolt, or the floor) on a free loopback port, prints
+``python -m bench.server relay|bolt|floor --slack-url URL [--cpu N] [--redis-url URL]``
+serves a ``SlackProvider``'s aiohttp app (on a ``RedisStore`` with ``--redis-url``, else the
+in-memory store; or bare Bolt, or the floor) on a free loopback port, prints
 ``{"port": …}`` and then answers one JSON line per command line read:
 
 - ``ask N``: N more agents call ``ask()`` (in waves); answered once all N are posted;
 - ``stats``: CPU seconds, RSS, asks answered and pending, timers and tasks of the loop;
 - ``gc``: a full collection; ``idle S``: CPU used while sleeping S seconds;
+- ``gc_reset``: forget the collector's passes so far (``stats`` has their count, total and
+  longest pause per generation); ``tracked``: how many objects the collector tracks;
 - ``gc_mode relay|python``: the collector settings ``relay serve`` starts with
   (``relay.tuning.tune_gc``, the default here for every kind of server) or CPython's own;
 - ``slack_url URL``: send further Web API calls to URL;
@@ -59,15 +62,25 @@ class Collections:
     def __init__(self) -> None:
         self.count = [0, 0, 0]
         self.seconds = [0.0, 0.0, 0.0]
+        self.longest = [0.0, 0.0, 0.0]
         self._began = 0.0
         gc.callbacks.append(self._observe)
+
+    def reset(self) -> None:
+        """Start counting afresh."""
+        self.count = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self.longest = [0.0, 0.0, 0.0]
 
     def _observe(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._began = time.perf_counter()
         else:
-            self.count[info["generation"]] += 1
-            self.seconds[info["generation"]] += time.perf_counter() - self._began
+            took = time.perf_counter() - self._began
+            generation = info["generation"]
+            self.count[generation] += 1
+            self.seconds[generation] += took
+            self.longest[generation] = max(self.longest[generation], took)
 
 
 COLLECTIONS: Collections | None = None  # set in the server process only
@@ -76,8 +89,9 @@ COLLECTIONS: Collections | None = None  # set in the server process only
 class Agents:
     """Agents blocked in ``provider.ask()``, started in waves so that posts stay bounded."""
 
-    def __init__(self, provider: SlackProvider) -> None:
+    def __init__(self, provider: SlackProvider, *, wave: int = _WAVE) -> None:
         self.provider = provider
+        self.wave = wave
         self.started = 0
         self.answered = 0
         self.failed = 0
@@ -108,7 +122,7 @@ class Agents:
         began = time.perf_counter()
         target = self.started + count
         while self.started < target:
-            wave = min(_WAVE, target - self.started)
+            wave = min(self.wave, target - self.started)
             self._wave_done.clear()
             for number in range(self.started, self.started + wave):
                 task = asyncio.create_task(self._agent(number))
@@ -123,14 +137,20 @@ class Agents:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-async def run(kind: str, slack_url: str) -> None:
+async def run(kind: str, slack_url: str, redis_url: str | None = None) -> None:
     """Serve, then obey commands until ``quit`` or end of input."""
     client = AsyncWebClient(token=BOT_TOKEN, base_url=slack_url)
     provider: SlackProvider | None = None
     agents: Agents | None = None
     if kind == "relay":
-        provider = SlackProvider(client=client, signing_secret=SECRET, channel=CHANNEL)
-        agents = Agents(provider)
+        store = None
+        if redis_url is not None:
+            from relay.store.redis import RedisStore
+
+            store = RedisStore(url=redis_url)
+        provider = SlackProvider(client=client, signing_secret=SECRET, channel=CHANNEL, store=store)
+        # Smaller waves on Redis: redis-py's pool held 100 connections (issue 17's "before").
+        agents = Agents(provider, wave=_WAVE if redis_url is None else 50)
         app = provider.web_app()
     elif kind == "bolt":
         app = bare_bolt_app(client).web_app(path="/slack/events")
@@ -173,6 +193,7 @@ async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str
             "tasks": len(asyncio.all_tasks()),
             "gc_count": list(COLLECTIONS.count) if COLLECTIONS else None,
             "gc_seconds": list(COLLECTIONS.seconds) if COLLECTIONS else None,
+            "gc_longest": list(COLLECTIONS.longest) if COLLECTIONS else None,
             "gc_threshold": list(gc.get_threshold()),
             "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         }
@@ -190,6 +211,12 @@ async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str
         if args[0] == "relay":
             tune_gc()
         return {"gc_threshold": list(gc.get_threshold())}
+    if command == "tracked":
+        return {"objects": len(gc.get_objects())}
+    if command == "gc_reset":
+        if COLLECTIONS is not None:
+            COLLECTIONS.reset()
+        return {"reset": True}
     if command == "gc":
         gc.collect()
         return {"rss": rss_bytes()}
@@ -255,13 +282,14 @@ def main() -> None:
     parser.add_argument("kind", choices=["relay", "bolt", "floor"])
     parser.add_argument("--slack-url", required=True)
     parser.add_argument("--cpu", type=int, default=None)
+    parser.add_argument("--redis-url", default=None)
     args = parser.parse_args()
     if args.cpu is not None:
         pin_to_cpu(args.cpu)
     global COLLECTIONS
     COLLECTIONS = Collections()
     tune_gc()  # as relay serve does (``gc_mode python`` undoes it)
-    asyncio.run(run(args.kind, args.slack_url))
+    asyncio.run(run(args.kind, args.slack_url, args.redis_url))
 
 
 class Child:
@@ -272,13 +300,24 @@ class Child:
         self.port = port
 
     @classmethod
-    async def start(cls, kind: str, *, slack_url: str, cpu: int | None = None) -> Child:
-        """Start a server process and wait for its port."""
+    async def start(
+        cls,
+        kind: str,
+        *,
+        slack_url: str,
+        cpu: int | None = None,
+        redis_url: str | None = None,
+        cwd: str | None = None,
+    ) -> Child:
+        """Start a server process and wait for its port (``cwd``: run another source tree's
+        ``bench.server`` and relay, a checkout of an earlier commit say)."""
         command = [sys.executable, "-m", "bench.server", kind, "--slack-url", slack_url]
         if cpu is not None:
             command += ["--cpu", str(cpu)]
+        if redis_url is not None:
+            command += ["--redis-url", redis_url]
         process = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=cwd
         )
         child = cls(process, 0)
         child.port = int((await child._read())["port"])

@@ -54,6 +54,8 @@ ENV_VARS: dict[str, str] = {
     " (rediss only; default: the system's CAs)",
     "RELAY_REDIS_CERT_FILE": "PEM client certificate to present to Redis (rediss only)",
     "RELAY_REDIS_KEY_FILE": "PEM private key of RELAY_REDIS_CERT_FILE (rediss only)",
+    "RELAY_REDIS_MAX_CONNECTIONS": "most connections to Redis at once, per replica; commands"
+    " beyond them wait their turn (default 64)",
     "RELAY_LOG_LEVEL": "debug, info, warning or error (default info)",
     "RELAY_MCP_PROGRESS_INTERVAL": "seconds between MCP progress notifications while a human"
     " thinks (default 10)",
@@ -121,6 +123,7 @@ class Settings:
     redis_ca_file: str | None = None
     redis_cert_file: str | None = None
     redis_key_file: str | None = None
+    redis_max_connections: int = 64
     log_level: str = "info"
     gc_threshold: int | None = DEFAULT_GC_THRESHOLD
     mcp_progress_interval: float = 10.0
@@ -228,6 +231,7 @@ class Settings:
             redis_ca_file=redis_files["RELAY_REDIS_CA_FILE"],
             redis_cert_file=redis_files["RELAY_REDIS_CERT_FILE"],
             redis_key_file=redis_files["RELAY_REDIS_KEY_FILE"],
+            redis_max_connections=_redis_connections(get("RELAY_REDIS_MAX_CONNECTIONS")),
             log_level=_log_level(get("RELAY_LOG_LEVEL")),
             gc_threshold=_gc_threshold(get("RELAY_GC_THRESHOLD")),
             mcp_progress_interval=_seconds(
@@ -309,6 +313,16 @@ def _whole(raw: str | None, name: str, default: int) -> int:
     value = int(_number(raw, name, default, whole=True))
     if value > _MOST:
         raise RelayConfigError(f"{name} must be at most {_MOST} (got {raw!r})", setting=name)
+    return value
+
+
+def _redis_connections(raw: str | None) -> int:
+    value = _whole(raw, "RELAY_REDIS_MAX_CONNECTIONS", 64)
+    if value < 2:  # one of them listens for pub/sub for good
+        raise RelayConfigError(
+            f"RELAY_REDIS_MAX_CONNECTIONS must be at least 2 (got {raw!r})",
+            setting="RELAY_REDIS_MAX_CONNECTIONS",
+        )
     return value
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["DEFAULT_GC_THRESHOLD", "MAX_GC_THRESHOLD", "tune_gc"]
+__all__ = ["DEFAULT_GC_THRESHOLD", "MAX_GC_THRESHOLD", "freeze_startup", "tune_gc"]
 
 DEFAULT_GC_THRESHOLD = 50_000
 MAX_GC_THRESHOLD = 2**31 - 1  # what gc.set_threshold takes (a C int)
@@ -40,3 +40,13 @@ def tune_gc(threshold: int = DEFAULT_GC_THRESHOLD) -> tuple[int, int, int]:
     gc.collect()
     gc.freeze()
     return before
+
+
+def freeze_startup() -> None:
+    """Move what exists now out of the collector's reach for good (``gc.freeze``): call it
+    once start-up has built everything that lives as long as the process (the server, its
+    app, the Slack and store clients), so no collection walks them again. Process-wide,
+    like ``tune_gc``.
+    """
+    gc.collect()
+    gc.freeze()

@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ["click_latency", "throughput", "pending_memory", "replicas", "slack_economy"]
+BENCHMARKS = [
+    "click_latency",
+    "throughput",
+    "pending_memory",
+    "replicas",
+    "slack_economy",
+    "api_path",
+    "gc_pause",
+]
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)

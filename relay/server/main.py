@@ -27,7 +27,7 @@ from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
 from relay.store.outbox import WebhookOutbox
-from relay.tuning import tune_gc
+from relay.tuning import freeze_startup, tune_gc
 from relay.webhooks.policy import HostPolicy, parse_networks
 from relay.webhooks.sender import Webhooks, WebhookSettings
 
@@ -106,6 +106,7 @@ async def _store(settings: Settings) -> AskStore:
         tls=_redis_tls(settings),
         retention=settings.retention,
         max_pending_per_owner=settings.max_pending,
+        max_connections=settings.redis_max_connections,
     )
 
 
@@ -227,6 +228,8 @@ async def serve(
             mode,
             "redis" if settings.redis_url else "memory",
         )
+        if settings.gc_threshold is not None:
+            freeze_startup()  # the app, Bolt and the clients now exist: out of the collector's way
         if ready is not None:
             ready.set()
         await _until_stopped(stop, provider)

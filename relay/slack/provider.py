@@ -337,22 +337,24 @@ class SlackProvider:
         signal = request.signal
         if signal is not None and signal.aborted:
             raise ask_aborted()
-        record = await self._start(request, target=None, owner=None, held=True)
+        # Only the id is kept while waiting: on a shared store the record _start returns is
+        # a copy read back from the store, which nothing needs once the wait ends it.
+        ask_id = (await self._start(request, target=None, owner=None, held=True)).id
         remove = (
-            signal.add_listener(lambda: self._spawn(self.abort(record.id)))
+            signal.add_listener(lambda: self._spawn(self.abort(ask_id)))
             if signal is not None
             else None
         )
         try:
             # Not wait(): stop_asking ends this ask itself rather than release its waiter.
-            final = self._known(record.id, await self.store.wait(ask_id=record.id, within=None))
+            final = self._known(ask_id, await self.store.wait(ask_id=ask_id, within=None))
         except asyncio.CancelledError:
-            await self.abort(record.id)
+            await self.abort(ask_id)
             raise
         finally:
             if remove is not None:
                 remove()
-            self._waiting.discard(record.id)
+            self._waiting.discard(ask_id)
         if final.status is AskStatus.ANSWERED:
             return final.answer()
         if final.pending:

@@ -38,10 +38,12 @@ import math
 import random
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
@@ -60,9 +62,15 @@ from relay.store.record import (
     item_from_json,
     item_to_json,
 )
-from relay.store.redis_connect import RedisClient, RedisConnection, RedisTLS, connect
+from relay.store.redis_connect import (
+    DEFAULT_MAX_CONNECTIONS,
+    RedisClient,
+    RedisConnection,
+    RedisTLS,
+    connect,
+)
 
-__all__ = ["RedisStore"]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "RedisStore"]
 
 _log = logging.getLogger("relay.store.redis")
 
@@ -267,6 +275,9 @@ return 1
 """
 
 
+_READ_BATCH = 500  # reads per pipeline when many waiters check at once
+_CORE_CACHE = 256  # decoded record cores kept (see _Cores): a click's read and claim, a post
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -290,7 +301,11 @@ def _translated(
 
 
 class RedisStore:
-    """Asks in Redis, shared by every replica; claims are atomic Lua scripts."""
+    """Asks in Redis, shared by every replica; claims are atomic Lua scripts.
+
+    At most ``max_connections`` connections are open at once (one of them for pub/sub); a
+    command that finds them all busy waits up to ``pool_timeout`` seconds for one.
+    """
 
     durable = True
 
@@ -303,12 +318,20 @@ class RedisStore:
         prefix: str = "relay:",
         retention: float = 7 * 24 * 3600.0,
         max_pending_per_owner: int | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        pool_timeout: float = 5.0,
     ) -> None:
         """``url`` is a ``REDIS_URL`` (one Redis, Sentinel or Cluster; ``relay.store.redis_url``)
         and ``tls`` its certificate files; or pass a ready ``client`` (closed with the store)."""
         if (url is None) == (client is None):
             raise ValueError("pass exactly one of url= or client=")
-        self._connection = RedisConnection.of(client) if client else connect(url or "", tls=tls)
+        self._connection = (
+            RedisConnection.of(client)
+            if client
+            else connect(
+                url or "", tls=tls, max_connections=max_connections, pool_timeout=pool_timeout
+            )
+        )
         self._redis: RedisClient = self._connection.client
         self._cluster = self._connection.cluster
         self._keys = _Keys(prefix, cluster=self._cluster)
@@ -324,11 +347,16 @@ class RedisStore:
         self._set_message = self._redis.register_script(_SET_MESSAGE)
         self._index_add = self._redis.register_script(_INDEX_ADD)
         self._index_release = self._redis.register_script(_INDEX_RELEASE)
+        self._cores = _Cores()
         self._watches: dict[str, _Watch] = {}
         self._reads: dict[str, asyncio.Future[AskRecord | None]] = {}
         self._listener: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
         self._subscribing: asyncio.Future[None] | None = None
+        self._queued: dict[str, bool] = {}  # ask id -> read only its status first
+        self._reader: asyncio.Task[None] | None = None
+        self._gets: list[tuple[str, asyncio.Future[dict[Any, Any]]]] = []
+        self._direct = False  # a get() is on its way outside the batches
         self._closed = False
 
     def _key(self, ask_id: str) -> str:
@@ -389,6 +417,7 @@ class RedisStore:
             if message is not None:
                 fields += [f"msg:{i}", _message_json(message)]
         score = record.deadline if record.deadline is not None else math.inf
+        text = json.dumps(core, separators=(",", ":"))
         reserved = await self._reserve(record, score) if self._cluster else 0
         try:
             created = int(
@@ -397,7 +426,7 @@ class RedisStore:
                     args=[
                         score,
                         record.id,
-                        json.dumps(core, separators=(",", ":")),
+                        text,
                         record.owner or "",
                         self._max_pending or 0,
                         *fields,
@@ -419,11 +448,41 @@ class RedisStore:
         if created <= 0:
             raise ValueError(f"ask {record.id} exists already")
         await self._index_owned(record)
+        # Reading it back (posting, clicks) reuses these objects instead of decoding them.
+        self._cores.put(
+            text,
+            _Core(
+                id=record.id,
+                request=record.request,
+                target=record.target,
+                created_at=record.created_at,
+                deadline=record.deadline,
+                owner=record.owner,
+                meta=dict(record.meta),
+            ),
+        )
 
     @_translated
     async def get(self, *, ask_id: str) -> AskRecord | None:
-        """The ask as it stands, or ``None``."""
-        return _decode(await self._redis.hgetall(self._key(ask_id)))
+        """The ask as it stands, or ``None``.
+
+        Reads that come while others are on their way are sent together, pipelined (see
+        ``_check``): 10,000 long-polls arriving at once each read their ask first, and as
+        separate commands they queued for the pool's connections longer than it waits.
+        """
+        if not self._direct and (self._reader is None or self._reader.done()):
+            # Nothing else is reading: one command, no pipeline, no task.
+            self._direct = True
+            try:
+                return _decode(await self._redis.hgetall(self._key(ask_id)), self._cores)
+            finally:
+                self._direct = False
+        if self._closed:
+            raise StoreUnavailable("this Redis store is closed (the relay is stopping); retry")
+        future: asyncio.Future[dict[Any, Any]] = asyncio.get_running_loop().create_future()
+        self._gets.append((ask_id, future))
+        self._start_reader()
+        return _decode(await future, self._cores)
 
     @_translated
     async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
@@ -456,7 +515,9 @@ class RedisStore:
         outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
         if self._cluster and outcome in ("completed", "not_pending", "unknown"):
             await self._release(ask_id)
-        record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
+        if record is not None and not record.pending:
+            self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters here
         return AnswerResult(outcome, record)
 
     @_translated
@@ -482,31 +543,35 @@ class RedisStore:
                 self._channel,
             ],
         )
-        record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
         if self._cluster:
             await self._release(ask_id)  # won: its index entry goes; lost: a stale one, if any
+        if record is not None and not record.pending:
+            self._settle_local(ask_id, record)
         return bool(int(reply[0])), record
 
     @_translated
     async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
         """Wait for the ask to end (woken by pub/sub from any replica) or ``within`` seconds.
 
-        Waiters of one ask share one ``_Watch``: while the ask is pending it reads only the
-        ask's status, once when the first waiter comes and once per wake-up, and reads (and
-        decodes) the whole record once when it ends, for all of them. Waiters whose time is
-        up share one read of the record as it stands, too.
+        Waiters of one ask share one ``_Watch``, a future and nothing else while the ask is
+        pending: one read of the ask's status when the first waiter comes; one read of the
+        whole record when pub/sub says it ended, for all of them; none at all when it ended
+        through this store (the claim's own reply settles it). Waiters whose time is up
+        share one read of the record as it stands, too.
         """
         if within is not None and within <= 0:
             return await self.get(ask_id=ask_id)
         await self._ensure_listening()
         watch = self._watches.get(ask_id)
         if watch is None or watch.failed():
-            loop = asyncio.get_running_loop()
-            watch = self._watches[ask_id] = _Watch(loop)
+            watch = self._watches[ask_id] = _Watch(asyncio.get_running_loop())
             # Subscribed before its first read, so an ending between the two is never missed.
-            watch.task = loop.create_task(self._watch(ask_id, watch))
+            self._check(ask_id, watch, status_first=True)
         watch.waiters += 1
         try:
+            if within is None:
+                return await asyncio.shield(watch.done)  # (no timeout object per ask())
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(within):  # (wait_for could swallow a cancel)
                     return await asyncio.shield(watch.done)
@@ -515,24 +580,100 @@ class RedisStore:
             watch.waiters -= 1
             if not watch.waiters and self._watches.get(ask_id) is watch:
                 del self._watches[ask_id]
-                watch.stop()
 
-    async def _watch(self, ask_id: str, watch: _Watch) -> None:
-        """Settle ``watch`` with the record once the ask is final (or gone)."""
-        key = self._key(ask_id)
+    def _settle_local(self, ask_id: str, record: AskRecord) -> None:
+        watch = self._watches.get(ask_id)
+        if watch is not None:
+            watch.settle(record)
+
+    def _check(self, ask_id: str, watch: _Watch, *, status_first: bool) -> None:
+        """Queue a read of the ask for ``watch`` (one in flight per watch; a wake-up during
+        it reads again after, as that read may predate the ending); a final record settles
+        it. Queued reads go to Redis pipelined, in batches: ten thousand long-polls arriving
+        at once are twenty round trips on one connection, not ten thousand commands each
+        waiting for a connection of its own."""
+        if watch.done.done():
+            return
+        if watch.reading:
+            watch.again = True
+            return
+        watch.reading, watch.again = True, False
+        self._queued[ask_id] = status_first
+        self._start_reader()
+
+    def _start_reader(self) -> None:
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(self._read_queued())
+
+    async def _read_queued(self) -> None:
+        gets: list[tuple[str, asyncio.Future[dict[Any, Any]]]] = []
         try:
-            while True:
-                status = await self._redis.hget(key, "status")
-                if status is None or _text(status) != AskStatus.PENDING.value:
-                    record = await self._redis.hgetall(key)
-                    watch.settle(_decode(record))
-                    return
-                await watch.woken.wait()
-                watch.woken.clear()
-        except (RedisError, OSError) as exc:
-            watch.fail(
-                StoreUnavailable(f"Redis is unreachable: {exc}; retry once it answers again")
-            )
+            while self._queued or self._gets:
+                gets = self._gets[:_READ_BATCH]
+                del self._gets[: len(gets)]
+                batch: list[tuple[str, bool]] = []
+                for ask_id in self._queued:
+                    if len(batch) + len(gets) >= _READ_BATCH:
+                        break
+                    batch.append((ask_id, self._queued[ask_id]))
+                for ask_id, _ in batch:
+                    del self._queued[ask_id]
+                try:
+                    async with self._redis.pipeline(transaction=False) as pipe:
+                        for ask_id, _ in gets:
+                            pipe.hgetall(self._key(ask_id))
+                        for ask_id, status_first in batch:
+                            if status_first:
+                                pipe.hget(self._key(ask_id), "status")
+                            else:
+                                pipe.hgetall(self._key(ask_id))
+                        replies = await pipe.execute()
+                except (RedisError, OSError) as exc:
+                    for _, future in gets:
+                        if not future.done():
+                            future.set_exception(exc)  # get() raises it as StoreUnavailable
+                    failure = StoreUnavailable(
+                        f"Redis is unreachable: {exc}; retry once it answers again"
+                    )
+                    for ask_id, _ in batch:
+                        if (watch := self._watches.get(ask_id)) is not None:
+                            watch.reading = False
+                            watch.fail(failure)
+                    continue
+                for (_, future), reply in zip(gets, replies, strict=False):
+                    if not future.done():  # (its caller may have given up)
+                        future.set_result(reply)
+                answered, gets = len(gets), []
+                self._settle_reads(batch, replies[answered:])
+        finally:
+            # Cancelled (the store is closing): nobody else will answer these.
+            for _, future in [*gets, *self._gets]:
+                if not future.done():
+                    future.set_exception(RedisConnectionError("the Redis store closed"))
+            self._gets.clear()
+
+    def _settle_reads(self, batch: list[tuple[str, bool]], replies: list[Any]) -> None:
+        for (ask_id, status_first), reply in zip(batch, replies, strict=True):
+            watch = self._watches.get(ask_id)
+            if watch is None:
+                continue
+            watch.reading = False
+            if status_first:
+                if reply is None or _text(reply) != AskStatus.PENDING.value:
+                    self._check(ask_id, watch, status_first=False)  # final: read it all
+                elif watch.again:
+                    self._check(ask_id, watch, status_first=False)
+                continue
+            try:
+                record = _decode(reply, self._cores)
+            except Exception as exc:  # a record nobody can read: fail its waiters, not all
+                _log.exception("could not read ask %s for its waiters", ask_id)
+                watch.fail(StoreUnavailable(f"ask {ask_id} could not be read: {exc}"))
+                continue
+            if record is None or not record.pending:
+                watch.settle(record)
+            elif watch.again:
+                self._check(ask_id, watch, status_first=False)
 
     async def _read_shared(self, ask_id: str) -> AskRecord | None:
         """``get``, shared by every caller that asks while one read is in flight."""
@@ -608,13 +749,16 @@ class RedisStore:
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     def _wake(self, ask_id: str) -> None:
+        # Pub/sub says the ask ended: read the record straight away (no status read first).
         watch = self._watches.get(ask_id)
         if watch is not None:
-            watch.woken.set()
+            self._check(ask_id, watch, status_first=False)
 
     def _wake_all(self) -> None:
-        for watch in self._watches.values():
-            watch.woken.set()
+        # Anything may have ended while unsubscribed: every watch re-reads its status (in
+        # pipelined batches, see _check).
+        for ask_id, watch in list(self._watches.items()):
+            self._check(ask_id, watch, status_first=True)
 
     @_translated
     async def due(self, *, now: float, limit: int = 100) -> list[str]:
@@ -655,9 +799,10 @@ class RedisStore:
                 await asyncio.wait({self._listener}, timeout=0.1)
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._listener
+        if self._reader is not None:
+            self._reader.cancel()
         # Waiters get the record as it stands now (one read per ask), then Redis is closed.
         for ask_id, watch in list(self._watches.items()):
-            watch.stop()
             try:
                 watch.settle(await self.get(ask_id=ask_id))
             except StoreUnavailable as exc:
@@ -704,7 +849,7 @@ class RedisStore:
     # stays about as long as retention keeps the asks.
 
     def _owned_key(self, owner: str) -> str:
-        return f"{self._prefix}owned:{owner}"
+        return self._keys.owned(owner)
 
     async def _index_owned(self, record: AskRecord) -> None:
         if record.owner is None:
@@ -920,6 +1065,10 @@ class _Keys:
             return f"{self._prefix}{{{self._prefix}index}}:{name}"
         return f"{self._prefix}{name}"
 
+    def owned(self, owner: str) -> str:
+        """``owner``'s audit index (``relay.store.listing``): one key, commands of its own."""
+        return f"{self._prefix}owned:{owner}"
+
     def hooks(self, name: str) -> str:
         """A key of the webhook outbox (subscriptions, deliveries, the watch list and the
         queue): on a cluster one slot for all of them, since each script moves a delivery
@@ -935,15 +1084,15 @@ _OWNED_TRIM_SHARE = 0.25
 
 
 class _Watch:
-    """The waiters of one ask and the one task that reads it for them."""
+    """The waiters of one ask: the future they share, and whether a read is on its way."""
 
-    __slots__ = ("done", "task", "waiters", "woken")
+    __slots__ = ("again", "done", "reading", "waiters")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.done: asyncio.Future[AskRecord | None] = loop.create_future()
-        self.woken = asyncio.Event()
         self.waiters = 0
-        self.task: asyncio.Task[None] | None = None
+        self.reading = False
+        self.again = False
 
     def settle(self, record: AskRecord | None) -> None:
         if not self.done.done():
@@ -956,10 +1105,6 @@ class _Watch:
 
     def failed(self) -> bool:
         return self.done.done() and self.done.exception() is not None
-
-    def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
 
 
 def _message_json(message: MessageRef) -> str:
@@ -975,36 +1120,82 @@ def _pairs(flat: list[Any]) -> dict[str, str]:
     return {_text(k): _text(v) for k, v in zip(it, it, strict=True)}
 
 
-def _decode(fields: dict[Any, Any]) -> AskRecord | None:
+@dataclass(frozen=True, slots=True)
+class _Core:
+    """The part of a record that never changes, decoded."""
+
+    id: str
+    request: AskUserQuestionRequest
+    target: Target
+    created_at: datetime
+    deadline: float | None
+    owner: str | None
+    meta: dict[str, Any]
+
+
+class _Cores:
+    """Recently decoded cores by their JSON text, so that the record a click reads and the
+    record its claim returns decode the request once, not twice; bounded (oldest first),
+    small: it serves reads made moments apart, not the pending asks."""
+
+    __slots__ = ("_by_text", "_size")
+
+    def __init__(self, size: int = _CORE_CACHE) -> None:
+        self._by_text: dict[str, _Core] = {}
+        self._size = size
+
+    def get(self, text: str) -> _Core:
+        core = self._by_text.get(text)
+        if core is None:
+            data = json.loads(text)
+            core = _Core(
+                id=data["id"],
+                request=AskUserQuestionRequest.from_dict(data["request"]),
+                target=Target.from_dict(data["target"]),
+                created_at=datetime.fromisoformat(data["created_at"]),
+                deadline=data.get("deadline"),
+                owner=data.get("owner"),
+                meta=data.get("meta") or {},
+            )
+            self.put(text, core)
+        return core
+
+    def put(self, text: str, core: _Core) -> None:
+        if len(self._by_text) >= self._size:
+            del self._by_text[next(iter(self._by_text))]
+        self._by_text[text] = core
+
+
+def _decode(fields: dict[Any, Any], cores: _Cores | None = None) -> AskRecord | None:
     if not fields:
         return None
     data = {_text(k): _text(v) for k, v in fields.items()}
     if "core" not in data:
         return None
-    core = json.loads(data["core"])
+    text = data["core"]
+    core = (cores or _Cores(1)).get(text)
     n = int(data["n"])
     messages: list[MessageRef | None] = [None] * n
     responses: list[AskUserQuestionAnswerItem | None] = [None] * n
     for i in range(n):
-        if f"msg:{i}" in data:
-            channel, ts = json.loads(data[f"msg:{i}"])
+        if (message := data.get(f"msg:{i}")) is not None:
+            channel, ts = json.loads(message)
             messages[i] = MessageRef(channel, ts)
-        if f"ans:{i}" in data:
-            responses[i] = item_from_json(json.loads(data[f"ans:{i}"]))
+        if (answer := data.get(f"ans:{i}")) is not None:
+            responses[i] = item_from_json(json.loads(answer))
     error = json.loads(data["error"]) if data.get("error") else None
+    finished_at = data.get("finished_at")
     return AskRecord(
-        id=core["id"],
-        request=AskUserQuestionRequest.from_dict(core["request"]),
-        target=Target.from_dict(core["target"]),
-        created_at=datetime.fromisoformat(core["created_at"]),
-        deadline=core.get("deadline"),
+        id=core.id,
+        request=core.request,
+        target=core.target,
+        created_at=core.created_at,
+        deadline=core.deadline,
         status=AskStatus(data["status"]),
         messages=tuple(messages),
         responses=tuple(responses),
         error=AskError(error["code"], error["message"], error.get("reason")) if error else None,
-        owner=core.get("owner"),
-        finished_at=datetime.fromisoformat(data["finished_at"])
-        if data.get("finished_at")
-        else None,
-        meta=core.get("meta") or {},
+        owner=core.owner,
+        finished_at=datetime.fromisoformat(finished_at) if finished_at else None,
+        meta=dict(core.meta),  # records share the rest, which is immutable
     )

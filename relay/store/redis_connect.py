@@ -15,11 +15,15 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import SSLConnection
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel, SentinelManagedConnection
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from relay.store.redis_url import RedisAddress, parse_redis_url
+
+DEFAULT_MAX_CONNECTIONS = 64
+"""Connections a store opens to Redis at most (``RELAY_REDIS_MAX_CONNECTIONS``); commands
+beyond them wait their turn. Waiting long-polls hold none."""
 
 __all__ = ["RedisClient", "RedisConnection", "RedisTLS", "connect"]
 
@@ -87,6 +91,10 @@ class _SentinelSSLConnection(_SentinelConnection, SSLConnection):
     """``_SentinelConnection`` over TLS."""
 
 
+class _BlockingSentinelPool(SentinelConnectionPool, aioredis.BlockingConnectionPool):
+    """A Sentinel master's pool that waits for a free connection rather than failing."""
+
+
 def _common() -> dict[str, Any]:
     return {
         "socket_connect_timeout": 2.0,
@@ -102,19 +110,32 @@ def _common() -> dict[str, Any]:
     }
 
 
-def connect(url: str, *, tls: RedisTLS | None = None) -> RedisConnection:
+def connect(
+    url: str,
+    *,
+    tls: RedisTLS | None = None,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    pool_timeout: float = 5.0,
+) -> RedisConnection:
     """A connection to ``url`` (nothing is sent until the first command).
 
     ``ValueError`` if the URL cannot be read (``relay serve`` checks it earlier, in its
-    settings); ``tls`` applies to ``rediss`` URLs only.
+    settings); ``tls`` applies to ``rediss`` URLs only. To one Redis (and to a Sentinel's
+    master), at most ``max_connections`` at once: a command that finds them all busy waits
+    up to ``pool_timeout`` for one instead of failing (redis-py's default pool raised
+    ``MaxConnectionsError`` past 100, which read as "Redis is unreachable"). A cluster keeps
+    redis-py's pools, ``max_connections`` per node.
     """
     address = parse_redis_url(url)
     options = _common()
     if address.tls:
         options.update((tls or RedisTLS()).kwargs())
     if address.mode == "single":
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=max_connections, timeout=pool_timeout, **options
+        )
         return RedisConnection(
-            client=aioredis.Redis.from_url(url, **options), cluster=False, address=address
+            client=aioredis.Redis.from_pool(pool), cluster=False, address=address
         )
     credentials: dict[str, Any] = {"username": address.username, "password": address.password}
     if address.mode == "cluster":
@@ -122,7 +143,9 @@ def connect(url: str, *, tls: RedisTLS | None = None) -> RedisConnection:
         if address.tls:
             options["ssl"] = True
         return RedisConnection(
-            client=RedisCluster(startup_nodes=nodes, **credentials, **options),
+            client=RedisCluster(
+                startup_nodes=nodes, max_connections=max_connections, **credentials, **options
+            ),
             cluster=True,
             address=address,
         )
@@ -136,5 +159,13 @@ def connect(url: str, *, tls: RedisTLS | None = None) -> RedisConnection:
         list(address.hosts), sentinel_kwargs=sentinel_options
     )
     assert address.service is not None  # parse_redis_url requires it for Sentinel URLs
-    client = sentinel.master_for(address.service, db=address.db, **credentials, **options)
+    client = sentinel.master_for(
+        address.service,
+        db=address.db,
+        connection_pool_class=_BlockingSentinelPool,
+        max_connections=max_connections,
+        timeout=pool_timeout,
+        **credentials,
+        **options,
+    )
     return RedisConnection(client=client, cluster=False, address=address, _also=[sentinel])
