@@ -1,0 +1,98 @@
+"""The ask's rules, pure: how long it may wait, how it ended, when a shown outcome is stale.
+
+No I/O and no clock: the time is always passed in. The lifecycle (``relay.asks.lifecycle``)
+applies these rules with the store's atomic claims; a channel (``relay.slack``) shows them.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_closed
+from relay.questions import AskUserQuestionAnswer, AskUserQuestionAnswerItem
+from relay.store.record import AskError, AskRecord, AskStatus
+
+__all__ = [
+    "LONGEST_TIMEOUT",
+    "REPAIR_AFTER",
+    "answer_of",
+    "capped",
+    "check_timeout",
+    "ended_event",
+    "needs_repair",
+    "outcome_of",
+]
+
+# The longest timeout anything may set (a year): a deadline beyond it is no deadline a person
+# can act on, and past ~1e11 s it cannot even be shown as a date.
+LONGEST_TIMEOUT = 366 * 24 * 3600.0
+
+# A click on a question that ended longer ago than this came from a message whose final
+# update never landed (Slack refused it, or the replica died first): show it again.
+REPAIR_AFTER = timedelta(seconds=10)
+
+
+def check_timeout(value: float | None, name: str) -> float | None:
+    """``value`` as seconds to wait (``None``: forever), or ``RelayConfigError`` naming ``name``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RelayConfigError(f"{name} must be a number of seconds or None", setting=name)
+    if not math.isfinite(value) or value <= 0:
+        raise RelayConfigError(
+            f"{name} must be a positive number of seconds (or None to wait forever)",
+            setting=name,
+        )
+    if value > LONGEST_TIMEOUT:
+        raise RelayConfigError(
+            f"{name} must be at most {LONGEST_TIMEOUT:g} s (a year); None waits forever",
+            setting=name,
+        )
+    return float(value)
+
+
+def capped(timeout: float | None, ceiling: float | None) -> float | None:
+    """``timeout`` within ``ceiling`` (no timeout at all becomes the ceiling)."""
+    if ceiling is None:
+        return timeout
+    return ceiling if timeout is None else min(timeout, ceiling)
+
+
+def outcome_of(record: AskRecord) -> str:
+    """How a finished ask's unanswered questions are shown: its status, or ``closed``."""
+    return "closed" if record.error and record.error.reason == "closed" else record.status.value
+
+
+def ended_event(status: AskStatus, error: AskError) -> str:
+    """The event name for an ask that ended without an answer."""
+    return "closed" if error.reason == "closed" else status.value
+
+
+def answer_of(record: AskRecord) -> AskUserQuestionAnswer:
+    """What ``ask()`` returns for a record it waited for, or the error it raises."""
+    if record.status is AskStatus.ANSWERED:
+        return record.answer()
+    if record.pending:
+        raise ask_closed()  # the store closed (the relay is stopping) before the ask ended
+    if record.error is None:
+        raise UserInteractionError(
+            ErrorCode.PROVIDER_FAILED,
+            f"ask {record.id} ended as {record.status} without a reason",
+        )
+    raise record.error.to_exception()
+
+
+def needs_repair(
+    record: AskRecord,
+    index: int,
+    answer: AskUserQuestionAnswerItem | None,
+    *,
+    now: datetime,
+    after: timedelta,
+) -> bool:
+    """Whether question ``index``'s outcome must be shown again after a click on it: it ended
+    more than ``after`` ago, so the update that ended its message never landed."""
+    ended = answer.answered_at if answer is not None else record.finished_at
+    message = record.messages[index] if index < len(record.messages) else None
+    return ended is not None and message is not None and now - ended >= after
