@@ -21,6 +21,7 @@ EventName = Literal[
     "answered",
     "question_answered",
     "timed_out",
+    "defaulted",
     "aborted",
     "closed",
     "failed",

@@ -145,7 +145,11 @@ class AskUserQuestionIntent:
 
 @dataclass(frozen=True, slots=True)
 class AskUserQuestionItem:
-    """One question: what to ask, optional supporting detail, and the options offered."""
+    """One question: what to ask, optional supporting detail, and the options offered.
+
+    ``default`` names the option taken when nobody answers before the ask times out; the
+    answer then says it was a default (``AskUserQuestionAnswerItem.defaulted``).
+    """
 
     id: str
     question: str
@@ -154,6 +158,7 @@ class AskUserQuestionItem:
     options: Sequence[AskUserQuestionOption] | None = None
     multi_select: bool = False
     intent: AskUserQuestionIntent | None = None
+    default: str | None = None
 
     def __post_init__(self) -> None:
         if self.options is not None and not isinstance(self.options, tuple):
@@ -177,13 +182,15 @@ class AskUserQuestionItem:
             out["multiSelect"] = True
         if self.intent is not None:
             out["intent"] = self.intent.to_dict()
+        if self.default is not None:
+            out["default"] = self.default
         return out
 
     @classmethod
     def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
         """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
         known = frozenset(
-            {"id", "question", "detail", "header", "options", "multiSelect", "intent"}
+            {"id", "question", "detail", "header", "options", "multiSelect", "intent", "default"}
         )
         r = _Reader(data, path, known, strict=strict)
         raw_options = r.array("options", required=False)
@@ -209,6 +216,7 @@ class AskUserQuestionItem:
             options=options,
             multi_select=r.flag("multiSelect"),
             intent=intent,
+            default=r.opt_str("default"),
         )
 
 
@@ -294,34 +302,48 @@ class Responder(_Party):
 
 @dataclass(frozen=True, slots=True)
 class AskUserQuestionAnswerItem:
-    """The answer to one question; ``answered_by``/``answered_at`` are audit metadata only."""
+    """The answer to one question; ``answered_by``/``answered_at`` are audit metadata only.
+
+    ``defaulted``: nobody answered in time and this is the question's ``default``, never a
+    person's choice (``answered_by`` is then ``None``).
+    """
 
     id: str
     selected: Sequence[str] = ()
     custom: str | None = None
     answered_by: Responder | None = field(default=None, compare=False)
     answered_at: datetime | None = field(default=None, compare=False)
+    defaulted: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.selected, tuple):
             object.__setattr__(self, "selected", tuple(self.selected))
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire form: ``id``, ``selected`` and ``custom`` when there is one."""
+        """The wire form: ``id``, ``selected``, ``custom`` when there is one, and
+        ``defaulted: true`` when nobody answered and this is the question's default."""
         out: dict[str, Any] = {"id": self.id, "selected": list(self.selected)}
         if self.custom is not None:
             out["custom"] = self.custom
+        if self.defaulted:
+            out["defaulted"] = True
         return out
 
     @classmethod
     def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
         """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
-        r = _Reader(data, path, frozenset({"id", "selected", "custom"}), strict=strict)
+        known = frozenset({"id", "selected", "custom", "defaulted"})
+        r = _Reader(data, path, known, strict=strict)
         raw = r.array("selected", required=False) or []
         for i, label in enumerate(raw):
             if not isinstance(label, str):
                 raise bad_request(f"{r.at('selected')}[{i}] must be a string")
-        return cls(id=r.text("id"), selected=tuple(raw), custom=r.opt_str("custom"))
+        return cls(
+            id=r.text("id"),
+            selected=tuple(raw),
+            custom=r.opt_str("custom"),
+            defaulted=r.flag("defaulted"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +379,7 @@ def validate_request(request: AskUserQuestionRequest) -> None:
     """Apply the seam's request checks 2 and 3 (questions present, intents well-formed),
     then refuse what would make an answer ambiguous or flood a channel (``BAD_REQUEST``):
     more than ``MAX_QUESTIONS`` questions, two questions with one id, two options of one
-    question with one label."""
+    question with one label, a ``default`` that is none of the question's labels."""
     if not request.questions:
         raise UserInteractionError(
             ErrorCode.EMPTY_QUESTIONS, "ask_user_question requires at least one question"
@@ -385,6 +407,11 @@ def validate_request(request: AskUserQuestionRequest) -> None:
                     " answer names options by label)"
                 )
             labels.add(label)
+        if q.default is not None and q.default not in labels:
+            raise bad_request(
+                f"questions[{i}].default {json.dumps(q.default)} names none of the options of"
+                f" question {q.id}; name one of their labels (or leave default out)"
+            )
 
 
 def _validate_intents(request: AskUserQuestionRequest) -> None:

@@ -92,6 +92,7 @@ def items(text: st.SearchStrategy[str] = any_text) -> st.SearchStrategy[AskUserQ
         options=st.none() | st.lists(options(text), max_size=4).map(tuple),
         multi_select=st.booleans(),
         intent=st.none() | intents(text),
+        default=st.none() | text,
     )
 
 
@@ -125,6 +126,7 @@ def answer_items(
         custom=st.none() | text,
         answered_by=st.none() | responders(text),
         answered_at=st.none() | st.datetimes(timezones=st.just(UTC)),
+        defaulted=st.booleans(),
     )
 
 

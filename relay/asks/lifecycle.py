@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 
 from relay.asks.expiry import Expiry
-from relay.asks.rules import ended_event
+from relay.asks.rules import default_answers, ended_event
 from relay.errors import (
     ErrorCode,
     UserInteractionError,
@@ -131,6 +131,10 @@ class AskLifecycle:
         question = record.request.questions[index]
         validate_answer_item(question, item, index=index)
         result = await self.store.answer(ask_id=record.id, index=index, item=item)
+        done = result.record if result.outcome == "completed" else None
+        if done is not None and done.defaulted:
+            # Defaults took the other questions while this one was open: show them too.
+            self._on_end(done)
         if result.outcome in ("accepted", "completed"):
             self.events.emit(
                 "answered" if result.outcome == "completed" else "question_answered",
@@ -176,12 +180,36 @@ class AskLifecycle:
         return await self.end(ask_id, AskStatus.ABORTED, AskError.of(ask_aborted()))
 
     async def expire(self, ask_id: str) -> AskRecord | None:
-        """Time out a pending ask whose deadline has passed; the final record."""
+        """Time out a pending ask whose deadline has passed; the final record.
+
+        When every unanswered question names a ``default``, the ask is answered with them
+        instead (each a claim of its own, so a person's click that lands first still wins).
+        """
         record = await self.store.get(ask_id=ask_id)
         if record is None or not record.pending:
             return record
+        defaults = default_answers(record, at=utcnow())
+        if defaults is not None:
+            return await self._take_defaults(record, defaults)
         error = ask_timed_out(record.target.timeout or 0.0)
         return await self.end(ask_id, AskStatus.TIMED_OUT, AskError.of(error))
+
+    async def _take_defaults(
+        self, record: AskRecord, defaults: list[tuple[int, AskUserQuestionAnswerItem]]
+    ) -> AskRecord | None:
+        current: AskRecord | None = record
+        for index, item in defaults:
+            result = await self.store.answer(ask_id=record.id, index=index, item=item)
+            current = result.record
+            if result.outcome == "completed" and current is not None:
+                # Only the claim that completed the ask tells the channel (once, on any replica).
+                taken = sum(1 for r in current.responses if r is not None and r.defaulted)
+                self.events.emit("defaulted", record.id, questions=taken)
+                self._on_end(current)
+                return current
+            if result.outcome in ("not_pending", "unknown"):
+                return current
+        return current
 
     def start_expiry(self) -> None:
         """Start timing out due asks now, also those other replicas created (needs a loop)."""

@@ -19,6 +19,7 @@ __all__ = [
     "answer_of",
     "capped",
     "check_timeout",
+    "default_answers",
     "ended_event",
     "needs_repair",
     "outcome_of",
@@ -81,6 +82,25 @@ def answer_of(record: AskRecord) -> AskUserQuestionAnswer:
             f"ask {record.id} ended as {record.status} without a reason",
         )
     raise record.error.to_exception()
+
+
+def default_answers(
+    record: AskRecord, *, at: datetime
+) -> list[tuple[int, AskUserQuestionAnswerItem]] | None:
+    """The answers a timed-out ask takes instead, question index first: every unanswered
+    question's ``default``, marked ``defaulted`` and answered by nobody. ``None`` when some
+    unanswered question has no default: the ask then times out as before."""
+    taken: list[tuple[int, AskUserQuestionAnswerItem]] = []
+    for index, question in enumerate(record.request.questions):
+        if index < len(record.responses) and record.responses[index] is not None:
+            continue
+        if question.default is None:
+            return None
+        item = AskUserQuestionAnswerItem(
+            id=question.id, selected=(question.default,), answered_at=at, defaulted=True
+        )
+        taken.append((index, item))
+    return taken or None
 
 
 def needs_repair(

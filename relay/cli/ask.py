@@ -7,8 +7,12 @@ Who may answer: ``--allowed-user U…`` and ``--allowed-group S…`` (repeatable
 U…`` with ``--prevent-self-approval``; or the API's ``slack`` section in ``--file`` (flags
 win over it).
 
-Exit codes: 0 answered (with ``--approve``: that label was chosen), 1 answered otherwise
-(``--approve`` only), 2 bad usage or configuration, 3 timed out, 4 aborted or withdrawn
+``--default LABEL`` is the option taken when nobody answers before ``--timeout``; the answer
+then carries ``"defaulted": true``, and ``--approve`` never counts a default as approved.
+
+Exit codes: 0 answered (with ``--approve``: a person chose that label), 1 answered otherwise
+(``--approve`` only, also when the answer is a default), 2 bad usage or configuration, 3
+timed out, 4 aborted or withdrawn
 (also when stopped by SIGTERM, as CI cancels a job, or Ctrl-C: the question is withdrawn
 from Slack first), 5 failed (Slack or the relay could not be reached or refused).
 """
@@ -68,6 +72,11 @@ def add_ask(commands: Commands) -> None:
         help="an option to offer (repeat for more)",
     )
     what.add_argument("--multi", action="store_true", help="allow choosing several options")
+    what.add_argument(
+        "--default",
+        metavar="LABEL",
+        help="the option taken if nobody answers in time (never counts for --approve)",
+    )
     what.add_argument("--header", help="a short title above the question")
     detail = what.add_mutually_exclusive_group()
     detail.add_argument("--detail", help="markdown shown with the question")
@@ -117,8 +126,8 @@ def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str
     """The request, and the API's ``slack`` section (from ``--file``, then the flags)."""
     agent = AgentRef(id=args.agent)
     if args.file is not None:
-        if args.question or args.option:
-            raise CommandError(USAGE, "use --file or --question/--option, not both")
+        if args.question or args.option or args.default is not None:
+            raise CommandError(USAGE, "use --file or --question/--option/--default, not both")
         source = "stdin" if args.file == "-" else args.file
         data = parse_json(read_text(args.file), source)
         slack: dict[str, Any] = {}
@@ -144,6 +153,7 @@ def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str
         detail=detail,
         options=options,
         multi_select=args.multi,
+        default=args.default,
     )
     return AskUserQuestionRequest((item,), agent=agent), _with_flags({}, args)
 
@@ -265,6 +275,12 @@ def _run_ask(args: argparse.Namespace) -> int:
     if args.approve is None:
         return 0
     first = answer.answers[0]
+    if first.defaulted:
+        sys.stderr.write(
+            f"relay: nobody answered in time; the default {', '.join(first.selected)!r} is no"
+            " approval\n"
+        )
+        return EXIT_NOT_APPROVED
     approved = tuple(first.selected) == (args.approve,) and first.custom is None
     return 0 if approved else EXIT_NOT_APPROVED
 

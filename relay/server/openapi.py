@@ -50,6 +50,12 @@ _QUESTION = {
             "items": {"$ref": "#/components/schemas/Option"},
         },
         "multiSelect": {"type": ["boolean", "null"], "default": False},
+        "default": {
+            "type": ["string", "null"],
+            "description": "The label of the option taken when nobody answers before the"
+            " timeout; the answer is then marked defaulted (BAD_REQUEST unless it names one"
+            " of the options). Without one, the ask times out (ASK_ABORTED, timed_out).",
+        },
         "intent": {
             "type": ["object", "null"],
             "additionalProperties": False,
@@ -142,6 +148,11 @@ _ANSWER = {
                     "id": {"type": "string"},
                     "selected": {"type": "array", "items": {"type": "string"}},
                     "custom": {"type": "string"},
+                    "defaulted": {
+                        "type": "boolean",
+                        "description": "Present (true) when nobody answered in time and this"
+                        " is the question's default, never a person's choice.",
+                    },
                 },
             },
         }
@@ -168,7 +179,15 @@ _RECORD = {
             " does (timeouts are at most a year).",
         },
         "answer": {"$ref": "#/components/schemas/Answer"},
-        "answered_by": {"$ref": "#/components/schemas/Person"},
+        "defaulted": {
+            "type": "boolean",
+            "description": "Present (true) when some question took its default because"
+            " nobody answered in time.",
+        },
+        "answered_by": {
+            "$ref": "#/components/schemas/Person",
+            "description": "Who gave the last answer; absent when it was a default.",
+        },
         "answered_at": {"type": "string", "format": "date-time"},
         "responses": {
             "type": "array",
@@ -179,6 +198,10 @@ _RECORD = {
                     "id": {"type": "string"},
                     "answered_by": {"$ref": "#/components/schemas/Person"},
                     "answered_at": {"type": "string", "format": "date-time"},
+                    "defaulted": {
+                        "type": "boolean",
+                        "description": "Present (true) for a default: no answered_by then.",
+                    },
                 },
             },
         },

@@ -23,6 +23,8 @@ def _response(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
         out["answered_by"] = item.answered_by.to_dict()
     if item.answered_at is not None:
         out["answered_at"] = item.answered_at.isoformat()
+    if item.defaulted:
+        out["defaulted"] = True
     return out
 
 
@@ -41,6 +43,8 @@ def record_json(record: AskRecord) -> dict[str, Any]:
         out["responses"] = [_response(r) for r in answered]
     if record.status is AskStatus.ANSWERED:
         out["answer"] = record.answer().to_dict()
+        if record.defaulted:
+            out["defaulted"] = True
         last = max(
             answered,
             key=lambda r: r.answered_at.timestamp() if r.answered_at is not None else 0.0,

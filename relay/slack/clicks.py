@@ -159,6 +159,7 @@ class ClickIntake:
             agent=record.request.agent,
             index=index,
             count=len(record.request.questions),
+            timeout=record.target.timeout,
         )
         self._life.events.emit("repaired", record.id, question=question.id)
         self._background.spawn(self._messages.update(record.id, message, final))

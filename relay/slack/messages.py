@@ -118,20 +118,24 @@ class SlackMessages:
             return await self._client.chat_postMessage(channel=channel, **fields)
 
     async def withdraw(self, record: AskRecord) -> None:
-        """Replace every unanswered question's inputs with how the ask ended."""
+        """Replace the inputs of every question nobody answered with how the ask ended (or
+        with the default it took)."""
         outcome = outcome_of(record)
         count = len(record.request.questions)
         for index, (question, message) in enumerate(
             zip(record.request.questions, record.messages, strict=False)
         ):
-            if message is None or (index < len(record.responses) and record.responses[index]):
-                continue
+            response = record.responses[index] if index < len(record.responses) else None
+            if message is None or (response is not None and not response.defaulted):
+                continue  # a person's answer: its message was updated when they answered
             final = render_outcome(
                 question,
-                outcome=outcome,  # type: ignore[arg-type]
+                outcome="answered" if response is not None else outcome,  # type: ignore[arg-type]
+                item=response,
                 agent=record.request.agent,
                 index=index,
                 count=count,
+                timeout=record.target.timeout,
             )
             await self.update(record.id, message, final)
 

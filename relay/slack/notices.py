@@ -65,7 +65,12 @@ def cannot_check_groups() -> str:
 
 
 def already_answered(item: AskUserQuestionAnswerItem) -> str:
-    """For a second click on a question someone already answered."""
+    """For a second click on a question someone already answered (or that took its default)."""
+    if item.defaulted:
+        return (
+            "Nobody answered this question in time, so it took its default; your click changed"
+            " nothing."
+        )
     who = mention(item.answered_by.id) if item.answered_by else "someone"
     return f"{who} already answered this question; your click changed nothing."
 
@@ -79,6 +84,11 @@ def no_longer_pending(record: AskRecord | None) -> str:
         )
     if record.status is AskStatus.ANSWERED:
         answered = [r for r in record.responses if r is not None and r.answered_by is not None]
+        if not answered and record.defaulted:
+            return (
+                "Nobody answered this question in time, so it took its default; your click"
+                " changed nothing."
+            )
         who = ", ".join(sorted({mention(r.answered_by.id) for r in answered if r.answered_by}))
         return (
             f"This question was already answered by {who or 'someone'}; your click changed nothing."

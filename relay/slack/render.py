@@ -155,15 +155,36 @@ def _slack_date(epoch: float, fallback: str) -> str:
 
 
 def _asked_by(
-    agent: AgentRef | None, index: int, count: int, deadline: float | None
+    agent: AgentRef | None,
+    index: int,
+    count: int,
+    deadline: float | None,
+    default: str | None = None,
 ) -> dict[str, Any]:
     who = f"Asked by *{escape_within(agent.display_name, 200)}*" if agent else "Asked by an agent"
     parts = [who]
     if count > 1:
         parts.append(f"question {index + 1} of {count}")
     if deadline is not None:
-        parts.append(f"times out {_slack_date(deadline, 'at the deadline')}")
+        ends = f"times out {_slack_date(deadline, 'at the deadline')}"
+        if default is not None:
+            ends += f", then takes *{escape(default)}*"
+        parts.append(ends)
     return _context(" · ".join(parts))
+
+
+def duration_text(seconds: float) -> str:
+    """A timeout as people say it: ``45 s``, ``15 min``, ``2 h``, ``1.5 d``."""
+    for unit, size in (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{round(seconds / size, 1):g} {unit}"
+    return f"{round(seconds, 1):g} s"
+
+
+def _defaulted_line(item: AskUserQuestionAnswerItem, timeout: float | None) -> str:
+    waited = f"in {duration_text(timeout)}" if timeout is not None else "in time"
+    taken = ", ".join(escape(label) for label in item.selected) or "no answer"
+    return f":hourglass: *No answer {waited}; defaulted to {taken}* — nobody chose this."
 
 
 def _fallback(question: AskUserQuestionItem, suffix: str = "") -> str:
@@ -189,7 +210,7 @@ def _layout(
     """Split the message's room the same way for the pending message and its final update,
     so that the thread replies continue exactly where either leaves off."""
     heading, listing = _heading_blocks(question), option_listing(question)
-    asked = _asked_by(agent, index, count, _LAST_DEADLINE)
+    asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
     fixed = block_text_length([*heading, *listing, asked])
     for describe in (True, False):  # menu descriptions repeat the listing: they go first
         inputs = block_text_length(input_blocks(question, "", index, count > 1, describe=describe))
@@ -229,7 +250,7 @@ def render_question(
         *layout.detail,
         *layout.listing,
         *input_blocks(question, ask_id, index, count > 1, describe=layout.describe),
-        _asked_by(agent, index, count, deadline),
+        _asked_by(agent, index, count, deadline, question.default),
     ]
     _check_size(question, blocks)
     return RenderedQuestion(
@@ -290,11 +311,15 @@ def render_outcome(
     agent: AgentRef | None = None,
     index: int = 0,
     count: int = 1,
+    timeout: float | None = None,
 ) -> RenderedQuestion:
     """The final message for a question that has ended: no inputs left, the outcome shown.
     It always fits: what ``render_question`` would refuse loses its options list, then its
-    detail."""
-    if outcome == "answered" and item is not None:
+    detail. A ``defaulted`` answer says so, with ``timeout`` (how long nobody answered)."""
+    if outcome == "answered" and item is not None and item.defaulted:
+        line = _defaulted_line(item, timeout)
+        summary = "defaulted"
+    elif outcome == "answered" and item is not None:
         line = _answered_line(item)
         summary = "answered"
     else:

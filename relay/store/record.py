@@ -135,6 +135,11 @@ class AskRecord:
         """Whether the ask still waits for an outcome."""
         return self.status is AskStatus.PENDING
 
+    @property
+    def defaulted(self) -> bool:
+        """Whether any question took its default because nobody answered in time."""
+        return any(r is not None and r.defaulted for r in self.responses)
+
     def answer(self) -> AskUserQuestionAnswer:
         """The complete answer (only when every question has a response)."""
         return AskUserQuestionAnswer(answers=tuple(r for r in self.responses if r is not None))
@@ -151,7 +156,7 @@ def item_to_json(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
         out["answered_by"] = item.answered_by.to_dict()
     if item.answered_at is not None:
         out["answered_at"] = item.answered_at.isoformat()
-    return out
+    return out  # (to_dict carries defaulted)
 
 
 def item_from_json(data: dict[str, Any]) -> AskUserQuestionAnswerItem:
@@ -164,6 +169,7 @@ def item_from_json(data: dict[str, Any]) -> AskUserQuestionAnswerItem:
         custom=data.get("custom"),
         answered_by=Responder.from_dict(by) if by else None,
         answered_at=datetime.fromisoformat(at) if at else None,
+        defaulted=data.get("defaulted") is True,
     )
 
 
