@@ -7,9 +7,10 @@ import heapq
 import math
 import time
 from collections import deque
+from dataclasses import replace
 from datetime import datetime
 
-from relay.questions import AskUserQuestionAnswerItem
+from relay.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.base import PendingLimitReached
 from relay.store.record import (
     AnswerResult,
@@ -17,6 +18,9 @@ from relay.store.record import (
     AskRecord,
     AskStatus,
     MessageRef,
+    VoteResult,
+    quorum_reached,
+    vote_of,
 )
 
 __all__ = ["MemoryStore"]
@@ -51,6 +55,7 @@ class MemoryStore:
         self._sizes: dict[str, int] = {}
         self.finished_bytes = 0
         """About how many bytes of question text the finished asks kept hold."""
+        self._votes: dict[str, list[tuple[Vote, ...]]] = {}
 
     def __len__(self) -> int:
         return len(self._records)
@@ -189,6 +194,45 @@ class MemoryStore:
                 if not future.done():
                     future.set_result(None)
 
+    async def vote(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+    ) -> VoteResult:
+        """Count one person's vote; the one that reaches the quorum answers the question."""
+        vote = vote_of(item)
+        record = self._records.get(ask_id)
+        if record is None:
+            return VoteResult("unknown", None)
+        _check_index(record, index)
+        tallies = self._votes.setdefault(ask_id, [()] * len(record.request.questions))
+        votes = tallies[index]
+        if not record.pending:
+            return VoteResult("not_pending", record, votes)
+        if index < len(record.responses) and record.responses[index] is not None:
+            return VoteResult("already_answered", record, votes)
+        if any(v.by.id == vote.by.id for v in votes):
+            return VoteResult("already_voted", record, votes)
+        votes = tallies[index] = (*votes, vote)
+        if not quorum_reached(votes, vote.label, required, veto):
+            return VoteResult("counted", record, votes)
+        decided = replace(item, votes=votes)
+        result = await self.answer(ask_id=ask_id, index=index, item=decided)
+        return VoteResult(
+            "completed" if result.outcome == "completed" else "decided", result.record, votes
+        )
+
+    async def votes(self, *, ask_id: str) -> tuple[tuple[Vote, ...], ...]:
+        """Every question's votes so far."""
+        record = self._records.get(ask_id)
+        if record is None:
+            return ()
+        return tuple(self._votes.get(ask_id) or [()] * len(record.request.questions))
+
     def _settle(self, record: AskRecord) -> None:
         self._records[record.id] = record
         self._pending -= 1
@@ -217,6 +261,7 @@ class MemoryStore:
         if record is not None and not record.pending:
             del self._records[ask_id]
             self.finished_bytes -= self._sizes.pop(ask_id, 0)
+            self._votes.pop(ask_id, None)
 
 
 def _size(record: AskRecord) -> int:

@@ -13,6 +13,7 @@ from relay.questions import (
     AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
     Responder,
+    Vote,
 )
 
 __all__ = [
@@ -23,9 +24,13 @@ __all__ = [
     "AskStatus",
     "MessageRef",
     "Target",
+    "VoteOutcome",
+    "VoteResult",
     "item_from_json",
     "item_to_json",
+    "quorum_reached",
     "utcnow",
+    "vote_of",
 ]
 
 
@@ -156,6 +161,8 @@ def item_to_json(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
         out["answered_by"] = item.answered_by.to_dict()
     if item.answered_at is not None:
         out["answered_at"] = item.answered_at.isoformat()
+    if item.votes:
+        out["votes"] = [v.to_dict() for v in item.votes]
     return out  # (to_dict carries defaulted)
 
 
@@ -170,6 +177,7 @@ def item_from_json(data: dict[str, Any]) -> AskUserQuestionAnswerItem:
         answered_by=Responder.from_dict(by) if by else None,
         answered_at=datetime.fromisoformat(at) if at else None,
         defaulted=data.get("defaulted") is True,
+        votes=tuple(Vote.from_dict(v) for v in data.get("votes") or ()),
     )
 
 
@@ -187,3 +195,33 @@ class AnswerResult:
 
     outcome: AnswerOutcome
     record: AskRecord | None
+
+
+VoteOutcome = Literal[
+    "counted", "decided", "completed", "already_voted", "already_answered", "not_pending", "unknown"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class VoteResult:
+    """What recording one vote did: ``counted`` (the question still waits), ``decided`` (it
+    is answered), ``completed`` (and so is the ask), or why it was not counted; the record
+    and the question's votes as they stand after."""
+
+    outcome: VoteOutcome
+    record: AskRecord | None
+    votes: tuple[Vote, ...] = ()
+
+
+def quorum_reached(
+    votes: tuple[Vote, ...], label: str, required: int, veto: frozenset[str]
+) -> bool:
+    """Whether ``votes`` decide ``label``: one vote for a veto label, else ``required``."""
+    return label in veto or sum(1 for v in votes if v.label == label) >= required
+
+
+def vote_of(item: AskUserQuestionAnswerItem) -> Vote:
+    """The vote a person's answer item casts: who (``answered_by``), which label, when."""
+    if item.answered_by is None or item.answered_at is None or len(item.selected) != 1:
+        raise ValueError("a vote is one label, chosen by someone, at some time")
+    return Vote(by=item.answered_by, label=item.selected[0], at=item.answered_at)

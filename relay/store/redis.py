@@ -35,7 +35,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
+from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, Vote
 from relay.store.base import PendingLimitReached, StoreUnavailable
 from relay.store.record import (
     AnswerOutcome,
@@ -45,8 +45,11 @@ from relay.store.record import (
     AskStatus,
     MessageRef,
     Target,
+    VoteOutcome,
+    VoteResult,
     item_from_json,
     item_to_json,
+    vote_of,
 )
 
 __all__ = ["RedisStore"]
@@ -140,6 +143,64 @@ if index < 0 or index >= tonumber(redis.call('HGET', KEYS[1], 'n')) then return 
 redis.call('HSET', KEYS[1], 'msg:' .. ARGV[1], ARGV[2])
 return 1
 """
+
+# KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: index, voter id, vote json,
+# votes required, veto labels json, label, answer item json (without its votes),
+# finished_at, id, retention ms, channel. Votes live in the ask's hash (vote:{i}, a JSON
+# list), so they expire with it; the vote that reaches the quorum claims ans:{i} with every
+# vote in it, as _ANSWER would, and completes the ask on the last question.
+_VOTE = (
+    """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
+local index = tonumber(ARGV[1])
+if index < 0 or index >= n then return {'bad_index'} end
+local field = 'vote:' .. ARGV[1]
+local raw = redis.call('HGET', KEYS[1], field) or '[]'
+if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  return {'not_pending', redis.call('HGETALL', KEYS[1]), raw}
+end
+if redis.call('HEXISTS', KEYS[1], 'ans:' .. ARGV[1]) == 1 then
+  return {'already_answered', redis.call('HGETALL', KEYS[1]), raw}
+end
+local votes = cjson.decode(raw)
+for _, v in ipairs(votes) do
+  if v['by']['id'] == ARGV[2] then
+    return {'already_voted', redis.call('HGETALL', KEYS[1]), raw}
+  end
+end
+table.insert(votes, cjson.decode(ARGV[3]))
+raw = cjson.encode(votes)
+redis.call('HSET', KEYS[1], field, raw)
+local count = 0
+for _, v in ipairs(votes) do
+  if v['label'] == ARGV[6] then count = count + 1 end
+end
+local veto = false
+for _, label in ipairs(cjson.decode(ARGV[5])) do
+  if label == ARGV[6] then veto = true end
+end
+if not veto and count < tonumber(ARGV[4]) then
+  return {'counted', redis.call('HGETALL', KEYS[1]), raw}
+end
+local item = cjson.decode(ARGV[7])
+item['votes'] = votes
+redis.call('HSET', KEYS[1], 'ans:' .. ARGV[1], cjson.encode(item))
+for i = 0, n - 1 do
+  if redis.call('HEXISTS', KEYS[1], 'ans:' .. i) == 0 then
+    return {'decided', redis.call('HGETALL', KEYS[1]), raw}
+  end
+end
+redis.call('HSET', KEYS[1], 'status', 'answered', 'finished_at', ARGV[8])
+redis.call('ZREM', KEYS[2], ARGV[9])
+redis.call('PEXPIRE', KEYS[1], ARGV[10])
+redis.call('PUBLISH', ARGV[11], ARGV[9])
+"""
+    + _RELEASE_OWNER
+    + """
+return {'completed', redis.call('HGETALL', KEYS[1]), raw}
+"""
+)
 
 
 P = ParamSpec("P")
@@ -489,6 +550,51 @@ class RedisStore:
                 watch.fail(exc)
         await self._redis.aclose()
 
+    @_translated
+    async def vote(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+    ) -> VoteResult:
+        """Count one person's vote atomically (one Lua script, so two replicas' votes each
+        count once); the vote that reaches the quorum claims the question's answer."""
+        vote = vote_of(item)
+        reply = await self._redis.register_script(_VOTE)(
+            keys=[self._key(ask_id), self._deadlines, self._owners],
+            args=[
+                index,
+                vote.by.id,
+                json.dumps(vote.to_dict(), separators=(",", ":")),
+                required,
+                json.dumps(sorted(veto)),
+                vote.label,
+                json.dumps(item_to_json(item), separators=(",", ":")),
+                vote.at.isoformat(),
+                ask_id,
+                self._retention_ms,
+                self._channel,
+            ],
+        )
+        if _text(reply[0]) == "bad_index":
+            raise IndexError(f"ask {ask_id} has no question {index}")
+        outcome: VoteOutcome = _text(reply[0])  # type: ignore[assignment]
+        found = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        votes = _votes_of(_text(reply[2])) if len(reply) > 2 else ()
+        return VoteResult(outcome, found, votes)
+
+    @_translated
+    async def votes(self, *, ask_id: str) -> tuple[tuple[Vote, ...], ...]:
+        """Every question's votes so far (one read of the ask's hash)."""
+        raw = await self._redis.hgetall(self._key(ask_id))
+        fields = {_text(k): _text(v) for k, v in raw.items()}
+        if "n" not in fields:
+            return ()
+        return tuple(_votes_of(fields.get(f"vote:{i}", "[]")) for i in range(int(fields["n"])))
+
 
 class _Watch:
     """The waiters of one ask and the one task that reads it for them."""
@@ -564,3 +670,8 @@ def _decode(fields: dict[Any, Any]) -> AskRecord | None:
         else None,
         meta=core.get("meta") or {},
     )
+
+
+def _votes_of(raw: str) -> tuple[Vote, ...]:
+    data = json.loads(raw)
+    return tuple(Vote.from_dict(v) for v in data) if isinstance(data, list) else ()
