@@ -93,6 +93,8 @@ def items(text: st.SearchStrategy[str] = any_text) -> st.SearchStrategy[AskUserQ
         multi_select=st.booleans(),
         intent=st.none() | intents(text),
         default=st.none() | text,
+        approvals_required=st.none() | st.integers(1, 5),
+        veto=st.none() | st.lists(text, max_size=2).map(tuple),
     )
 
 
