@@ -20,6 +20,7 @@ EventName = Literal[
     "posted",
     "answered",
     "question_answered",
+    "voted",
     "timed_out",
     "defaulted",
     "aborted",

@@ -32,6 +32,7 @@ from relay.store import (
     AskStatus,
     AskStore,
     StoreUnavailable,
+    VoteResult,
     utcnow,
 )
 from relay.waits import Released, Waits
@@ -145,6 +146,43 @@ class AskLifecycle:
                 if item.answered_at
                 else None,
             )
+        return result
+
+    async def vote(
+        self, record: AskRecord, index: int, item: AskUserQuestionAnswerItem, *, by: str | None
+    ) -> VoteResult:
+        """Count ``item`` (one label, by one person) as a vote on question ``index``, which
+        needs ``approvals_required`` votes for an option or one for a ``veto`` label.
+
+        Raises ``UserInteractionError`` for a label the question does not offer, and
+        whatever the store raises. The store counts each person once, atomically.
+        """
+        question = record.request.questions[index]
+        validate_answer_item(question, item, index=index)
+        result = await self.store.vote(
+            ask_id=record.id,
+            index=index,
+            item=item,
+            required=question.quorum,
+            veto=frozenset(question.veto or ()),
+        )
+        if result.outcome in ("counted", "decided", "completed"):
+            self.events.emit(
+                "voted", record.id, question=question.id, by=by, votes=len(result.votes)
+            )
+        if result.outcome in ("decided", "completed"):
+            self.events.emit(
+                "answered" if result.outcome == "completed" else "question_answered",
+                record.id,
+                question=question.id,
+                by=by,
+                waited=(item.answered_at - record.created_at).total_seconds()
+                if item.answered_at
+                else None,
+            )
+        done = result.record if result.outcome == "completed" else None
+        if done is not None and done.defaulted:
+            self._on_end(done)
         return result
 
     async def end(

@@ -9,6 +9,8 @@ win over it).
 
 ``--default LABEL`` is the option taken when nobody answers before ``--timeout``; the answer
 then carries ``"defaulted": true``, and ``--approve`` never counts a default as approved.
+``--approvals N`` makes N different people vote for an option before it is the answer, and
+``--veto LABEL`` names an option one vote decides at once.
 
 Exit codes: 0 answered (with ``--approve``: a person chose that label), 1 answered otherwise
 (``--approve`` only, also when the answer is a default), 2 bad usage or configuration, 3
@@ -77,6 +79,18 @@ def add_ask(commands: Commands) -> None:
         metavar="LABEL",
         help="the option taken if nobody answers in time (never counts for --approve)",
     )
+    what.add_argument(
+        "--approvals",
+        type=int,
+        metavar="N",
+        help="N different people must choose an option before it is the answer",
+    )
+    what.add_argument(
+        "--veto",
+        action="append",
+        metavar="LABEL",
+        help="an option one person's vote decides at once (with --approvals; repeatable)",
+    )
     what.add_argument("--header", help="a short title above the question")
     detail = what.add_mutually_exclusive_group()
     detail.add_argument("--detail", help="markdown shown with the question")
@@ -126,8 +140,8 @@ def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str
     """The request, and the API's ``slack`` section (from ``--file``, then the flags)."""
     agent = AgentRef(id=args.agent)
     if args.file is not None:
-        if args.question or args.option or args.default is not None:
-            raise CommandError(USAGE, "use --file or --question/--option/--default, not both")
+        if args.question or args.option or args.default or args.approvals or args.veto:
+            raise CommandError(USAGE, "use --file or the question's flags (-q, -o…), not both")
         source = "stdin" if args.file == "-" else args.file
         data = parse_json(read_text(args.file), source)
         slack: dict[str, Any] = {}
@@ -154,6 +168,8 @@ def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str
         options=options,
         multi_select=args.multi,
         default=args.default,
+        approvals_required=args.approvals,
+        veto=tuple(args.veto) if args.veto else None,
     )
     return AskUserQuestionRequest((item,), agent=agent), _with_flags({}, args)
 

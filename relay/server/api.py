@@ -16,7 +16,7 @@ from relay.server.bodies import read_body
 from relay.server.connections import Connections
 from relay.server.errors import ApiError
 from relay.server.limits import Limiter, RateLimited
-from relay.server.records import record_json
+from relay.server.records import needs_votes, record_json
 from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTarget
 from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
@@ -91,7 +91,7 @@ class AskApi:
         if wait > 0:
             record = await self.long_poll(request, record.id, wait)
         return web.json_response(
-            record_json(record), status=201, headers={"Location": f"/v1/asks/{record.id}"}
+            await self.shown(record), status=201, headers={"Location": f"/v1/asks/{record.id}"}
         )
 
     async def read(self, request: web.Request) -> web.Response:
@@ -101,7 +101,13 @@ class AskApi:
         if record.pending and wait > 0:
             _log.debug("long-poll ask=%s wait=%g", record.id, wait)
             record = await self.long_poll(request, record.id, wait)
-        return web.json_response(record_json(record))
+        return web.json_response(await self.shown(record))
+
+    async def shown(self, record: AskRecord) -> dict[str, Any]:
+        """``record_json``, with the votes cast so far when questions are decided by votes."""
+        if not needs_votes(record):
+            return record_json(record)
+        return record_json(record, votes=await self.provider.store.votes(ask_id=record.id))
 
     async def long_poll(self, request: web.Request, ask_id: str, wait: float) -> AskRecord:
         """Wait for the ask, within the token's long-poll limit; a client that hangs up
@@ -117,7 +123,7 @@ class AskApi:
         record = await self.owned(request)
         if record.pending:
             record = await self.provider.abort(record.id) or record
-        return web.json_response(record_json(record))
+        return web.json_response(await self.shown(record))
 
     async def owned(self, request: web.Request, *, what: str = "ask") -> AskRecord:
         """The ask named in the path if this request's token created it, else ``NOT_FOUND``."""

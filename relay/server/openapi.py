@@ -56,6 +56,20 @@ _QUESTION = {
             " timeout; the answer is then marked defaulted (BAD_REQUEST unless it names one"
             " of the options). Without one, the ask times out (ASK_ABORTED, timed_out).",
         },
+        "approvalsRequired": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "maximum": 25,
+            "description": "How many different people must vote for an option before it is"
+            " the answer (single-select questions with options); each person votes once, a"
+            " second click does not change the vote. Default 1: the first click decides.",
+        },
+        "veto": {
+            "type": ["array", "null"],
+            "items": {"type": "string"},
+            "description": "Option labels that one vote decides at once, however many"
+            " approvalsRequired says (such as Reject).",
+        },
         "intent": {
             "type": ["object", "null"],
             "additionalProperties": False,
@@ -202,10 +216,38 @@ _RECORD = {
                         "type": "boolean",
                         "description": "Present (true) for a default: no answered_by then.",
                     },
+                    "votes": {
+                        "type": "array",
+                        "items": {"$ref": "#/components/schemas/Vote"},
+                        "description": "On a question decided by votes: every vote counted;"
+                        " answered_by cast the deciding one.",
+                    },
+                },
+            },
+        },
+        "votes": {
+            "type": "array",
+            "description": "Votes cast so far on questions decided by votes that are not"
+            " decided yet.",
+            "items": {
+                "type": "object",
+                "required": ["id", "votes"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "votes": {"type": "array", "items": {"$ref": "#/components/schemas/Vote"}},
                 },
             },
         },
         "error": {"$ref": "#/components/schemas/ErrorBody"},
+    },
+}
+_VOTE = {
+    "type": "object",
+    "required": ["by", "label", "at"],
+    "properties": {
+        "by": {"$ref": "#/components/schemas/Person"},
+        "label": {"type": "string"},
+        "at": {"type": "string", "format": "date-time"},
     },
 }
 _ERROR_BODY = {
@@ -286,6 +328,7 @@ def openapi_document() -> dict[str, Any]:
             "schemas": {
                 "Option": _OPTION,
                 "Question": _QUESTION,
+                "Vote": _VOTE,
                 "Person": _PERSON,
                 "AskRequest": _ASK_REQUEST,
                 "Answer": _ANSWER,

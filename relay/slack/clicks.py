@@ -23,7 +23,7 @@ from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click, ClickKind, Notice, decide
 from relay.slack.people import Gatekeeper
-from relay.slack.render import render_outcome
+from relay.slack.render import render_outcome, render_question
 from relay.store import AskRecord, MessageRef, utcnow
 
 __all__ = ["ClickIntake"]
@@ -114,6 +114,9 @@ class ClickIntake:
         if isinstance(decision, Notice):
             notify(click, notices.notice_text(decision, question, batch=count > 1))
             return
+        if question.quorum > 1:
+            await self._vote(record, click, expected, decision)
+            return
         try:
             result = await self._life.answer(record, click.index, decision, by=click.user_id)
         except UserInteractionError as exc:
@@ -134,6 +137,62 @@ class ClickIntake:
                 count=count,
             )
             self._background.spawn(self._messages.update(record.id, message, final))
+        elif result.outcome == "already_answered" and result.record is not None:
+            winner = result.record.responses[click.index]
+            if winner is not None:
+                notify(click, notices.already_answered(winner))
+        else:
+            notify(click, notices.no_longer_pending(result.record))
+
+    async def _vote(
+        self,
+        record: AskRecord,
+        click: Click,
+        expected: MessageRef | None,
+        decision: AskUserQuestionAnswerItem,
+    ) -> None:
+        """A click on a question that needs several votes: count it, show the tally."""
+        notify = self._messages.notify
+        question = record.request.questions[click.index]
+        if decision.custom is not None or len(decision.selected) != 1:
+            notify(click, notices.vote_needs_an_option(question))
+            return
+        try:
+            result = await self._life.vote(record, click.index, decision, by=click.user_id)
+        except UserInteractionError as exc:
+            notify(click, notices.not_recorded(str(exc)))
+            return
+        except Exception:
+            _log.exception("store failed while recording a vote on ask %s", record.id)
+            notify(click, notices.cannot_record())
+            return
+        message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
+        count = len(record.request.questions)
+        if result.outcome == "counted":
+            live = render_question(
+                question,
+                ask_id=record.id,
+                index=click.index,
+                count=count,
+                agent=record.request.agent,
+                deadline=record.deadline,
+                votes=result.votes,
+            )
+            self._background.spawn(self._messages.update(record.id, message, live))
+            notify(click, notices.vote_counted(question, decision.selected[0], len(result.votes)))
+        elif result.outcome in ("decided", "completed") and result.record is not None:
+            final = render_outcome(
+                question,
+                outcome="answered",
+                item=result.record.responses[click.index],
+                agent=record.request.agent,
+                index=click.index,
+                count=count,
+            )
+            self._background.spawn(self._messages.update(record.id, message, final))
+        elif result.outcome == "already_voted":
+            mine = next((v for v in result.votes if v.by.id == click.user_id), None)
+            notify(click, notices.already_voted(mine.label if mine else decision.selected[0]))
         elif result.outcome == "already_answered" and result.record is not None:
             winner = result.record.responses[click.index]
             if winner is not None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from relay.errors import UserInteractionError, bad_request
-from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem
+from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem, Vote
 from relay.slack.inputs import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -40,7 +40,14 @@ from relay.slack.inputs import (
     plain,
     sections,
 )
-from relay.slack.text import block_text_length, chunks, escape, escape_within, inert_markdown
+from relay.slack.text import (
+    block_text_length,
+    chunks,
+    escape,
+    escape_within,
+    inert_markdown,
+    shorten,
+)
 
 __all__ = [
     "ACTION_CHECKS",
@@ -173,6 +180,23 @@ def _asked_by(
     return _context(" · ".join(parts))
 
 
+_TALLY_CHARS = 2000  # room a question that needs several votes keeps for its tally
+
+
+def _tally(question: AskUserQuestionItem, votes: Sequence[Vote]) -> dict[str, Any]:
+    """ "Needs 2 approvals (*Reject* decides at once) · voted: @alice *Approve*"."""
+    parts = [f"Needs {question.quorum} votes from different people for an option"]
+    if question.veto:
+        vetoes = ", ".join(f"*{escape(shorten(label, 40))}*" for label in question.veto)
+        parts[0] += f" ({vetoes}: one vote decides)"
+    if votes:
+        cast = ", ".join(f"{mention(v.by.id)} *{escape(shorten(v.label, 40))}*" for v in votes)
+        parts.append(f"voted: {cast}")
+    else:
+        parts.append("no votes yet")
+    return _context(chunks(" · ".join(parts), _TALLY_CHARS)[0])
+
+
 def duration_text(seconds: float) -> str:
     """A timeout as people say it: ``45 s``, ``15 min``, ``2 h``, ``1.5 d``."""
     for unit, size in (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
@@ -212,6 +236,8 @@ def _layout(
     heading, listing = _heading_blocks(question), option_listing(question)
     asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
     fixed = block_text_length([*heading, *listing, asked])
+    if question.quorum > 1:
+        fixed += _TALLY_CHARS
     for describe in (True, False):  # menu descriptions repeat the listing: they go first
         inputs = block_text_length(input_blocks(question, "", index, count > 1, describe=describe))
         room = MESSAGE_CHARS - fixed - max(inputs, OUTCOME_LINE_CHARS)
@@ -242,14 +268,18 @@ def render_question(
     count: int = 1,
     agent: AgentRef | None = None,
     deadline: float | None = None,
+    votes: Sequence[Vote] = (),
 ) -> RenderedQuestion:
-    """The pending message for question ``index`` of ``count``; ``BAD_REQUEST`` if unshowable."""
+    """The pending message for question ``index`` of ``count``; ``BAD_REQUEST`` if unshowable.
+    A question that needs several votes shows the ``votes`` cast so far."""
     layout = _layout(question, agent, index, count)
+    tally = [_tally(question, votes)] if question.quorum > 1 else []
     blocks = [
         *layout.heading,
         *layout.detail,
         *layout.listing,
         *input_blocks(question, ask_id, index, count > 1, describe=layout.describe),
+        *tally,
         _asked_by(agent, index, count, deadline, question.default),
     ]
     _check_size(question, blocks)
@@ -288,6 +318,9 @@ def _answered_line(item: AskUserQuestionAnswerItem) -> str:
         quoted = "\n".join(f"> {escape(line)}" for line in item.custom.splitlines() or [""])
         parts.append(f"\n{quoted}")
     line = f":white_check_mark: Answered by {who}{when}: " + "".join(parts)
+    if item.votes:
+        cast = ", ".join(f"{mention(v.by.id)} *{escape(shorten(v.label, 40))}*" for v in item.votes)
+        line += f"\nVotes: {cast}"
     if len(line) <= OUTCOME_LINE_CHARS:
         return line
     # The whole answer went to the agent; the message shows as much as its room holds.
