@@ -21,6 +21,7 @@ EventName = Literal[
     "answered",
     "question_answered",
     "voted",
+    "reminded",
     "timed_out",
     "defaulted",
     "aborted",

@@ -1,9 +1,11 @@
 """``Expiry``: one task that times asks out at their deadlines, with no timer per ask.
 
-It sleeps until the store's next deadline (or until a new, earlier one is added), then claims
-``timed_out`` for every ask that is due. With a shared store it also wakes every
-``sweep_interval`` seconds, so asks whose creating replica died still time out, exactly once:
-the store's claim decides which replica wins.
+It sleeps until the store's next due time (or until a new, earlier one is added), then
+claims ``timed_out`` for every ask that is due, and, given ``remind``, claims and sends every
+due reminder. With a shared store it also wakes every ``sweep_interval`` seconds, so asks
+whose creating replica died still time out and are still reminded, exactly once: the store's
+claim decides which replica wins (a reminder's claim lapses after ``reminder_lease``
+seconds, so one whose claimer died before sending it goes out from another replica).
 """
 
 from __future__ import annotations
@@ -33,9 +35,13 @@ class Expiry:
         store: AskStore,
         expire: Callable[[str], Awaitable[Any]],
         sweep_interval: float | None = None,
+        remind: Callable[[str, int], Awaitable[Any]] | None = None,
+        reminder_lease: float = 30.0,
     ) -> None:
         self._store = store
         self._expire = expire
+        self._remind = remind
+        self._lease = reminder_lease
         self._sweep = sweep_interval
         self._wake = asyncio.Event()
         self._next = math.inf
@@ -66,6 +72,11 @@ class Expiry:
             try:
                 await self._expire_due()
                 nxt = await self._store.next_deadline()
+                if self._remind is not None:
+                    await self._remind_due()
+                    reminder = await self._store.next_reminder()
+                    if reminder is not None:
+                        nxt = reminder if nxt is None else min(nxt, reminder)
             except Exception:
                 _log.exception("could not check for expired asks; retrying")
                 nxt = time.time() + 1.0
@@ -95,6 +106,18 @@ class Expiry:
                     await self._expire(ask_id)
                 except Exception:
                     _log.exception("could not time out ask %s", ask_id)
+            if len(due) < 100:
+                return
+
+    async def _remind_due(self) -> None:
+        assert self._remind is not None
+        while True:
+            due = await self._store.claim_reminders(now=time.time(), lease=self._lease)
+            for ask_id, sent in due:
+                try:
+                    await self._remind(ask_id, sent)
+                except Exception:
+                    _log.exception("could not remind people of ask %s", ask_id)
             if len(due) < 100:
                 return
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 
 from relay.asks.expiry import Expiry
-from relay.asks.rules import default_answers, ended_event
+from relay.asks.rules import default_answers, ended_event, next_reminder_at
 from relay.errors import (
     ErrorCode,
     UserInteractionError,
@@ -57,14 +58,23 @@ class AskLifecycle:
         events: Events,
         on_end: Callable[[AskRecord], None],
         sweep_interval: float | None = None,
+        on_remind: Callable[[AskRecord, int], Awaitable[None]] | None = None,
+        reminder_lease: float = 30.0,
     ) -> None:
         self.store = store
         self.events = events
         self._on_end = on_end
+        self._on_remind = on_remind
         self.waiting: set[str] = set()
         # Every wait() in progress: stopping answers them at once (see stop).
         self._waits = Waits()
-        self._expiry = Expiry(store=store, expire=self.expire, sweep_interval=sweep_interval)
+        self._expiry = Expiry(
+            store=store,
+            expire=self.expire,
+            sweep_interval=sweep_interval,
+            remind=self.remind if on_remind is not None else None,
+            reminder_lease=reminder_lease,
+        )
         self.closed = False
 
     async def create(self, record: AskRecord, *, held: bool) -> None:
@@ -95,6 +105,27 @@ class AskLifecycle:
         """Time the (posted, pending) ask out at its deadline, if it has one."""
         if record.deadline is not None:
             self._expiry.add(record.deadline)
+
+    async def arm_reminders(self, record: AskRecord) -> None:
+        """Schedule the (posted, pending) ask's first reminder, if it asks for reminders."""
+        at = next_reminder_at(record, sent=0, now=record.created_at.timestamp())
+        if at is not None and self._on_remind is not None:
+            await self.store.schedule_reminder(ask_id=record.id, at=at)
+            self._expiry.add(at)
+
+    async def remind(self, ask_id: str, sent: int) -> None:
+        """Send the claimed reminder number ``sent`` + 1 of a pending ask (``on_remind``),
+        then record it and schedule the next; nothing once the ask has ended."""
+        record = await self.store.get(ask_id=ask_id)
+        if record is None or not record.pending or self._on_remind is None:
+            await self.store.reminded(ask_id=ask_id, sent=sent, next_at=None)
+            return
+        await self._on_remind(record, sent)
+        nxt = next_reminder_at(record, sent=sent + 1, now=time.time())
+        if await self.store.reminded(ask_id=ask_id, sent=sent, next_at=nxt):
+            self.events.emit("reminded", ask_id, reminder=sent + 1)
+            if nxt is not None:
+                self._expiry.add(nxt)
 
     def release(self, ask_id: str) -> None:
         """No ``ask()`` here waits for ``ask_id`` any more."""

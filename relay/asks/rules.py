@@ -22,6 +22,7 @@ __all__ = [
     "default_answers",
     "ended_event",
     "needs_repair",
+    "next_reminder_at",
     "outcome_of",
 ]
 
@@ -116,3 +117,15 @@ def needs_repair(
     ended = answer.answered_at if answer is not None else record.finished_at
     message = record.messages[index] if index < len(record.messages) else None
     return ended is not None and message is not None and now - ended >= after
+
+
+def next_reminder_at(record: AskRecord, *, sent: int, now: float) -> float | None:
+    """When reminder number ``sent`` + 1 is due (epoch seconds): ``remind_after`` after
+    ``now``, while fewer than ``reminders`` went out and before the deadline; else ``None``."""
+    target = record.target
+    if target.remind_after is None or sent >= target.reminders:
+        return None
+    at = now + target.remind_after
+    if record.deadline is not None and at >= record.deadline:
+        return None
+    return at

@@ -107,6 +107,13 @@ def add_ask(commands: Commands) -> None:
     where.add_argument("--channel", help="channel id (C…) or user id (U…, a DM) to ask in")
     where.add_argument("--thread-ts", help="post in this thread")
     where.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    where.add_argument(
+        "--remind-after",
+        type=float,
+        metavar="SECONDS",
+        help="remind who may answer, in the thread, after this long (and again, see --reminders)",
+    )
+    where.add_argument("--reminders", type=int, metavar="N", help="at most N reminders (default 1)")
     who = parser.add_argument_group("who may answer (default: the relay's own allowlist)")
     who.add_argument(
         "--allowed-user",
@@ -180,6 +187,8 @@ def _with_flags(slack: dict[str, Any], args: argparse.Namespace) -> dict[str, An
         "channel": args.channel,
         "thread_ts": args.thread_ts,
         "timeout_s": args.timeout,
+        "remind_after_s": args.remind_after,
+        "reminders": args.reminders,
         "allowed_users": args.allowed_user,
         "allowed_groups": args.allowed_group,
         "requester": args.requester,

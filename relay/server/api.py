@@ -18,6 +18,7 @@ from relay.server.errors import ApiError
 from relay.server.limits import Limiter, RateLimited
 from relay.server.records import needs_votes, record_json
 from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTarget
+from relay.slack.target import MAX_REMINDERS
 from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
 
@@ -32,6 +33,8 @@ _SLACK_KEYS = frozenset(
         "requester",
         "prevent_self_approval",
         "timeout_s",
+        "remind_after_s",
+        "reminders",
     }
 )
 _log = logging.getLogger("relay.server")
@@ -217,6 +220,27 @@ def read_slack_section(data: object) -> SlackTarget:
                 f"slack.timeout_s must be at most {LONGEST_TIMEOUT:g} (a year); null waits"
                 " as long as the relay allows"
             )
+    remind_after: Any = UNSET
+    if "remind_after_s" in data:
+        remind_after = data["remind_after_s"]
+        if remind_after is not None and (
+            isinstance(remind_after, bool)
+            or not isinstance(remind_after, int | float)
+            or not 0 < remind_after <= LONGEST_TIMEOUT
+        ):
+            raise bad_request(
+                "slack.remind_after_s must be a positive number of seconds (at most a year),"
+                " or null for no reminders"
+            )
+    reminders: Any = UNSET
+    if "reminders" in data:
+        reminders = data["reminders"]
+        if (
+            isinstance(reminders, bool)
+            or not isinstance(reminders, int)
+            or not (1 <= reminders <= MAX_REMINDERS)
+        ):
+            raise bad_request(f"slack.reminders must be a whole number from 1 to {MAX_REMINDERS}")
     return SlackTarget(
         channel=channel or "",
         thread_ts=thread_ts,
@@ -225,6 +249,8 @@ def read_slack_section(data: object) -> SlackTarget:
         allowed_groups=groups,
         requester=requester,
         prevent_self_approval=prevent,
+        remind_after=remind_after,
+        reminders=reminders,
     )
 
 

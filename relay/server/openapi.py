@@ -145,6 +145,20 @@ _ASK_REQUEST = {
                     "description": "Seconds before the ask times out; null: the relay's"
                     " longest (RELAY_MAX_TIMEOUT, or none). Never past RELAY_MAX_TIMEOUT.",
                 },
+                "remind_after_s": {
+                    "type": ["number", "null"],
+                    "exclusiveMinimum": 0,
+                    "maximum": LONGEST_TIMEOUT,
+                    "description": "Seconds after posting (and between reminders) at which a"
+                    " thread reply mentions who may answer, with the time left; null: none."
+                    " Never after the ask ends or past its deadline.",
+                },
+                "reminders": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 10,
+                    "description": "How many reminders at most (default 1).",
+                },
             },
         },
     },

@@ -7,6 +7,7 @@ and notices run in the background (``Background``), after the outcome is recorde
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from typing import Any
 
@@ -20,6 +21,7 @@ from relay.slack.background import Background
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.parse import Click
 from relay.slack.private import tell_privately
+from relay.slack.reminders import reminder_text
 from relay.slack.render import RenderedQuestion, render_detail_reply, render_outcome
 from relay.slack.webapi import LeanCalls
 from relay.store import AskRecord, AskStore, MessageRef, StoreUnavailable
@@ -191,6 +193,19 @@ class SlackMessages:
                 " nothing is pending: ask again once the store is back"
             )
         return UserInteractionError(ErrorCode.PROVIDER_FAILED, text)
+
+    async def remind(self, record: AskRecord, sent: int) -> None:
+        """Post reminder number ``sent`` + 1 in the thread of the ask's first message."""
+        message = next((m for m in record.messages if m is not None), None)
+        if message is None:
+            return  # nothing was posted that a reminder could follow
+        text = reminder_text(record, sent=sent, now=time.time())
+        await self.post(
+            message.channel,
+            thread_ts=record.target.thread_ts or message.ts,
+            text=text,
+            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+        )
 
     def notify(self, click: Click, text: str, *, fallback: bool = True) -> None:
         """Tell the clicker ``text`` privately, in the background."""

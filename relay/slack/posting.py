@@ -93,6 +93,7 @@ class AskPoster:
         if current is not None and not current.pending:
             return current
         self._life.schedule(record)
+        await self._life.arm_reminders(record)
         return current or record
 
     async def finish(self) -> None:

@@ -38,7 +38,7 @@ from relay.slack.parse import Click
 from relay.slack.people import Gatekeeper, ids
 from relay.slack.posting import AskPoster
 from relay.slack.retries import default_retry_handlers
-from relay.slack.target import UNSET, Route, SlackTarget, TargetDefaults
+from relay.slack.target import UNSET, Route, SlackTarget, TargetDefaults, check_reminders
 from relay.store import (
     AskRecord,
     AskStore,
@@ -72,6 +72,8 @@ class SlackProvider:
     ``SlackTarget`` may replace; ``policy_users``/``policy_groups`` are a ceiling no ask can
     lift (``relay serve`` sets both from ``RELAY_ALLOWED_USERS``/``RELAY_ALLOWED_GROUPS``).
     ``max_timeout`` is a ceiling on every ask's timeout (a longer one, or none, becomes it).
+    ``remind_after``/``reminders``: each ask's default reminders (a thread reply mentioning
+    who may answer, ``remind_after`` seconds apart, at most ``reminders`` of them).
     """
 
     def __init__(
@@ -93,6 +95,9 @@ class SlackProvider:
         events: Events | None = None,
         sweep_interval: float | None = None,
         max_timeout: float | None = None,
+        remind_after: float | None = None,
+        reminders: int = 1,
+        reminder_lease: float = 30.0,
     ) -> None:
         _check_credentials(client, token, signing_secret)
         if channel is None and route is None:
@@ -127,6 +132,8 @@ class SlackProvider:
             prevent_self_approval=prevent_self_approval,
             policy_users=self.gatekeeper.policy_users,
             policy_groups=self.gatekeeper.policy_groups,
+            remind_after=check_timeout(remind_after, "remind_after"),
+            reminders=check_reminders(reminders),
         )
         self._background = Background(client)
         self._identity = InstallationLookup(client, background=self._background)
@@ -138,6 +145,8 @@ class SlackProvider:
             events=self.events,
             on_end=self._ended,
             sweep_interval=sweep_interval,
+            on_remind=self._messages.remind,
+            reminder_lease=reminder_lease,
         )
         # The asks an ask() call here waits for (the lifecycle's set; closing ends them).
         self._waiting = self._life.waiting

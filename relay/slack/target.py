@@ -17,7 +17,19 @@ from relay.questions import AskUserQuestionRequest
 from relay.slack.people import ids
 from relay.store.record import Target
 
-__all__ = ["UNSET", "Route", "SlackTarget", "TargetDefaults"]
+__all__ = ["MAX_REMINDERS", "UNSET", "Route", "SlackTarget", "TargetDefaults", "check_reminders"]
+
+# The most reminders one ask may send (more is nagging, not reminding).
+MAX_REMINDERS = 10
+
+
+def check_reminders(value: int) -> int:
+    """``value`` as a count of reminders, or ``RelayConfigError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REMINDERS:
+        raise RelayConfigError(
+            f"reminders must be a whole number from 1 to {MAX_REMINDERS}", setting="reminders"
+        )
+    return value
 
 
 class _Unset(Enum):
@@ -38,6 +50,8 @@ class SlackTarget:
     allowed_groups: Collection[str] | _Unset | None = UNSET
     requester: str | None = None
     prevent_self_approval: bool | _Unset = UNSET
+    remind_after: float | _Unset | None = UNSET
+    reminders: int | _Unset = UNSET
 
 
 Route = Callable[[AskUserQuestionRequest], "SlackTarget | Awaitable[SlackTarget]"]
@@ -60,6 +74,8 @@ class TargetDefaults:
     prevent_self_approval: bool
     policy_users: frozenset[str] | None
     policy_groups: frozenset[str] | None
+    remind_after: float | None = None
+    reminders: int = 1
 
     async def resolve(self, request: AskUserQuestionRequest, target: SlackTarget | None) -> Target:
         """The ``Target`` for ``request``: ``target``, else the route's, else the default
@@ -91,6 +107,13 @@ class TargetDefaults:
             allowed_groups=ids(groups, "allowed_groups"),
             requester=target.requester,
             prevent_self_approval=self.prevent_self_approval if prevent is UNSET else prevent,
+            remind_after=check_timeout(
+                self.remind_after if target.remind_after is UNSET else target.remind_after,
+                "remind_after",
+            ),
+            reminders=check_reminders(
+                self.reminders if target.reminders is UNSET else target.reminders
+            ),
         )
 
     def _check_policy(self, users: frozenset[str] | None) -> None:

@@ -56,6 +56,9 @@ class MemoryStore:
         self.finished_bytes = 0
         """About how many bytes of question text the finished asks kept hold."""
         self._votes: dict[str, list[tuple[Vote, ...]]] = {}
+        self._reminders: dict[str, float] = {}  # ask id -> when its next reminder is due
+        self._reminder_queue: list[tuple[float, str]] = []
+        self._reminders_sent: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._records)
@@ -233,6 +236,49 @@ class MemoryStore:
             return ()
         return tuple(self._votes.get(ask_id) or [()] * len(record.request.questions))
 
+    async def schedule_reminder(self, *, ask_id: str, at: float) -> None:
+        """Remind people of the ask at ``at``."""
+        self._reminders[ask_id] = at
+        heapq.heappush(self._reminder_queue, (at, ask_id))
+
+    async def next_reminder(self) -> float | None:
+        """When the earliest reminder falls due."""
+        queue = self._reminder_queue
+        while queue and self._reminders.get(queue[0][1]) != queue[0][0]:
+            heapq.heappop(queue)  # rescheduled or dropped since
+        return queue[0][0] if queue else None
+
+    async def claim_reminders(
+        self, *, now: float, lease: float, limit: int = 100
+    ) -> list[tuple[str, int]]:
+        """Claim due reminders of pending asks for ``lease`` seconds."""
+        claimed: list[tuple[str, int]] = []
+        queue = self._reminder_queue
+        while queue and queue[0][0] <= now and len(claimed) < limit:
+            at, ask_id = heapq.heappop(queue)
+            if self._reminders.get(ask_id) != at:
+                continue
+            record = self._records.get(ask_id)
+            if record is None or not record.pending:
+                del self._reminders[ask_id]
+                continue
+            claimed.append((ask_id, self._reminders_sent.get(ask_id, 0)))
+            self._reminders[ask_id] = now + lease
+            heapq.heappush(queue, (now + lease, ask_id))
+        return claimed
+
+    async def reminded(self, *, ask_id: str, sent: int, next_at: float | None) -> bool:
+        """Record a reminder sent; schedule the next one."""
+        if self._reminders_sent.get(ask_id, 0) != sent:
+            return False
+        self._reminders_sent[ask_id] = sent + 1
+        record = self._records.get(ask_id)
+        if next_at is None or record is None or not record.pending:
+            self._reminders.pop(ask_id, None)
+        else:
+            await self.schedule_reminder(ask_id=ask_id, at=next_at)
+        return True
+
     def _settle(self, record: AskRecord) -> None:
         self._records[record.id] = record
         self._pending -= 1
@@ -262,6 +308,7 @@ class MemoryStore:
             del self._records[ask_id]
             self.finished_bytes -= self._sizes.pop(ask_id, 0)
             self._votes.pop(ask_id, None)
+            self._reminders_sent.pop(ask_id, None)
 
 
 def _size(record: AskRecord) -> int:

@@ -63,6 +63,8 @@ class Target:
     allowed_groups: frozenset[str] | None = None
     requester: str | None = None
     prevent_self_approval: bool = False
+    remind_after: float | None = None
+    reminders: int = 1
 
     @property
     def restricted(self) -> bool:
@@ -79,6 +81,8 @@ class Target:
             "allowed_groups": _sorted(self.allowed_groups),
             "requester": self.requester,
             "prevent_self_approval": self.prevent_self_approval,
+            "remind_after": self.remind_after,
+            "reminders": self.reminders,
         }
 
     @classmethod
@@ -93,6 +97,8 @@ class Target:
             allowed_groups=frozenset(groups) if groups is not None else None,
             requester=data.get("requester"),
             prevent_self_approval=bool(data.get("prevent_self_approval", False)),
+            remind_after=data.get("remind_after"),
+            reminders=int(data.get("reminders", 1)),
         )
 
 

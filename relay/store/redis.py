@@ -202,6 +202,37 @@ return {'completed', redis.call('HGETALL', KEYS[1]), raw}
 """
 )
 
+# KEYS: ask hash, reminders zset. ARGV: id, now, lease end. Claims a due reminder for a
+# while (a claimer that dies lets it fall due again); returns how many were sent so far, or
+# -1 when it is not due (claimed by another replica first) or its ask has ended.
+_CLAIM_REMINDER = """
+local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not score or tonumber(score) > tonumber(ARGV[2]) then return -1 end
+if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return -1
+end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return tonumber(redis.call('HGET', KEYS[1], 'reminded') or '0')
+"""
+
+# KEYS: ask hash, reminders zset. ARGV: id, reminders sent before this one, next due ('' for
+# none). Only the first to record reminder number ARGV[2] does (1); the others get 0.
+_REMINDED = """
+if tonumber(redis.call('HGET', KEYS[1], 'reminded') or '0') ~= tonumber(ARGV[2]) then
+  return 0
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'reminded', tonumber(ARGV[2]) + 1)
+end
+if ARGV[3] == '' or redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+end
+return 1
+"""
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -594,6 +625,49 @@ class RedisStore:
         if "n" not in fields:
             return ()
         return tuple(_votes_of(fields.get(f"vote:{i}", "[]")) for i in range(int(fields["n"])))
+
+    @property
+    def _reminders(self) -> str:
+        return f"{self._prefix}reminders"
+
+    @_translated
+    async def schedule_reminder(self, *, ask_id: str, at: float) -> None:
+        """Remind people of the ask at ``at`` (a sorted set every replica reads)."""
+        await self._redis.zadd(self._reminders, {ask_id: at})
+
+    @_translated
+    async def next_reminder(self) -> float | None:
+        """When the earliest reminder (or a lapsed claim) falls due."""
+        first = await self._redis.zrange(self._reminders, 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
+
+    @_translated
+    async def claim_reminders(
+        self, *, now: float, lease: float, limit: int = 100
+    ) -> list[tuple[str, int]]:
+        """Claim due reminders, each in one script: two replicas never claim the same one."""
+        due = await self._redis.zrangebyscore(self._reminders, "-inf", repr(now), 0, limit)
+        claim = self._redis.register_script(_CLAIM_REMINDER)
+        claimed: list[tuple[str, int]] = []
+        for raw in due:
+            ask_id = _text(raw)
+            sent = int(
+                await claim(
+                    keys=[self._key(ask_id), self._reminders], args=[ask_id, now, now + lease]
+                )
+            )
+            if sent >= 0:
+                claimed.append((ask_id, sent))
+        return claimed
+
+    @_translated
+    async def reminded(self, *, ask_id: str, sent: int, next_at: float | None) -> bool:
+        """Record reminder number ``sent`` as sent, once; schedule the next one."""
+        done = await self._redis.register_script(_REMINDED)(
+            keys=[self._key(ask_id), self._reminders],
+            args=[ask_id, sent, "" if next_at is None else repr(next_at)],
+        )
+        return bool(int(done))
 
 
 class _Watch:
