@@ -41,7 +41,11 @@ UNSET = _Unset.UNSET
 
 @dataclass(frozen=True, slots=True)
 class SlackTarget:
-    """Where one ask goes; unset fields inherit the provider's defaults."""
+    """Where one ask goes and who may answer it; unset fields inherit the provider's defaults.
+
+    ``remind_after`` (seconds) and ``reminders`` (how many, 1–10): reminders in the
+    message's thread, mentioning who may answer, until the ask ends.
+    """
 
     channel: str
     thread_ts: str | None = None
