@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relay.errors import RelayConfigError
+from relay.store.redis_url import parse_redis_url
 from relay.tuning import DEFAULT_GC_THRESHOLD, MAX_GC_THRESHOLD
 
 __all__ = ["ENV_VARS", "NO_CREDENTIALS_HELP", "Settings"]
@@ -45,7 +46,12 @@ ENV_VARS: dict[str, str] = {
     " (default 10)",
     "RELAY_MAX_CONNECTIONS": "most client connections at once (default: the descriptor limit"
     " less a reserve)",
-    "REDIS_URL": "Redis URL for state shared between replicas (default: in memory)",
+    "REDIS_URL": "Redis URL for state shared between replicas (default: in memory):"
+    " redis[s]://, redis[s]+sentinel://sentinel:26379,…/master/0 or redis[s]+cluster://node:6379,…",
+    "RELAY_REDIS_CA_FILE": "PEM file of the CA that signed the Redis server's certificate"
+    " (rediss only; default: the system's CAs)",
+    "RELAY_REDIS_CERT_FILE": "PEM client certificate to present to Redis (rediss only)",
+    "RELAY_REDIS_KEY_FILE": "PEM private key of RELAY_REDIS_CERT_FILE (rediss only)",
     "RELAY_LOG_LEVEL": "debug, info, warning or error (default info)",
     "RELAY_MCP_PROGRESS_INTERVAL": "seconds between MCP progress notifications while a human"
     " thinks (default 10)",
@@ -99,6 +105,9 @@ class Settings:
     host: str = "0.0.0.0"  # noqa: S104 - a service in a container listens on every interface
     port: int = 3000
     redis_url: str | None = None
+    redis_ca_file: str | None = None
+    redis_cert_file: str | None = None
+    redis_key_file: str | None = None
     log_level: str = "info"
     gc_threshold: int | None = DEFAULT_GC_THRESHOLD
     mcp_progress_interval: float = 10.0
@@ -160,6 +169,15 @@ class Settings:
                 setting="SLACK_SIGNING_SECRET",
             )
         timeout = _timeout(get("RELAY_TIMEOUT"))
+        redis_url = _redis(get("REDIS_URL"))
+        redis_files = _redis_tls_files(
+            redis_url,
+            {
+                "RELAY_REDIS_CA_FILE": get("RELAY_REDIS_CA_FILE"),
+                "RELAY_REDIS_CERT_FILE": get("RELAY_REDIS_CERT_FILE"),
+                "RELAY_REDIS_KEY_FILE": get("RELAY_REDIS_KEY_FILE"),
+            },
+        )
         max_timeout = _max_timeout(get("RELAY_MAX_TIMEOUT"), timeout)
         return cls(
             bot_token=bot_token,
@@ -187,7 +205,10 @@ class Settings:
             max_connections=_max_connections(get("RELAY_MAX_CONNECTIONS")),
             host=get("RELAY_HOST") or "0.0.0.0",  # noqa: S104
             port=_port(get("PORT")),
-            redis_url=_redis(get("REDIS_URL")),
+            redis_url=redis_url,
+            redis_ca_file=redis_files["RELAY_REDIS_CA_FILE"],
+            redis_cert_file=redis_files["RELAY_REDIS_CERT_FILE"],
+            redis_key_file=redis_files["RELAY_REDIS_KEY_FILE"],
             log_level=_log_level(get("RELAY_LOG_LEVEL")),
             gc_threshold=_gc_threshold(get("RELAY_GC_THRESHOLD")),
             mcp_progress_interval=_seconds(
@@ -303,12 +324,40 @@ def _url(raw: str | None, name: str) -> str | None:
 
 
 def _redis(raw: str | None) -> str | None:
-    if raw is not None and not raw.startswith(("redis://", "rediss://", "unix://")):
-        raise RelayConfigError(
-            "REDIS_URL must look like redis://host:6379/0 (or rediss:// for TLS)",
-            setting="REDIS_URL",
-        )
+    if raw is None:
+        return None
+    try:
+        parse_redis_url(raw)
+    except ValueError as exc:
+        raise RelayConfigError(f"REDIS_URL {exc}", setting="REDIS_URL") from None
     return raw
+
+
+def _redis_tls_files(url: str | None, files: dict[str, str | None]) -> dict[str, str | None]:
+    given = [name for name, path in files.items() if path is not None]
+    if not given:
+        return files
+    if url is None or not parse_redis_url(url).tls:
+        raise RelayConfigError(
+            f"{given[0]} is set but REDIS_URL is not a TLS URL: use rediss://,"
+            " rediss+sentinel:// or rediss+cluster://, or unset it",
+            setting=given[0],
+        )
+    if files["RELAY_REDIS_KEY_FILE"] is not None and files["RELAY_REDIS_CERT_FILE"] is None:
+        raise RelayConfigError(
+            "RELAY_REDIS_KEY_FILE is set without RELAY_REDIS_CERT_FILE: set the client"
+            " certificate the key belongs to",
+            setting="RELAY_REDIS_CERT_FILE",
+        )
+    for name in given:
+        path = files[name] or ""
+        try:
+            Path(path).read_bytes()
+        except OSError as exc:
+            raise RelayConfigError(
+                f"{name} cannot be read ({exc.strerror}): {path}", setting=name
+            ) from None
+    return files
 
 
 def _gc_threshold(raw: str | None) -> int | None:

@@ -8,6 +8,13 @@ from pathlib import Path
 
 import pytest
 from redis_server import RedisServer
+from redis_topologies import (
+    Certificates,
+    RedisClusterServers,
+    SentinelServers,
+    TLSRedis,
+    make_certificates,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -33,3 +40,49 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 def redis_url(redis_server: RedisServer) -> str:
     """The URL of this test's ``redis-server``."""
     return redis_server.url
+
+
+# Redis as operators run it: started once per test session (tests use prefixes of their own).
+
+
+@pytest.fixture(scope="session")
+def redis_certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    """A CA, a server certificate and a client certificate, made for this session."""
+    return make_certificates(tmp_path_factory.mktemp("redis-tls"))
+
+
+@pytest.fixture(scope="session")
+def redis_tls(
+    tmp_path_factory: pytest.TempPathFactory, redis_certificates: Certificates
+) -> Iterator[TLSRedis]:
+    """A ``redis-server`` on TLS alone that requires a client certificate."""
+    server = TLSRedis(
+        directory=tmp_path_factory.mktemp("redis-tls-server"), certificates=redis_certificates
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterServers]:
+    """A three-master Redis Cluster."""
+    cluster = RedisClusterServers(directory=tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SentinelServers]:
+    """A master watched by two Sentinels."""
+    servers = SentinelServers(directory=tmp_path_factory.mktemp("redis-sentinel"))
+    try:
+        servers.start()
+        yield servers
+    finally:
+        servers.stop()

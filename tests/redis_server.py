@@ -2,7 +2,8 @@
 
 ``RedisServer.start()`` returns once the server has logged that it accepts connections (read
 from its stdout, not polled); ``stop()`` and ``start()`` again reuse the same port, so a test
-can take Redis away from a running store and bring it back.
+can take Redis away from a running store and bring it back. ``args`` and ``config`` make the
+same process a TLS server, a Sentinel or a cluster node (see ``redis_topologies``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import threading
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -47,13 +49,27 @@ def free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process on ``127.0.0.1:port``, its files under ``directory``."""
 
-    def __init__(self, *, directory: Path, binary: str | None = None, port: int | None = None):
+    def __init__(
+        self,
+        *,
+        directory: Path,
+        binary: str | None = None,
+        port: int | None = None,
+        args: Sequence[str] = (),
+        config: str | None = None,
+        ready: str = _READY,
+        tls: bool = False,
+    ):
         self.binary = binary or redis_binary()
         self.directory = directory
         self._pick_port = port is None
         self.port = port or free_port()
         self._process: subprocess.Popen[str] | None = None
         self._log: deque[str] = deque(maxlen=50)
+        self._args = tuple(args)
+        self.config = config  # a config file's text (a Sentinel must have one it can rewrite)
+        self._ready = ready
+        self._tls = tls  # listen with TLS on ``port`` (``args`` name the certificate files)
 
     @property
     def url(self) -> str:
@@ -85,11 +101,21 @@ class RedisServer:
 
     def _launch(self) -> bool:
         self._log.clear()
+        config: list[str] = []
+        if self.config is not None:
+            path = self.directory / "redis.conf"
+            path.write_text(self.config)
+            config = [str(path)]
+        ports = (
+            ["--port", "0", "--tls-port", str(self.port)]
+            if self._tls
+            else ["--port", str(self.port)]
+        )
         process = subprocess.Popen(  # noqa: S603 - a fixed binary and arguments we build
             [
                 self.binary,
-                "--port",
-                str(self.port),
+                *config,
+                *ports,
                 "--bind",
                 "127.0.0.1",
                 "--save",
@@ -98,6 +124,7 @@ class RedisServer:
                 "no",
                 "--dir",
                 str(self.directory),
+                *self._args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -152,7 +179,7 @@ class RedisServer:
         # Keep reading to the end so that the server never blocks on a full pipe.
         for line in process.stdout:
             self._log.append(line.rstrip("\n"))
-            if _READY in line:
+            if self._ready in line:
                 ready.set()
         process.stdout.close()
         ready.set()

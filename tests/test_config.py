@@ -10,6 +10,7 @@ import pytest
 
 from relay import RelayConfigError
 from relay.config import ENV_VARS, NO_CREDENTIALS_HELP, Settings
+from relay.store.redis_url import parse_redis_url
 
 GOOD = {
     "SLACK_BOT_TOKEN": "xoxb-1-abc",
@@ -122,6 +123,23 @@ def test_tokens_come_from_a_file_and_never_show_in_repr(tmp_path: Path) -> None:
         ({"PORT": "70000"}, "PORT"),
         ({"RELAY_ALLOWED_USERS": "alice,bob"}, "RELAY_ALLOWED_USERS"),
         ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
+        ({"REDIS_URL": "redis+sentinel://s1:26379,s2:26379"}, "REDIS_URL"),
+        ({"REDIS_URL": "redis+sentinel://s1:port/mymaster"}, "REDIS_URL"),
+        ({"REDIS_URL": "redis+cluster://n1:6379/3"}, "REDIS_URL"),
+        ({"REDIS_URL": "redis+cluster://n1:6379,,n2"}, "REDIS_URL"),
+        ({"RELAY_REDIS_CA_FILE": "/etc/hostname"}, "RELAY_REDIS_CA_FILE"),
+        (
+            {"REDIS_URL": "redis://r:6379/0", "RELAY_REDIS_CERT_FILE": "/etc/hostname"},
+            "RELAY_REDIS_CERT_FILE",
+        ),
+        (
+            {"REDIS_URL": "rediss://r:6379/0", "RELAY_REDIS_CA_FILE": "/nonexistent/ca.pem"},
+            "RELAY_REDIS_CA_FILE",
+        ),
+        (
+            {"REDIS_URL": "rediss+cluster://r:6379", "RELAY_REDIS_KEY_FILE": "/etc/hostname"},
+            "RELAY_REDIS_CERT_FILE",
+        ),
         ({"SLACK_API_URL": "slack.com/api"}, "SLACK_API_URL"),
         ({"RELAY_LOG_LEVEL": "loud"}, "RELAY_LOG_LEVEL"),
         ({"RELAY_MAX_BODY": "1.5"}, "RELAY_MAX_BODY"),
@@ -148,6 +166,68 @@ def test_a_bad_setting_names_the_variable(change: dict[str, str], variable: str)
     assert info.value.setting is not None
     assert variable.startswith(info.value.setting.split("_FILE")[0])
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "mode", "hosts", "service", "db", "tls"),
+    [
+        ("redis://r:6379/2", "single", (), None, 0, False),
+        ("rediss://r:6380/0", "single", (), None, 0, True),
+        (
+            "redis+sentinel://s1,s2:26380/mymaster/3",
+            "sentinel",
+            (("s1", 26379), ("s2", 26380)),
+            "mymaster",
+            3,
+            False,
+        ),
+        ("rediss+sentinel://[::1]:26379/m", "sentinel", (("::1", 26379),), "m", 0, True),
+        ("redis+cluster://n1,n2:7000", "cluster", (("n1", 6379), ("n2", 7000)), None, 0, False),
+        ("rediss+cluster://u:p%40ss@n1:7000/", "cluster", (("n1", 7000),), None, 0, True),
+    ],
+)
+def test_redis_urls_name_one_redis_a_sentinel_master_or_a_cluster(
+    url: str,
+    mode: str,
+    hosts: tuple[tuple[str, int], ...],
+    service: str | None,
+    db: int,
+    tls: bool,
+) -> None:
+    address = parse_redis_url(url)
+    assert (address.mode, address.hosts, address.service, address.db, address.tls) == (
+        mode,
+        hosts,
+        service,
+        db,
+        tls,
+    )
+    assert Settings.from_env({**GOOD, "REDIS_URL": url}).redis_url == url
+
+
+def test_redis_credentials_are_read_and_never_shown() -> None:
+    address = parse_redis_url("rediss+cluster://relay:p%40ss@n1:7000")
+    assert (address.username, address.password) == ("relay", "p@ss")
+    assert "p@ss" not in repr(address)
+    settings = Settings.from_env({**GOOD, "REDIS_URL": "redis://:hunter2@r:6379/0"})
+    assert "hunter2" not in repr(settings)
+
+
+def test_tls_files_for_redis_are_read(tmp_path: Path) -> None:
+    for name in ("ca.pem", "client.pem", "client.key"):
+        (tmp_path / name).write_text("-----BEGIN-----\n")
+    settings = Settings.from_env(
+        {
+            **GOOD,
+            "REDIS_URL": "rediss+sentinel://s1:26379/mymaster",
+            "RELAY_REDIS_CA_FILE": str(tmp_path / "ca.pem"),
+            "RELAY_REDIS_CERT_FILE": str(tmp_path / "client.pem"),
+            "RELAY_REDIS_KEY_FILE": str(tmp_path / "client.key"),
+        }
+    )
+    assert settings.redis_ca_file == str(tmp_path / "ca.pem")
+    assert settings.redis_cert_file == str(tmp_path / "client.pem")
+    assert settings.redis_key_file == str(tmp_path / "client.key")
 
 
 def test_no_credentials_at_all_explains_what_to_create() -> None:

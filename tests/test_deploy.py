@@ -354,10 +354,10 @@ def test_the_image_is_built_from_a_pinned_python_311_slim_and_only_the_package()
 def test_kubernetes_objects_are_the_expected_ones() -> None:
     assert sorted(k8s_objects()) == [
         ("Deployment", "relay"),
-        ("Deployment", "relay-redis"),
         ("Secret", "relay-secrets"),
         ("Service", "relay"),
         ("Service", "relay-redis"),
+        ("StatefulSet", "relay-redis"),
     ]
 
 
@@ -370,7 +370,7 @@ def test_every_secret_reference_exists_in_the_example_secret() -> None:
         if kind == "Secret"
     }
 
-    assert sorted(r["key"] for r in refs) == sorted(TOKENS)
+    assert sorted(r["key"] for r in refs) == sorted((*TOKENS, "REDIS_URL"))
     for ref in refs:
         assert ref["key"] in secrets[ref["name"]], ref
     assert secrets["relay-secrets"] <= set(ENV_VARS)
@@ -396,21 +396,64 @@ def test_the_relay_deployment_has_two_locked_down_replicas_using_redis() -> None
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     assert set(container["resources"]) == {"requests", "limits"}
     assert set(container["resources"]["limits"]) == {"cpu", "memory"}
-    assert env["REDIS_URL"] == "redis://relay-redis:6379/0"
+    # The Redis is the Secret's (a managed one by default): its URL may hold a password.
+    redis_url = next(e for e in container["env"] if e["name"] == "REDIS_URL")
+    assert redis_url["valueFrom"]["secretKeyRef"] == {"name": "relay-secrets", "key": "REDIS_URL"}
     assert "RELAY_CHANNEL" in env
 
 
-def test_the_redis_service_is_the_one_the_relay_points_at() -> None:
-    objects = k8s_objects()
-    deployment = objects[("Deployment", "relay-redis")]
-    service = objects[("Service", "relay-redis")]["spec"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+def test_the_example_secret_points_at_a_managed_redis_over_tls() -> None:
+    secret = k8s_objects()[("Secret", "relay-secrets")]["stringData"]
+    url = secret["REDIS_URL"]
+    assert url.startswith("rediss://")
+    assert (
+        Settings.from_env(
+            {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "REDIS_URL": url}
+            | {"RELAY_API_TOKENS": "a-token-of-16-chars-or-more"}
+        ).redis_url
+        == url
+    )
+    # The in-cluster alternative it names is the StatefulSet's Service.
+    assert "redis://relay-redis:6379/0" in (K8S / "secret.example.yaml").read_text()
 
-    assert deployment["spec"]["replicas"] == 1
+
+def test_the_optional_in_cluster_redis_keeps_its_data_on_a_persistent_volume() -> None:
+    objects = k8s_objects()
+    redis = objects[("StatefulSet", "relay-redis")]
+    service = objects[("Service", "relay-redis")]["spec"]
+    pod = redis["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (claim,) = redis["spec"]["volumeClaimTemplates"]
+    args = container["args"]
+
+    assert redis["spec"]["replicas"] == 1
+    assert redis["spec"]["serviceName"] == "relay-redis"
     assert container["image"] == "redis:7-alpine"
-    assert service["selector"] == deployment["spec"]["template"]["metadata"]["labels"]
+    # /data is the claim's volume, never an emptyDir that dies with the pod.
+    assert {"name": claim["metadata"]["name"], "mountPath": "/data"} in container["volumeMounts"]
+    assert "volumes" not in pod
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert claim["spec"]["resources"]["requests"]["storage"]
+    # Every write is logged (fsync each second), and a full Redis evicts finished asks (they
+    # alone have a TTL) and never a pending one.
+    assert args[args.index("--appendonly") + 1] == "yes"
+    assert args[args.index("--appendfsync") + 1] == "everysec"
+    assert args[args.index("--maxmemory-policy") + 1] == "volatile-ttl"
+    assert service["clusterIP"] == "None"
+    assert service["selector"] == redis["spec"]["template"]["metadata"]["labels"]
     assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(6379, "redis")]
     assert container["ports"] == [{"name": "redis", "containerPort": 6379}]
+
+
+def test_no_kubernetes_object_keeps_state_in_an_emptydir() -> None:
+    for (kind, name), obj in k8s_objects().items():
+        if kind not in ("Deployment", "StatefulSet"):
+            continue
+        for volume in obj["spec"]["template"]["spec"].get("volumes", []):
+            if "emptyDir" in volume:
+                # Only the relay's scratch /tmp: the relay keeps nothing there.
+                assert (name, volume["name"]) == ("relay", "tmp"), (name, volume)
+                assert volume["emptyDir"]["sizeLimit"]
 
 
 def test_the_relay_service_selects_the_relay_pods() -> None:

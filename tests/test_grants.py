@@ -1,8 +1,10 @@
-"""The grants store contract, for the in-memory store and Redis alike."""
+"""The grants store contract, for the in-memory store and Redis alike (one Redis of the test's
+own, and the session's Redis Cluster, Sentinel-watched master and TLS server)."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -24,12 +26,20 @@ def offer(owner: str = "o1", agent: str = "a1") -> Offer:
     return Offer(owner=owner, agent=agent, pattern=NPM, session=True, minutes=30)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster", "sentinel", "tls"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[GrantStore]:
+    prefix = f"test:{uuid.uuid4().hex}:"  # the shared servers hold other tests' grants too
+    grants: GrantStore
     if request.param == "memory":
-        grants: GrantStore = MemoryGrants()
-    else:
+        grants = MemoryGrants()
+    elif request.param == "redis":
         grants = RedisGrants(url=request.getfixturevalue("redis_url"))
+    elif request.param == "tls":
+        server = request.getfixturevalue("redis_tls")
+        grants = RedisGrants(url=server.url, tls=server.certificates.client(), prefix=prefix)
+    else:
+        topology = request.getfixturevalue(f"redis_{request.param}")
+        grants = RedisGrants(url=topology.url, prefix=prefix)
     try:
         yield grants
     finally:

@@ -415,3 +415,53 @@ def test_private_notices_quote_labels_and_ids_inert() -> None:
     assert "<!channel" not in notices.already_answered(forged)
     real = AskUserQuestionAnswerItem(id="x", answered_by=Responder("U0ALICE", None))
     assert notices.already_answered(real).startswith("<@U0ALICE> already answered")
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    question=questions(),
+    index=st.integers(0, 3),
+    count=st.integers(1, 4),
+    agent=st.none() | st.builds(AgentRef, st.text(min_size=1, max_size=50), st.none() | text),
+)
+def test_the_quick_layout_is_the_measured_one(
+    question: AskUserQuestionItem, index: int, count: int, agent: AgentRef | None
+) -> None:
+    # _layout skips building the inputs when a bound on their text says everything fits;
+    # what it decides must be exactly what measuring them decides (or refuses the same way).
+    from relay.slack import render
+
+    def layout(measured: bool) -> object:
+        try:
+            if not measured:
+                return render._layout(question, agent, index, count)
+            heading, listing = render._heading_blocks(question), render.option_listing(question)
+            asked = render._asked_by(agent, index, count, render._LAST_DEADLINE, question.default)
+            fixed = block_text_length([*heading, *listing, asked])
+            if question.quorum > 1:
+                fixed += render.TALLY_CHARS
+            return render._measured_layout(question, index, count, heading, listing, fixed)
+        except UserInteractionError as refused:
+            return refused.code
+
+    assert layout(measured=False) == layout(measured=True)
+
+
+def test_the_inputs_bound_holds_for_the_longest_labels_and_descriptions() -> None:
+    from relay.slack import render
+    from relay.slack.inputs import input_blocks
+
+    for count in (1, 2, 5, 6, 10, 11, 100):
+        for multi in (False, True):
+            question = AskUserQuestionItem(
+                id="q",
+                question="Pick",
+                options=tuple(
+                    AskUserQuestionOption(label="&<>" * 100 + str(i), description="&" * 500)
+                    for i in range(count)
+                ),
+                multi_select=multi,
+                intent=AskUserQuestionIntent(approve="&<>" * 100 + "0") if not multi else None,
+            )
+            inputs = block_text_length(input_blocks(question, ASK, 0, True))
+            assert inputs <= render._inputs_bound(count), (count, multi, inputs)

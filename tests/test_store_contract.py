@@ -2,8 +2,11 @@
 
 Every contract test takes ``stores``: the store under test, and ``replica()``, another process's
 view of the same asks (a second ``RedisStore`` on the same Redis and prefix; for the in-process
-``MemoryStore``, the same store). Tests after the contract cover what only Redis has: replicas
-racing, and Redis going away and coming back.
+``MemoryStore``, the same store). ``RedisStore`` runs it on each way operators run Redis: one
+``redis-server`` of the test's own, a three-master Redis Cluster, a master behind two Sentinels,
+and a TLS-only server requiring a client certificate (the last three shared by the session).
+Tests after the contract cover what only Redis has: replicas racing, and Redis going away and
+coming back.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from relay.store import (
     Target,
 )
 from relay.store.redis import RedisStore
+from relay.store.redis_connect import RedisTLS
 
 # ---- fixtures and builders --------------------------------------------------------------------
 
@@ -55,6 +59,7 @@ class Stores:
 
     kind: str
     url: str | None = None
+    tls: RedisTLS | None = None
     prefix: str = field(default_factory=lambda: f"test:{uuid.uuid4().hex}:")
     opened: list[AskStore] = field(default_factory=list)
 
@@ -66,7 +71,7 @@ class Stores:
         if self.kind == "memory":
             store = MemoryStore(**extra)
         else:
-            store = RedisStore(url=self.url, prefix=self.prefix, **extra)
+            store = RedisStore(url=self.url, tls=self.tls, prefix=self.prefix, **extra)
         self.opened.append(store)
         return store
 
@@ -85,11 +90,19 @@ class Stores:
             await store.aclose()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster", "sentinel", "tls"])
 async def stores(request: pytest.FixtureRequest) -> AsyncIterator[Stores]:
     """Each contract test runs once per store kind; Redis ones get a server of their own."""
-    url = request.getfixturevalue("redis_url") if request.param == "redis" else None
-    built = Stores(kind=request.param, url=url)
+    built = Stores(kind=request.param)
+    if request.param == "redis":
+        built.url = request.getfixturevalue("redis_url")
+    elif request.param == "cluster":
+        built.url = request.getfixturevalue("redis_cluster").url
+    elif request.param == "sentinel":
+        built.url = request.getfixturevalue("redis_sentinel").url
+    elif request.param == "tls":
+        server = request.getfixturevalue("redis_tls")
+        built.url, built.tls = server.url, server.certificates.client()
     try:
         yield built
     finally:
@@ -788,7 +801,7 @@ async def test_redis_sets_the_retention_as_the_ttl_of_finished_asks_only(
 
 async def test_the_store_is_an_ask_store_and_says_whether_it_is_durable(stores: Stores) -> None:
     assert isinstance(stores.main, AskStore)
-    assert stores.main.durable is (stores.kind == "redis")
+    assert stores.main.durable is (stores.kind != "memory")
 
 
 async def test_ping_answers_and_aclose_is_idempotent(stores: Stores) -> None:

@@ -3,7 +3,8 @@
 Layout (prefix ``relay:``): ``relay:grants:{owner}`` is a hash of grant id to grant JSON,
 expiring with the owner's last grant; ``relay:grant-offer:{ask id}`` holds an open offer.
 ``HSETNX`` makes recording a grant idempotent, so two replicas reading the same answered
-approval record it once.
+approval record it once. Every command and script touches one key, so a Redis Cluster needs no
+hash tags here; connections are made as the ask store's (``relay.store.redis_connect``).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from relay.gate.match import Subject
 from relay.grants.record import Grant, Offer
 from relay.store.base import StoreUnavailable
 from relay.store.record import utcnow
+from relay.store.redis_connect import RedisClient, RedisConnection, RedisTLS, connect
 
 __all__ = ["RedisGrants"]
 
@@ -60,14 +61,14 @@ class RedisGrants:
         self,
         *,
         url: str | None = None,
-        client: aioredis.Redis | None = None,
+        client: RedisClient | None = None,
+        tls: RedisTLS | None = None,
         prefix: str = "relay:",
     ) -> None:
         if (url is None) == (client is None):
             raise ValueError("pass exactly one of url= or client=")
-        self._redis: aioredis.Redis = client or aioredis.Redis.from_url(
-            url or "", socket_connect_timeout=2.0, socket_timeout=5.0
-        )
+        self._connection = RedisConnection.of(client) if client else connect(url or "", tls=tls)
+        self._redis: RedisClient = self._connection.client
         self._own = client is None
         self._prefix = prefix
 
@@ -128,4 +129,4 @@ class RedisGrants:
     async def aclose(self) -> None:
         """Close the connection pool this store opened."""
         if self._own:
-            await self._redis.aclose()
+            await self._connection.aclose()

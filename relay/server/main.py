@@ -11,7 +11,7 @@ import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
@@ -27,6 +27,9 @@ from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
 from relay.tuning import tune_gc
+
+if TYPE_CHECKING:
+    from relay.store.redis_connect import RedisTLS
 
 __all__ = ["SHUTDOWN_TIMEOUT", "RedactingFilter", "configure_logging", "run", "serve"]
 
@@ -78,7 +81,7 @@ def _grants(settings: Settings) -> GrantStore:
         return MemoryGrants()
     from relay.grants.redis import RedisGrants
 
-    return RedisGrants(url=settings.redis_url)
+    return RedisGrants(url=settings.redis_url, tls=_redis_tls(settings))
 
 
 async def _store(settings: Settings) -> AskStore:
@@ -92,8 +95,19 @@ async def _store(settings: Settings) -> AskStore:
 
     return RedisStore(
         url=settings.redis_url,
+        tls=_redis_tls(settings),
         retention=settings.retention,
         max_pending_per_owner=settings.max_pending,
+    )
+
+
+def _redis_tls(settings: Settings) -> RedisTLS:
+    from relay.store.redis_connect import RedisTLS
+
+    return RedisTLS(
+        ca_file=settings.redis_ca_file,
+        cert_file=settings.redis_cert_file,
+        key_file=settings.redis_key_file,
     )
 
 

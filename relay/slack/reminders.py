@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from relay.slack.render import duration_text, mention
+from relay.slack.team import duration_text
+from relay.slack.text import mention
 from relay.store.record import AskRecord
 
 __all__ = ["reminder_text"]

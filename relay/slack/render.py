@@ -15,7 +15,6 @@ the rest continues in thread replies. Someone else's text is escaped (mrkdwn, th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,6 +31,7 @@ from relay.slack.inputs import (
     ACTION_SUBMIT,
     ACTION_TEXT,
     BLOCK_PREFIX,
+    LABEL_CHARS,
     MAX_OPTIONS,
     block_id,
     input_blocks,
@@ -40,13 +40,14 @@ from relay.slack.inputs import (
     plain,
     sections,
 )
+from relay.slack.team import TALLY_CHARS, defaulted_line, tally_block, votes_text
 from relay.slack.text import (
     block_text_length,
     chunks,
     escape,
     escape_within,
     inert_markdown,
-    shorten,
+    mention,
 )
 
 __all__ = [
@@ -83,8 +84,6 @@ OUTCOME_LINE_CHARS = 3000  # room every message keeps for its final "Answered by
 _LAST_DEADLINE = 9_999_999_999.0  # sizes the "times out …" line for any deadline
 _MIN_DETAIL = 500  # with less room left than this, the whole detail goes to the thread
 _NOTE_CHARS = 100  # the "continues in N thread replies" line
-_USER_ID = re.compile(r"[UW][A-Z0-9]{1,20}")
-
 Outcome = Literal["answered", "timed_out", "aborted", "closed", "failed"]
 
 
@@ -180,37 +179,6 @@ def _asked_by(
     return _context(" · ".join(parts))
 
 
-_TALLY_CHARS = 2000  # room a question that needs several votes keeps for its tally
-
-
-def _tally(question: AskUserQuestionItem, votes: Sequence[Vote]) -> dict[str, Any]:
-    """ "Needs 2 approvals (*Reject* decides at once) · voted: @alice *Approve*"."""
-    parts = [f"Needs {question.quorum} votes from different people for an option"]
-    if question.veto:
-        vetoes = ", ".join(f"*{escape(shorten(label, 40))}*" for label in question.veto)
-        parts[0] += f" ({vetoes}: one vote decides)"
-    if votes:
-        cast = ", ".join(f"{mention(v.by.id)} *{escape(shorten(v.label, 40))}*" for v in votes)
-        parts.append(f"voted: {cast}")
-    else:
-        parts.append("no votes yet")
-    return _context(chunks(" · ".join(parts), _TALLY_CHARS)[0])
-
-
-def duration_text(seconds: float) -> str:
-    """A timeout as people say it: ``45 s``, ``15 min``, ``2 h``, ``1.5 d``."""
-    for unit, size in (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
-        if seconds >= size:
-            return f"{round(seconds / size, 1):g} {unit}"
-    return f"{round(seconds, 1):g} s"
-
-
-def _defaulted_line(item: AskUserQuestionAnswerItem, timeout: float | None) -> str:
-    waited = f"in {duration_text(timeout)}" if timeout is not None else "in time"
-    taken = ", ".join(escape(label) for label in item.selected) or "no answer"
-    return f":hourglass: *No answer {waited}; defaulted to {taken}* — nobody chose this."
-
-
 def _fallback(question: AskUserQuestionItem, suffix: str = "") -> str:
     # The top-level text is what notifications show, and Slack parses it as mrkdwn.
     head = f"{question.header}: " if question.header else ""
@@ -237,7 +205,35 @@ def _layout(
     asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
     fixed = block_text_length([*heading, *listing, asked])
     if question.quorum > 1:
-        fixed += _TALLY_CHARS
+        fixed += TALLY_CHARS
+    # Most questions fit with room to spare: an upper bound on the inputs' text decides it
+    # without building them (which costs more than the rest of the render). What fits within
+    # the bound is laid out exactly as ``_measured_layout`` would lay it out.
+    if len(question.options or ()) <= MAX_OPTIONS:
+        inputs = _inputs_bound(len(question.options or ()))
+        room = MESSAGE_CHARS - fixed - max(inputs, OUTCOME_LINE_CHARS)
+        if room >= 0:
+            detail, overflow = _detail_blocks(question, room)
+            if not overflow:
+                return _Layout(heading, detail, overflow, listing, True)
+    return _measured_layout(question, index, count, heading, listing, fixed)
+
+
+def _inputs_bound(options: int) -> int:
+    """At least the characters of text ``input_blocks`` puts in a question's inputs: each
+    option's text and description are at most ``LABEL_CHARS`` (``inputs._shown``, ``shorten``),
+    and the placeholder, *Submit*, *Skip* and the field's label well under 200 together."""
+    return options * 2 * LABEL_CHARS + 200
+
+
+def _measured_layout(
+    question: AskUserQuestionItem,
+    index: int,
+    count: int,
+    heading: list[dict[str, Any]],
+    listing: list[dict[str, Any]],
+    fixed: int,
+) -> _Layout:
     for describe in (True, False):  # menu descriptions repeat the listing: they go first
         inputs = block_text_length(input_blocks(question, "", index, count > 1, describe=describe))
         room = MESSAGE_CHARS - fixed - max(inputs, OUTCOME_LINE_CHARS)
@@ -273,7 +269,7 @@ def render_question(
     """The pending message for question ``index`` of ``count``; ``BAD_REQUEST`` if unshowable.
     A question that needs several votes shows the ``votes`` cast so far."""
     layout = _layout(question, agent, index, count)
-    tally = [_tally(question, votes)] if question.quorum > 1 else []
+    tally = [tally_block(question, votes)] if question.quorum > 1 else []
     blocks = [
         *layout.heading,
         *layout.detail,
@@ -297,11 +293,6 @@ def render_detail_reply(piece: str, *, part: int, parts: int) -> dict[str, Any]:
     }
 
 
-def mention(user_id: str) -> str:
-    """``<@U…>`` for a Slack user id; anything else is shown escaped, never parsed."""
-    return f"<@{user_id}>" if _USER_ID.fullmatch(user_id) else escape(user_id)
-
-
 def _who(item: AskUserQuestionAnswerItem) -> str:
     return "someone" if item.answered_by is None else mention(item.answered_by.id)
 
@@ -319,8 +310,7 @@ def _answered_line(item: AskUserQuestionAnswerItem) -> str:
         parts.append(f"\n{quoted}")
     line = f":white_check_mark: Answered by {who}{when}: " + "".join(parts)
     if item.votes:
-        cast = ", ".join(f"{mention(v.by.id)} *{escape(shorten(v.label, 40))}*" for v in item.votes)
-        line += f"\nVotes: {cast}"
+        line += f"\nVotes: {votes_text(item.votes)}"
     if len(line) <= OUTCOME_LINE_CHARS:
         return line
     # The whole answer went to the agent; the message shows as much as its room holds.
@@ -350,7 +340,7 @@ def render_outcome(
     It always fits: what ``render_question`` would refuse loses its options list, then its
     detail. A ``defaulted`` answer says so, with ``timeout`` (how long nobody answered)."""
     if outcome == "answered" and item is not None and item.defaulted:
-        line = _defaulted_line(item, timeout)
+        line = defaulted_line(item, timeout)
         summary = "defaulted"
     elif outcome == "answered" and item is not None:
         line = _answered_line(item)

@@ -12,6 +12,15 @@ Layout, for ask ``{id}`` (prefix ``relay:`` by default):
 - ``relay:owners``, a hash counting each API token's (owner's) pending asks, so that
   ``max_pending_per_owner`` holds across replicas (checked and counted in the create script).
 
+On a Redis Cluster (``redis+cluster://``) a script may touch one hash slot only, so the names
+carry hash tags (``_Keys``): ``relay:ask:{id}`` keeps each ask's keys in its own slot, and the
+structures across asks share the tag ``{relay:index}`` (``relay:{relay:index}:deadlines``,
+``…:owners``, and ``…:ask-owners``, each pending ask's owner). A claim is then two scripts: the
+claim on the ask's slot (which alone decides the outcome and publishes it), then the index
+update on the index slot, which is idempotent and is run again by any later claim on the ask,
+so a replica dying between the two leaves an index entry that the next ``due`` repairs. On one
+Redis (and behind Sentinel) the names and the single atomic scripts stay as they were.
+
 Every claim is one Lua script, so "first claim wins" holds across replicas; a per-question
 ``HSETNX`` makes two clicks on two replicas race safely. A Redis that cannot be reached raises
 ``StoreUnavailable``, never a raw ``redis`` exception.
@@ -29,10 +38,7 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, Vote
@@ -51,6 +57,7 @@ from relay.store.record import (
     item_to_json,
     vote_of,
 )
+from relay.store.redis_connect import RedisClient, RedisConnection, RedisTLS, connect
 
 __all__ = ["RedisStore"]
 
@@ -58,32 +65,64 @@ _log = logging.getLogger("relay.store.redis")
 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: score, id, core json, owner
 # ('' for none), the owner's pending limit (0: none), then field/value pairs. Creating the
-# same ask twice (a retried command) is a no-op; another ask's id is refused (0); an owner
-# at their limit is refused (-1) and nothing is written.
+# same ask twice (a retried command) is a no-op (2); another ask's id is refused (0); an owner
+# at their limit is refused (-1) and nothing is written. On a cluster KEYS is the ask hash
+# alone and ``_INDEX_ADD`` has checked and counted the owner first.
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if redis.call('HGET', KEYS[1], 'core') == ARGV[3] then return 1 end
+  if redis.call('HGET', KEYS[1], 'core') == ARGV[3] then return 2 end
   return 0
 end
 if ARGV[4] ~= '' then
-  local limit = tonumber(ARGV[5])
-  if limit > 0 and tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0') >= limit then
-    return -1
+  if KEYS[3] then
+    local limit = tonumber(ARGV[5])
+    if limit > 0 and tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0') >= limit then
+      return -1
+    end
+    redis.call('HINCRBY', KEYS[3], ARGV[4], 1)
   end
-  redis.call('HINCRBY', KEYS[3], ARGV[4], 1)
   redis.call('HSET', KEYS[1], 'owner', ARGV[4])
 end
 redis.call('HSET', KEYS[1], 'core', ARGV[3], unpack(ARGV, 6))
-redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+if KEYS[2] then redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2]) end
 return 1
 """
 
-# Run when an ask ends (KEYS[1] its hash, KEYS[3] the pending-per-owner hash).
+# Run when an ask ends (KEYS[1] its hash, KEYS[3] the pending-per-owner hash; on a cluster
+# there is no KEYS[3] and ``_INDEX_RELEASE`` follows).
 _RELEASE_OWNER = """
-local owner = redis.call('HGET', KEYS[1], 'owner')
+local owner = KEYS[3] and redis.call('HGET', KEYS[1], 'owner')
 if owner and redis.call('HINCRBY', KEYS[3], owner, -1) <= 0 then
   redis.call('HDEL', KEYS[3], owner)
 end
+"""
+
+# Redis Cluster only, on the index slot. KEYS: deadlines zset, pending-per-owner hash, each
+# pending ask's owner. ARGV: score, id, owner ('' for none), the owner's pending limit (0:
+# none). Indexed already: 2 (nothing counted twice); the owner at their limit: -1; added: 1.
+_INDEX_ADD = """
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 2 end
+if ARGV[3] ~= '' then
+  local limit = tonumber(ARGV[4])
+  if limit > 0 and tonumber(redis.call('HGET', KEYS[2], ARGV[3]) or '0') >= limit then
+    return -1
+  end
+  redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
+  redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+# Redis Cluster only: the ask ARGV[1] is no longer pending; the same KEYS. Idempotent.
+_INDEX_RELEASE = """
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+local owner = redis.call('HGET', KEYS[3], ARGV[1])
+if owner then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  if redis.call('HINCRBY', KEYS[2], owner, -1) <= 0 then redis.call('HDEL', KEYS[2], owner) end
+end
+return 1
 """
 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: index, item json,
@@ -106,7 +145,7 @@ for i = 0, n - 1 do
   end
 end
 redis.call('HSET', KEYS[1], 'status', 'answered', 'finished_at', ARGV[3])
-redis.call('ZREM', KEYS[2], ARGV[4])
+if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[4]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
 """
@@ -125,7 +164,7 @@ if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
   return {0, redis.call('HGETALL', KEYS[1])}
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'error', ARGV[2], 'finished_at', ARGV[3])
-redis.call('ZREM', KEYS[2], ARGV[4])
+if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[4]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
 """
@@ -144,7 +183,8 @@ redis.call('HSET', KEYS[1], 'msg:' .. ARGV[1], ARGV[2])
 return 1
 """
 
-# KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: index, voter id, vote json,
+# KEYS: ask hash, deadlines zset, pending-per-owner hash (on a cluster the ask hash alone, as
+# for _ANSWER). ARGV: index, voter id, vote json,
 # votes required, veto labels json, label, answer item json (without its votes),
 # finished_at, id, retention ms, channel. Votes live in the ask's hash (vote:{i}, a JSON
 # list), so they expire with it; the vote that reaches the quorum claims ans:{i} with every
@@ -192,7 +232,7 @@ for i = 0, n - 1 do
   end
 end
 redis.call('HSET', KEYS[1], 'status', 'answered', 'finished_at', ARGV[8])
-redis.call('ZREM', KEYS[2], ARGV[9])
+if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[9]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[10])
 redis.call('PUBLISH', ARGV[11], ARGV[9])
 """
@@ -202,33 +242,30 @@ return {'completed', redis.call('HGETALL', KEYS[1]), raw}
 """
 )
 
-# KEYS: ask hash, reminders zset. ARGV: id, now, lease end. Claims a due reminder for a
-# while (a claimer that dies lets it fall due again); returns how many were sent so far, or
-# -1 when it is not due (claimed by another replica first) or its ask has ended.
+# KEYS: ask hash. ARGV: now, lease end. Claims a due reminder for a while (a claimer that
+# dies lets it fall due again): {reminders sent so far, lease end}, or {-1, when it is due}
+# when it is not due yet (claimed by another replica first), or {-1, ''} when the ask has
+# ended or has no reminder left.
 _CLAIM_REMINDER = """
-local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not score or tonumber(score) > tonumber(ARGV[2]) then return -1 end
-if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  return -1
-end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-return tonumber(redis.call('HGET', KEYS[1], 'reminded') or '0')
+local at = redis.call('HGET', KEYS[1], 'remind_at')
+if not at or redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return {-1, ''} end
+if tonumber(at) > tonumber(ARGV[1]) then return {-1, at} end
+redis.call('HSET', KEYS[1], 'remind_at', ARGV[2])
+return {tonumber(redis.call('HGET', KEYS[1], 'reminded') or '0'), ARGV[2]}
 """
 
-# KEYS: ask hash, reminders zset. ARGV: id, reminders sent before this one, next due ('' for
-# none). Only the first to record reminder number ARGV[2] does (1); the others get 0.
+# KEYS: ask hash. ARGV: reminders sent before this one, next due ('' for none). Only the first
+# to record reminder number ARGV[1] does (1); the others get 0.
 _REMINDED = """
-if tonumber(redis.call('HGET', KEYS[1], 'reminded') or '0') ~= tonumber(ARGV[2]) then
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'reminded') or '0') ~= tonumber(ARGV[1]) then
   return 0
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'reminded', tonumber(ARGV[2]) + 1)
-end
-if ARGV[3] == '' or redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
-  redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[1], 'reminded', tonumber(ARGV[1]) + 1)
+if ARGV[2] == '' or redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  redis.call('HDEL', KEYS[1], 'remind_at')
 else
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+  redis.call('HSET', KEYS[1], 'remind_at', ARGV[2])
 end
 return 1
 """
@@ -265,29 +302,23 @@ class RedisStore:
         self,
         *,
         url: str | None = None,
-        client: aioredis.Redis | None = None,
+        client: RedisClient | None = None,
+        tls: RedisTLS | None = None,
         prefix: str = "relay:",
         retention: float = 7 * 24 * 3600.0,
         max_pending_per_owner: int | None = None,
     ) -> None:
+        """``url`` is a ``REDIS_URL`` (one Redis, Sentinel or Cluster; ``relay.store.redis_url``)
+        and ``tls`` its certificate files; or pass a ready ``client`` (closed with the store)."""
         if (url is None) == (client is None):
             raise ValueError("pass exactly one of url= or client=")
-        self._redis: aioredis.Redis = client or aioredis.Redis.from_url(
-            url or "",
-            socket_connect_timeout=2.0,
-            socket_timeout=5.0,
-            health_check_interval=15,
-            # One quick retry on a fresh connection heals pooled connections that a Redis
-            # restart closed; a Redis that is down still fails within milliseconds.
-            retry=Retry(
-                ExponentialWithJitterBackoff(base=0.01, cap=0.1),
-                retries=2,
-                supported_errors=(RedisConnectionError,),
-            ),
-        )
+        self._connection = RedisConnection.of(client) if client else connect(url or "", tls=tls)
+        self._redis: RedisClient = self._connection.client
+        self._cluster = self._connection.cluster
+        self._keys = _Keys(prefix, cluster=self._cluster)
         self._prefix = prefix
-        self._deadlines = f"{prefix}deadlines"
-        self._owners = f"{prefix}owners"
+        self._deadlines = self._keys.index("deadlines")
+        self._owners = self._keys.index("owners")
         self._max_pending = max_pending_per_owner
         self._channel = f"{prefix}done"
         self._retention_ms = max(1, math.ceil(retention * 1000))
@@ -295,6 +326,8 @@ class RedisStore:
         self._answer = self._redis.register_script(_ANSWER)
         self._finish = self._redis.register_script(_FINISH)
         self._set_message = self._redis.register_script(_SET_MESSAGE)
+        self._index_add = self._redis.register_script(_INDEX_ADD)
+        self._index_release = self._redis.register_script(_INDEX_RELEASE)
         self._watches: dict[str, _Watch] = {}
         self._reads: dict[str, asyncio.Future[AskRecord | None]] = {}
         self._listener: asyncio.Task[None] | None = None
@@ -303,7 +336,40 @@ class RedisStore:
         self._closed = False
 
     def _key(self, ask_id: str) -> str:
-        return f"{self._prefix}ask:{ask_id}"
+        return self._keys.ask(ask_id)
+
+    def _claim_keys(self, ask_id: str) -> list[str]:
+        """The keys of a script on the ask: on a cluster its hash alone (one slot), else the
+        indexes too, which the script then updates in the same step."""
+        if self._cluster:
+            return [self._key(ask_id)]
+        return [self._key(ask_id), self._deadlines, self._owners]
+
+    def _index_keys(self) -> list[str]:
+        return [self._deadlines, self._owners, self._keys.index("ask-owners")]
+
+    async def _reserve(self, record: AskRecord, score: float) -> int:
+        """Cluster only: index and count the ask before it is written (see ``_INDEX_ADD``)."""
+        added = int(
+            await self._index_add(
+                keys=self._index_keys(),
+                args=[score, record.id, record.owner or "", self._max_pending or 0],
+            )
+        )
+        if added < 0 and record.owner is not None and self._max_pending is not None:
+            raise PendingLimitReached(record.owner, self._max_pending)
+        return added
+
+    async def _release(self, ask_id: str) -> None:
+        """Cluster only: drop the ask from the indexes once it is over (idempotent).
+
+        The claim has happened by now, so a failure here must not turn it into an error: the
+        entry stays until the next claim on the ask (``due`` hands it out for one) repairs it.
+        """
+        try:
+            await self._index_release(keys=self._index_keys(), args=[ask_id])
+        except (RedisError, OSError) as exc:
+            _log.warning("could not update the Redis index for ask %s (%s)", ask_id, exc)
 
     @_translated
     async def create(self, *, record: AskRecord) -> None:
@@ -327,19 +393,31 @@ class RedisStore:
             if message is not None:
                 fields += [f"msg:{i}", _message_json(message)]
         score = record.deadline if record.deadline is not None else math.inf
-        created = int(
-            await self._create(
-                keys=[self._key(record.id), self._deadlines, self._owners],
-                args=[
-                    score,
-                    record.id,
-                    json.dumps(core, separators=(",", ":")),
-                    record.owner or "",
-                    self._max_pending or 0,
-                    *fields,
-                ],
+        reserved = await self._reserve(record, score) if self._cluster else 0
+        try:
+            created = int(
+                await self._create(
+                    keys=self._claim_keys(record.id),
+                    args=[
+                        score,
+                        record.id,
+                        json.dumps(core, separators=(",", ":")),
+                        record.owner or "",
+                        self._max_pending or 0,
+                        *fields,
+                    ],
+                )
             )
-        )
+        except (RedisError, OSError):
+            if reserved == 1:
+                # The caller is told the create failed, so nobody will wait on this ask: undo
+                # its entry rather than leave its owner counted for an ask that may not exist.
+                await self._release(record.id)
+            raise
+        if reserved == 1 and created != 1:
+            # Indexed just now, yet the ask was there: another ask's, or this one finished
+            # already (a pending ask is always indexed first). Undo the entry.
+            await self._release(record.id)
         if created < 0 and record.owner is not None and self._max_pending is not None:
             raise PendingLimitReached(record.owner, self._max_pending)
         if created <= 0:
@@ -366,7 +444,7 @@ class RedisStore:
         """Claim question ``index``'s answer atomically; completes the ask on the last one."""
         at = item.answered_at.isoformat() if item.answered_at else ""
         reply = await self._answer(
-            keys=[self._key(ask_id), self._deadlines, self._owners],
+            keys=self._claim_keys(ask_id),
             args=[
                 index,
                 json.dumps(item_to_json(item), separators=(",", ":")),
@@ -379,6 +457,8 @@ class RedisStore:
         if _text(reply[0]) == "bad_index":
             raise IndexError(f"ask {ask_id} has no question {index}")
         outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
+        if self._cluster and outcome in ("completed", "not_pending", "unknown"):
+            await self._release(ask_id)
         record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
         return AnswerResult(outcome, record)
 
@@ -395,7 +475,7 @@ class RedisStore:
                 {"code": error.code, "message": error.message, "reason": error.reason}
             )
         reply = await self._finish(
-            keys=[self._key(ask_id), self._deadlines, self._owners],
+            keys=self._claim_keys(ask_id),
             args=[
                 status.value,
                 error_json,
@@ -406,6 +486,8 @@ class RedisStore:
             ],
         )
         record = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        if self._cluster:
+            await self._release(ask_id)  # won: its index entry goes; lost: a stale one, if any
         return bool(int(reply[0])), record
 
     @_translated
@@ -501,6 +583,10 @@ class RedisStore:
         while not self._closed:
             pubsub = self._redis.pubsub()
             try:
+                if isinstance(self._redis, RedisCluster):
+                    # A cluster's pub/sub picks its node from the slot map, read on first use.
+                    # Any node will do: PUBLISH (from the claim scripts) reaches every node.
+                    await self._redis.initialize()
                 await pubsub.subscribe(self._channel)
                 async for message in pubsub.listen():
                     kind = message.get("type")
@@ -579,7 +665,7 @@ class RedisStore:
                 watch.settle(await self.get(ask_id=ask_id))
             except StoreUnavailable as exc:
                 watch.fail(exc)
-        await self._redis.aclose()
+        await self._connection.aclose()
 
     @_translated
     async def vote(
@@ -595,7 +681,7 @@ class RedisStore:
         count once); the vote that reaches the quorum claims the question's answer."""
         vote = vote_of(item)
         reply = await self._redis.register_script(_VOTE)(
-            keys=[self._key(ask_id), self._deadlines, self._owners],
+            keys=self._claim_keys(ask_id),
             args=[
                 index,
                 vote.by.id,
@@ -613,6 +699,8 @@ class RedisStore:
         if _text(reply[0]) == "bad_index":
             raise IndexError(f"ask {ask_id} has no question {index}")
         outcome: VoteOutcome = _text(reply[0])  # type: ignore[assignment]
+        if self._cluster and outcome in ("completed", "not_pending", "unknown"):
+            await self._release(ask_id)
         found = _decode(_pairs(reply[1])) if len(reply) > 1 else None
         votes = _votes_of(_text(reply[2])) if len(reply) > 2 else ()
         return VoteResult(outcome, found, votes)
@@ -626,48 +714,85 @@ class RedisStore:
             return ()
         return tuple(_votes_of(fields.get(f"vote:{i}", "[]")) for i in range(int(fields["n"])))
 
-    @property
-    def _reminders(self) -> str:
-        return f"{self._prefix}reminders"
-
     @_translated
     async def schedule_reminder(self, *, ask_id: str, at: float) -> None:
-        """Remind people of the ask at ``at`` (a sorted set every replica reads)."""
-        await self._redis.zadd(self._reminders, {ask_id: at})
+        """Remind people of the ask at ``at``: in its hash (where claims happen) and in a
+        sorted set every replica scans for what is due."""
+        await self._redis.hset(self._key(ask_id), "remind_at", repr(at))
+        await self._redis.zadd(self._reminder_index, {ask_id: at})
+
+    @property
+    def _reminder_index(self) -> str:
+        return self._keys.index("reminders")
 
     @_translated
     async def next_reminder(self) -> float | None:
         """When the earliest reminder (or a lapsed claim) falls due."""
-        first = await self._redis.zrange(self._reminders, 0, 0, withscores=True)
+        first = await self._redis.zrange(self._reminder_index, 0, 0, withscores=True)
         return float(first[0][1]) if first else None
 
     @_translated
     async def claim_reminders(
         self, *, now: float, lease: float, limit: int = 100
     ) -> list[tuple[str, int]]:
-        """Claim due reminders, each in one script: two replicas never claim the same one."""
-        due = await self._redis.zrangebyscore(self._reminders, "-inf", repr(now), 0, limit)
+        """Claim due reminders, each in one script on the ask's hash: two replicas never
+        claim the same one. The sorted set only says where to look, and is set right here."""
+        index = self._reminder_index
+        due = await self._redis.zrangebyscore(index, "-inf", repr(now), 0, limit)
         claim = self._redis.register_script(_CLAIM_REMINDER)
         claimed: list[tuple[str, int]] = []
         for raw in due:
             ask_id = _text(raw)
-            sent = int(
-                await claim(
-                    keys=[self._key(ask_id), self._reminders], args=[ask_id, now, now + lease]
-                )
-            )
+            sent, at = await claim(keys=[self._key(ask_id)], args=[now, now + lease])
+            sent, at = int(sent), _text(at)
             if sent >= 0:
                 claimed.append((ask_id, sent))
+                await self._redis.zadd(index, {ask_id: now + lease})
+            elif at:
+                await self._redis.zadd(index, {ask_id: float(at)})  # claimed elsewhere
+            else:
+                await self._redis.zrem(index, ask_id)  # ended, or no reminder left
         return claimed
 
     @_translated
     async def reminded(self, *, ask_id: str, sent: int, next_at: float | None) -> bool:
         """Record reminder number ``sent`` as sent, once; schedule the next one."""
         done = await self._redis.register_script(_REMINDED)(
-            keys=[self._key(ask_id), self._reminders],
-            args=[ask_id, sent, "" if next_at is None else repr(next_at)],
+            keys=[self._key(ask_id)], args=[sent, "" if next_at is None else repr(next_at)]
         )
+        if int(done) == 1 and next_at is not None:
+            await self._redis.zadd(self._reminder_index, {ask_id: next_at})
+        elif int(done) == 1:
+            await self._redis.zrem(self._reminder_index, ask_id)
         return bool(int(done))
+
+
+class _Keys:
+    """Every key name the store uses, in one place.
+
+    On a Redis Cluster the keys of one ask carry its id as hash tag and the structures across
+    asks share the tag ``{<prefix>index}``, so that each script touches one slot; on one Redis
+    the names are the plain ones they always were (no migration on upgrade). Another key of
+    one ask is ``ask(id) + ":name"`` (same slot); another structure across asks is ``index``'s.
+    """
+
+    __slots__ = ("_cluster", "_prefix")
+
+    def __init__(self, prefix: str, *, cluster: bool) -> None:
+        self._prefix = prefix
+        self._cluster = cluster
+
+    def ask(self, ask_id: str) -> str:
+        """The hash of ask ``ask_id``."""
+        if self._cluster:
+            return f"{self._prefix}ask:{{{ask_id}}}"
+        return f"{self._prefix}ask:{ask_id}"
+
+    def index(self, name: str) -> str:
+        """A structure across asks (``deadlines``, ``owners``…): one slot for all of them."""
+        if self._cluster:
+            return f"{self._prefix}{{{self._prefix}index}}:{name}"
+        return f"{self._prefix}{name}"
 
 
 class _Watch:

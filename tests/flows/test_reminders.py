@@ -181,7 +181,7 @@ async def test_relay_serve_reminds_and_relay_ask_takes_the_flags() -> None:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        ask_message = await slack.wait_for_message(count=3)
+        ask_message = await slack.wait_for_message(count=3, timeout=30)  # a process starts
         assert "Needs 2 votes" in str(ask_message.blocks)
         await slack.wait_until(
             lambda: len([m for m in slack.messages if m.thread_ts == ask_message.ts]) == 2
