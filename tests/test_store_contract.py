@@ -46,6 +46,7 @@ from relay.store import (
     PendingLimitReached,
     StoreUnavailable,
     Target,
+    utcnow,
 )
 from relay.store.redis import RedisStore
 from relay.store.redis_connect import RedisTLS
@@ -1130,3 +1131,37 @@ async def test_replicas_racing_votes_count_each_exactly_once(redis_stores: Store
         assert got.responses[0] is not None
         counted = [v.by.id for v in got.responses[0].votes]
         assert len(counted) == 3 == len(set(counted))
+
+
+# ---- reminders --------------------------------------------------------------------------------
+
+
+async def test_a_reminder_is_claimed_by_one_replica_and_recorded_once(stores: Stores) -> None:
+    store = stores.main
+    record = new_ask()
+    await store.create(record=record)
+    now = time.time()
+    await store.schedule_reminder(ask_id=record.id, at=now)
+    assert await store.next_reminder() == pytest.approx(now)
+    assert await store.claim_reminders(now=now, lease=60) == [(record.id, 0)]
+    assert await stores.replica().claim_reminders(now=now, lease=60) == []  # held by the claim
+    assert await store.reminded(ask_id=record.id, sent=0, next_at=now + 1)
+    assert not await stores.replica().reminded(ask_id=record.id, sent=0, next_at=None)
+    assert await store.claim_reminders(now=now + 1, lease=60) == [(record.id, 1)]
+
+
+async def test_a_lapsed_claim_falls_due_again_and_an_ended_ask_is_never_reminded(
+    stores: Stores,
+) -> None:
+    store = stores.main
+    record, ended = new_ask(), new_ask()
+    for r in (record, ended):
+        await store.create(record=r)
+        await store.schedule_reminder(ask_id=r.id, at=100.0)
+    await store.finish(ask_id=ended.id, status=AskStatus.ABORTED, error=aborted(), at=utcnow())
+    assert await store.claim_reminders(now=100.0, lease=5) == [(record.id, 0)]  # dies here
+    assert await stores.replica().claim_reminders(now=104.0, lease=5) == []
+    assert await stores.replica().claim_reminders(now=105.0, lease=5) == [(record.id, 0)]
+    assert await store.reminded(ask_id=record.id, sent=0, next_at=None)
+    assert await store.claim_reminders(now=1e9, lease=5) == []
+    assert await store.next_reminder() is None
