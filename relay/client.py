@@ -368,4 +368,5 @@ def _with_audit(
         custom=item.custom,
         answered_by=Responder.from_dict(by) if isinstance(by, dict) else None,
         answered_at=datetime.fromisoformat(at) if isinstance(at, str) else None,
+        defaulted=item.defaulted,
     )

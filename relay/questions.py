@@ -27,12 +27,15 @@ __all__ = [
     "AskUserQuestionOption",
     "AskUserQuestionRequest",
     "Responder",
+    "Vote",
     "validate_answer",
     "validate_request",
 ]
 
 # What one person can answer in one go: Slack's own batch forms stop at a few dozen inputs.
 MAX_QUESTIONS = 25
+# The most distinct people a question can wait for (a message's tally stays readable).
+MAX_APPROVALS = 25
 
 IntentKind = Literal["plan-review"]
 INTENT_KINDS: tuple[str, ...] = ("plan-review",)
@@ -75,6 +78,21 @@ class _Reader:
         if not isinstance(value, bool):
             raise bad_request(f"{self.at(key)} must be a boolean")
         return value
+
+    def opt_int(self, key: str) -> int | None:
+        value = self.data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise bad_request(f"{self.at(key)} must be a whole number")
+        return value
+
+    def opt_labels(self, key: str) -> tuple[str, ...] | None:
+        value = self.array(key, required=False)
+        if value is None:
+            return None
+        for i, label in enumerate(value):
+            if not isinstance(label, str):
+                raise bad_request(f"{self.at(key)}[{i}] must be a string")
+        return tuple(value)
 
     def array(self, key: str, *, required: bool) -> list[Any] | None:
         value = self.data.get(key)
@@ -145,7 +163,13 @@ class AskUserQuestionIntent:
 
 @dataclass(frozen=True, slots=True)
 class AskUserQuestionItem:
-    """One question: what to ask, optional supporting detail, and the options offered."""
+    """One question: what to ask, optional supporting detail, and the options offered.
+
+    ``default`` names the option taken when nobody answers before the ask times out; the
+    answer then says it was a default (``AskUserQuestionAnswerItem.defaulted``).
+    ``approvals_required`` (2 or more) makes each option wait for that many votes from
+    distinct people, except the ``veto`` labels, which one vote decides at once.
+    """
 
     id: str
     question: str
@@ -154,10 +178,20 @@ class AskUserQuestionItem:
     options: Sequence[AskUserQuestionOption] | None = None
     multi_select: bool = False
     intent: AskUserQuestionIntent | None = None
+    default: str | None = None
+    approvals_required: int | None = None
+    veto: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         if self.options is not None and not isinstance(self.options, tuple):
             object.__setattr__(self, "options", tuple(self.options))
+        if self.veto is not None and not isinstance(self.veto, tuple):
+            object.__setattr__(self, "veto", tuple(self.veto))
+
+    @property
+    def quorum(self) -> int:
+        """How many distinct people's votes decide a (non-veto) option: 1 unless set."""
+        return self.approvals_required or 1
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -177,13 +211,30 @@ class AskUserQuestionItem:
             out["multiSelect"] = True
         if self.intent is not None:
             out["intent"] = self.intent.to_dict()
+        if self.default is not None:
+            out["default"] = self.default
+        if self.approvals_required is not None:
+            out["approvalsRequired"] = self.approvals_required
+        if self.veto is not None:
+            out["veto"] = list(self.veto)
         return out
 
     @classmethod
     def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
         """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
         known = frozenset(
-            {"id", "question", "detail", "header", "options", "multiSelect", "intent"}
+            {
+                "id",
+                "question",
+                "detail",
+                "header",
+                "options",
+                "multiSelect",
+                "intent",
+                "default",
+                "approvalsRequired",
+                "veto",
+            }
         )
         r = _Reader(data, path, known, strict=strict)
         raw_options = r.array("options", required=False)
@@ -209,6 +260,9 @@ class AskUserQuestionItem:
             options=options,
             multi_select=r.flag("multiSelect"),
             intent=intent,
+            default=r.opt_str("default"),
+            approvals_required=r.opt_int("approvalsRequired"),
+            veto=r.opt_labels("veto"),
         )
 
 
@@ -293,35 +347,75 @@ class Responder(_Party):
 
 
 @dataclass(frozen=True, slots=True)
+class Vote:
+    """One person's vote on a question that needs several: who, which label, when."""
+
+    by: Responder
+    label: str
+    at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (audit metadata, as in the API record)."""
+        return {"by": self.by.to_dict(), "label": self.label, "at": self.at.isoformat()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Vote:
+        """Read ``to_dict``'s output."""
+        return cls(
+            by=Responder.from_dict(data["by"]),
+            label=str(data["label"]),
+            at=datetime.fromisoformat(str(data["at"])),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class AskUserQuestionAnswerItem:
-    """The answer to one question; ``answered_by``/``answered_at`` are audit metadata only."""
+    """The answer to one question; ``answered_by``/``answered_at`` are audit metadata only.
+
+    ``defaulted``: nobody answered in time and this is the question's ``default``, never a
+    person's choice (``answered_by`` is then ``None``). ``votes``: on a question that needed
+    several, every vote counted (audit metadata; ``answered_by`` cast the deciding one).
+    """
 
     id: str
     selected: Sequence[str] = ()
     custom: str | None = None
     answered_by: Responder | None = field(default=None, compare=False)
     answered_at: datetime | None = field(default=None, compare=False)
+    defaulted: bool = False
+    votes: Sequence[Vote] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.selected, tuple):
             object.__setattr__(self, "selected", tuple(self.selected))
+        if not isinstance(self.votes, tuple):
+            object.__setattr__(self, "votes", tuple(self.votes))
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire form: ``id``, ``selected`` and ``custom`` when there is one."""
+        """The wire form: ``id``, ``selected``, ``custom`` when there is one, and
+        ``defaulted: true`` when nobody answered and this is the question's default."""
         out: dict[str, Any] = {"id": self.id, "selected": list(self.selected)}
         if self.custom is not None:
             out["custom"] = self.custom
+        if self.defaulted:
+            out["defaulted"] = True
         return out
 
     @classmethod
     def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
         """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
-        r = _Reader(data, path, frozenset({"id", "selected", "custom"}), strict=strict)
+        known = frozenset({"id", "selected", "custom", "defaulted"})
+        r = _Reader(data, path, known, strict=strict)
         raw = r.array("selected", required=False) or []
         for i, label in enumerate(raw):
             if not isinstance(label, str):
                 raise bad_request(f"{r.at('selected')}[{i}] must be a string")
-        return cls(id=r.text("id"), selected=tuple(raw), custom=r.opt_str("custom"))
+        return cls(
+            id=r.text("id"),
+            selected=tuple(raw),
+            custom=r.opt_str("custom"),
+            defaulted=r.flag("defaulted"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +451,7 @@ def validate_request(request: AskUserQuestionRequest) -> None:
     """Apply the seam's request checks 2 and 3 (questions present, intents well-formed),
     then refuse what would make an answer ambiguous or flood a channel (``BAD_REQUEST``):
     more than ``MAX_QUESTIONS`` questions, two questions with one id, two options of one
-    question with one label."""
+    question with one label, a ``default`` that is none of the question's labels."""
     if not request.questions:
         raise UserInteractionError(
             ErrorCode.EMPTY_QUESTIONS, "ask_user_question requires at least one question"
@@ -385,6 +479,37 @@ def validate_request(request: AskUserQuestionRequest) -> None:
                     " answer names options by label)"
                 )
             labels.add(label)
+        if q.default is not None and q.default not in labels:
+            raise bad_request(
+                f"questions[{i}].default {json.dumps(q.default)} names none of the options of"
+                f" question {q.id}; name one of their labels (or leave default out)"
+            )
+        _validate_quorum(q, i, labels)
+
+
+def _validate_quorum(q: AskUserQuestionItem, i: int, labels: set[str]) -> None:
+    where = f"questions[{i}]"
+    if q.approvals_required is not None:
+        if not 1 <= q.approvals_required <= MAX_APPROVALS:
+            raise bad_request(
+                f"{where}.approvalsRequired is {q.approvals_required}; it must be 1 to"
+                f" {MAX_APPROVALS} (distinct people who must vote for an option)"
+            )
+        if q.quorum > 1 and (not labels or q.multi_select):
+            raise bad_request(
+                f"{where}.approvalsRequired needs a single-select question with options:"
+                " people vote for one option each"
+            )
+    for label in q.veto or ():
+        if label not in labels:
+            raise bad_request(
+                f"{where}.veto names {json.dumps(label)}, which is none of the options of"
+                f" question {q.id}"
+            )
+    if labels and q.veto is not None and set(q.veto) >= labels:
+        raise bad_request(
+            f"{where}.veto names every option; leave at least one to be approved by votes"
+        )
 
 
 def _validate_intents(request: AskUserQuestionRequest) -> None:

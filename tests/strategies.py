@@ -92,6 +92,9 @@ def items(text: st.SearchStrategy[str] = any_text) -> st.SearchStrategy[AskUserQ
         options=st.none() | st.lists(options(text), max_size=4).map(tuple),
         multi_select=st.booleans(),
         intent=st.none() | intents(text),
+        default=st.none() | text,
+        approvals_required=st.none() | st.integers(1, 5),
+        veto=st.none() | st.lists(text, max_size=2).map(tuple),
     )
 
 
@@ -125,6 +128,7 @@ def answer_items(
         custom=st.none() | text,
         answered_by=st.none() | responders(text),
         answered_at=st.none() | st.datetimes(timezones=st.just(UTC)),
+        defaulted=st.booleans(),
     )
 
 

@@ -46,6 +46,7 @@ from relay.store import (
     PendingLimitReached,
     StoreUnavailable,
     Target,
+    utcnow,
 )
 from relay.store.redis import RedisStore
 from relay.store.redis_connect import RedisTLS
@@ -1038,3 +1039,130 @@ async def test_many_waiters_on_one_large_ask_share_its_reads(redis_stores: Store
     # bound is loose because other processes share the CPU: the read count above is the
     # exact check.
     assert max(lags) < 1.5, max(lags)
+
+
+# ---- votes (questions that need several people) -------------------------------------------
+
+
+async def test_votes_count_once_per_person_until_the_quorum_answers(stores: Stores) -> None:
+    store = stores.main
+    record = new_ask(questions=2)
+    await store.create(record=record)
+    veto = frozenset({"No"})
+    first = await store.vote(ask_id=record.id, index=0, item=reply(by="U1"), required=2, veto=veto)
+    assert first.outcome == "counted"
+    assert [(v.by.id, v.label) for v in first.votes] == [("U1", "Yes")]
+    again = await stores.replica().vote(
+        ask_id=record.id, index=0, item=reply(by="U1", label="No"), required=2, veto=veto
+    )
+    assert again.outcome == "already_voted"  # a second click never changes a vote
+    assert [v.label for v in again.votes] == ["Yes"]
+    decided = await store.vote(
+        ask_id=record.id, index=0, item=reply(by="U2"), required=2, veto=veto
+    )
+    assert decided.outcome == "decided"
+    got = await stores.replica().get(ask_id=record.id)
+    assert got is not None
+    assert got.pending
+    answer = got.responses[0]
+    assert answer is not None
+    assert (answer.selected, answer.answered_by) == (("Yes",), Responder("U2", "name of U2"))
+    assert [(v.by.id, v.label) for v in answer.votes] == [("U1", "Yes"), ("U2", "Yes")]
+    late = await store.vote(ask_id=record.id, index=0, item=reply(by="U3"), required=2, veto=veto)
+    assert late.outcome == "already_answered"
+    votes = await stores.replica().votes(ask_id=record.id)
+    assert [[v.by.id for v in q] for q in votes] == [["U1", "U2"], []]
+
+
+async def test_a_veto_decides_at_once_and_completes_the_ask(stores: Stores) -> None:
+    store = stores.main
+    record = new_ask()
+    await store.create(record=record)
+    veto = frozenset({"No"})
+    await store.vote(ask_id=record.id, index=0, item=reply(by="U1"), required=3, veto=veto)
+    result = await store.vote(
+        ask_id=record.id, index=0, item=reply(by="U2", label="No"), required=3, veto=veto
+    )
+    assert result.outcome == "completed"
+    assert result.record is not None
+    assert result.record.status is AskStatus.ANSWERED
+    answer = result.record.responses[0]
+    assert answer is not None
+    assert answer.selected == ("No",)
+    assert [v.label for v in answer.votes] == ["Yes", "No"]
+    after = await store.vote(ask_id=record.id, index=0, item=reply(by="U3"), required=3, veto=veto)
+    assert after.outcome == "not_pending"
+
+
+async def test_votes_on_an_unknown_ask_or_question_are_refused(stores: Stores) -> None:
+    store = stores.main
+    assert (
+        await store.vote(ask_id="nope", index=0, item=reply(), required=2, veto=frozenset())
+    ).outcome == "unknown"
+    assert await store.votes(ask_id="nope") == ()
+    record = new_ask()
+    await store.create(record=record)
+    with pytest.raises(IndexError):
+        await store.vote(ask_id=record.id, index=3, item=reply(), required=2, veto=frozenset())
+
+
+async def test_replicas_racing_votes_count_each_exactly_once(redis_stores: Stores) -> None:
+    replicas = [redis_stores.open() for _ in range(2)]
+    for _ in range(10):
+        record = new_ask()
+        await replicas[0].create(record=record)
+        voters = [f"U{i}" for i in range(6)]  # six people, three needed: two clicks each
+        results = await asyncio.gather(
+            *(
+                replicas[i % 2].vote(
+                    ask_id=record.id,
+                    index=0,
+                    item=reply(by=voter),
+                    required=3,
+                    veto=frozenset(),
+                )
+                for i, voter in enumerate(voters + voters)
+            )
+        )
+        outcomes = sorted(r.outcome for r in results)
+        assert outcomes.count("completed") == 1
+        assert outcomes.count("counted") == 2
+        got = await replicas[1].get(ask_id=record.id)
+        assert got is not None
+        assert got.responses[0] is not None
+        counted = [v.by.id for v in got.responses[0].votes]
+        assert len(counted) == 3 == len(set(counted))
+
+
+# ---- reminders --------------------------------------------------------------------------------
+
+
+async def test_a_reminder_is_claimed_by_one_replica_and_recorded_once(stores: Stores) -> None:
+    store = stores.main
+    record = new_ask()
+    await store.create(record=record)
+    now = time.time()
+    await store.schedule_reminder(ask_id=record.id, at=now)
+    assert await store.next_reminder() == pytest.approx(now)
+    assert await store.claim_reminders(now=now, lease=60) == [(record.id, 0)]
+    assert await stores.replica().claim_reminders(now=now, lease=60) == []  # held by the claim
+    assert await store.reminded(ask_id=record.id, sent=0, next_at=now + 1)
+    assert not await stores.replica().reminded(ask_id=record.id, sent=0, next_at=None)
+    assert await store.claim_reminders(now=now + 1, lease=60) == [(record.id, 1)]
+
+
+async def test_a_lapsed_claim_falls_due_again_and_an_ended_ask_is_never_reminded(
+    stores: Stores,
+) -> None:
+    store = stores.main
+    record, ended = new_ask(), new_ask()
+    for r in (record, ended):
+        await store.create(record=r)
+        await store.schedule_reminder(ask_id=r.id, at=100.0)
+    await store.finish(ask_id=ended.id, status=AskStatus.ABORTED, error=aborted(), at=utcnow())
+    assert await store.claim_reminders(now=100.0, lease=5) == [(record.id, 0)]  # dies here
+    assert await stores.replica().claim_reminders(now=104.0, lease=5) == []
+    assert await stores.replica().claim_reminders(now=105.0, lease=5) == [(record.id, 0)]
+    assert await store.reminded(ask_id=record.id, sent=0, next_at=None)
+    assert await store.claim_reminders(now=1e9, lease=5) == []
+    assert await store.next_reminder() is None

@@ -226,6 +226,15 @@ async def test_success_text_leaves_out_audit_metadata() -> None:
     assert result.text == '{"answers":[{"id":"pkg","selected":["npm"]}]}'
 
 
+async def test_a_default_taken_at_the_timeout_says_so_in_the_result() -> None:
+    answer = one_answer(AskUserQuestionAnswerItem("pkg", ("npm",), defaulted=True))
+
+    result = await run_with_answer(answer)
+
+    assert result.text == '{"answers":[{"id":"pkg","selected":["npm"],"defaulted":true}]}'
+    assert result.value == {"answers": [{"id": "pkg", "selected": ["npm"], "defaulted": True}]}
+
+
 @pytest.mark.parametrize(
     ("custom", "quoted"),
     [
@@ -273,6 +282,8 @@ def quote_json_string(text: str) -> str:
 
 def stringify(value: object) -> str:
     """``JSON.stringify`` for the values an answer's wire form holds."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, str):
         return quote_json_string(value)
     if isinstance(value, list):

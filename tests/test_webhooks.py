@@ -309,7 +309,7 @@ async def test_a_callback_off_the_allowlist_is_refused_before_anything_is_posted
             status, body = await relay.request(
                 "POST",
                 "/v1/asks",
-                json={**ASK, "callback_url": "http://127.0.0.1/", "callback_events": ["vote"]},
+                json={**ASK, "callback_url": "http://127.0.0.1/", "callback_events": ["votes"]},
             )
             assert (status, body["error"]["code"]) == (400, "CALLBACK_NOT_ALLOWED")
         async with relay_server(slack) as plain:
@@ -503,3 +503,43 @@ async def test_a_delivery_is_owed_once_and_leased_to_one_replica(outboxes: list[
     assert not await b.hook_enqueue(
         event_id="e1", ask_id=record.id, delivery="d", due=now, final=True
     )
+
+
+async def test_progress_events_are_sent_only_when_asked_for_once_each(receiver: Receiver) -> None:
+    store = MemoryStore()
+    webhooks = await sender(store)
+    asked, unasked = ended(), ended()
+    url = f"{receiver.url}/hook"
+    try:
+        for record, events in ((asked, ("voted", "reminded")), (unasked, ())):
+            await store.create(record=record)
+            await webhooks.subscribe(record, Subscription(url, events))
+            vote = AskEvent("voted", record.id, {"question": "go", "by": "U0ALICE", "votes": 1})
+            webhooks.observe(vote)
+            webhooks.observe(vote)  # seen twice (say, by two replicas): owed once
+            webhooks.observe(AskEvent("reminded", record.id, {"reminder": 1}))
+        progress = await receiver.wait_for(2)
+        for record in (asked, unasked):
+            error = AskError("ASK_ABORTED", "aborted", "aborted")
+            await store.finish(
+                ask_id=record.id, status=AskStatus.ABORTED, error=error, at=record.created_at
+            )
+            webhooks.observe(AskEvent("aborted", record.id))
+        got = await receiver.wait_for(4)
+    finally:
+        await webhooks.aclose()
+    assert sorted(r.json["type"] for r in progress) == ["ask.reminded", "ask.vote"]
+    assert {r.json["ask"]["id"] for r in progress} == {asked.id}
+    (vote_hook,) = [r for r in progress if r.json["type"] == "ask.vote"]
+    assert vote_hook.json["event"] == {
+        "name": "voted",
+        "question": "go",
+        "by": "U0ALICE",
+        "votes": 1,
+    }
+    assert sorted(r.json["type"] for r in got) == [
+        "ask.aborted",
+        "ask.aborted",
+        "ask.reminded",
+        "ask.vote",
+    ]

@@ -7,8 +7,14 @@ Who may answer: ``--allowed-user U…`` and ``--allowed-group S…`` (repeatable
 U…`` with ``--prevent-self-approval``; or the API's ``slack`` section in ``--file`` (flags
 win over it).
 
-Exit codes: 0 answered (with ``--approve``: that label was chosen), 1 answered otherwise
-(``--approve`` only), 2 bad usage or configuration, 3 timed out, 4 aborted or withdrawn
+``--default LABEL`` is the option taken when nobody answers before ``--timeout``; the answer
+then carries ``"defaulted": true``, and ``--approve`` never counts a default as approved.
+``--approvals N`` makes N different people vote for an option before it is the answer, and
+``--veto LABEL`` names an option one vote decides at once.
+
+Exit codes: 0 answered (with ``--approve``: a person chose that label), 1 answered otherwise
+(``--approve`` only, also when the answer is a default), 2 bad usage or configuration, 3
+timed out, 4 aborted or withdrawn
 (also when stopped by SIGTERM, as CI cancels a job, or Ctrl-C: the question is withdrawn
 from Slack first), 5 failed (Slack or the relay could not be reached or refused).
 """
@@ -68,6 +74,23 @@ def add_ask(commands: Commands) -> None:
         help="an option to offer (repeat for more)",
     )
     what.add_argument("--multi", action="store_true", help="allow choosing several options")
+    what.add_argument(
+        "--default",
+        metavar="LABEL",
+        help="the option taken if nobody answers in time (never counts for --approve)",
+    )
+    what.add_argument(
+        "--approvals",
+        type=int,
+        metavar="N",
+        help="N different people must choose an option before it is the answer",
+    )
+    what.add_argument(
+        "--veto",
+        action="append",
+        metavar="LABEL",
+        help="an option one person's vote decides at once (with --approvals; repeatable)",
+    )
     what.add_argument("--header", help="a short title above the question")
     detail = what.add_mutually_exclusive_group()
     detail.add_argument("--detail", help="markdown shown with the question")
@@ -84,6 +107,13 @@ def add_ask(commands: Commands) -> None:
     where.add_argument("--channel", help="channel id (C…) or user id (U…, a DM) to ask in")
     where.add_argument("--thread-ts", help="post in this thread")
     where.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    where.add_argument(
+        "--remind-after",
+        type=float,
+        metavar="SECONDS",
+        help="remind who may answer, in the thread, after this long (and again, see --reminders)",
+    )
+    where.add_argument("--reminders", type=int, metavar="N", help="at most N reminders (default 1)")
     who = parser.add_argument_group("who may answer (default: the relay's own allowlist)")
     who.add_argument(
         "--allowed-user",
@@ -117,8 +147,8 @@ def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str
     """The request, and the API's ``slack`` section (from ``--file``, then the flags)."""
     agent = AgentRef(id=args.agent)
     if args.file is not None:
-        if args.question or args.option:
-            raise CommandError(USAGE, "use --file or --question/--option, not both")
+        if args.question or args.option or args.default or args.approvals or args.veto:
+            raise CommandError(USAGE, "use --file or the question's flags (-q, -o…), not both")
         source = "stdin" if args.file == "-" else args.file
         data = parse_json(read_text(args.file), source)
         slack: dict[str, Any] = {}
@@ -144,6 +174,9 @@ def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str
         detail=detail,
         options=options,
         multi_select=args.multi,
+        default=args.default,
+        approvals_required=args.approvals,
+        veto=tuple(args.veto) if args.veto else None,
     )
     return AskUserQuestionRequest((item,), agent=agent), _with_flags({}, args)
 
@@ -154,6 +187,8 @@ def _with_flags(slack: dict[str, Any], args: argparse.Namespace) -> dict[str, An
         "channel": args.channel,
         "thread_ts": args.thread_ts,
         "timeout_s": args.timeout,
+        "remind_after_s": args.remind_after,
+        "reminders": args.reminders,
         "allowed_users": args.allowed_user,
         "allowed_groups": args.allowed_group,
         "requester": args.requester,
@@ -265,6 +300,12 @@ def _run_ask(args: argparse.Namespace) -> int:
     if args.approve is None:
         return 0
     first = answer.answers[0]
+    if first.defaulted:
+        sys.stderr.write(
+            f"relay: nobody answered in time; the default {', '.join(first.selected)!r} is no"
+            " approval\n"
+        )
+        return EXIT_NOT_APPROVED
     approved = tuple(first.selected) == (args.approve,) and first.custom is None
     return 0 if approved else EXIT_NOT_APPROVED
 

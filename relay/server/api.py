@@ -20,8 +20,9 @@ from relay.server.idempotency import DEFAULT_WINDOW, CreateKeys
 from relay.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from relay.server.limits import Limiter, RateLimited
 from relay.server.listing import LIST_MAX, LIST_SCAN_BUDGET, read_list_query
-from relay.server.records import record_json
+from relay.server.records import needs_votes, record_json
 from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTarget
+from relay.slack.target import MAX_REMINDERS
 from relay.store import PendingLimitReached
 from relay.store.idempotency import IdempotencyStore
 from relay.store.listing import AskListing
@@ -45,6 +46,8 @@ _SLACK_KEYS = frozenset(
         "requester",
         "prevent_self_approval",
         "timeout_s",
+        "remind_after_s",
+        "reminders",
     }
 )
 _log = logging.getLogger("relay.server")
@@ -130,7 +133,7 @@ class AskApi:
         if wait > 0 and record.pending:
             record = await self.long_poll(request, record.id, wait)
         return web.json_response(
-            record_json(record),
+            await self.shown(record),
             status=201,
             headers={"Location": f"/v1/asks/{record.id}", **headers},
         )
@@ -203,7 +206,13 @@ class AskApi:
         if record.pending and wait > 0:
             _log.debug("long-poll ask=%s wait=%g", record.id, wait)
             record = await self.long_poll(request, record.id, wait)
-        return web.json_response(record_json(record))
+        return web.json_response(await self.shown(record))
+
+    async def shown(self, record: AskRecord) -> dict[str, Any]:
+        """``record_json``, with the votes cast so far when questions are decided by votes."""
+        if not needs_votes(record):
+            return record_json(record)
+        return record_json(record, votes=await self.provider.store.votes(ask_id=record.id))
 
     async def long_poll(self, request: web.Request, ask_id: str, wait: float) -> AskRecord:
         """Wait for the ask, within the token's long-poll limit; a client that hangs up
@@ -219,7 +228,7 @@ class AskApi:
         record = await self.owned(request)
         if record.pending:
             record = await self.provider.abort(record.id) or record
-        return web.json_response(record_json(record))
+        return web.json_response(await self.shown(record))
 
     async def owned(self, request: web.Request, *, what: str = "ask") -> AskRecord:
         """The ask named in the path if this request's token created it, else ``NOT_FOUND``."""
@@ -315,6 +324,27 @@ def read_slack_section(data: object) -> SlackTarget:
                 f"slack.timeout_s must be at most {LONGEST_TIMEOUT:g} (a year); null waits"
                 " as long as the relay allows"
             )
+    remind_after: Any = UNSET
+    if "remind_after_s" in data:
+        remind_after = data["remind_after_s"]
+        if remind_after is not None and (
+            isinstance(remind_after, bool)
+            or not isinstance(remind_after, int | float)
+            or not 0 < remind_after <= LONGEST_TIMEOUT
+        ):
+            raise bad_request(
+                "slack.remind_after_s must be a positive number of seconds (at most a year),"
+                " or null for no reminders"
+            )
+    reminders: Any = UNSET
+    if "reminders" in data:
+        reminders = data["reminders"]
+        if (
+            isinstance(reminders, bool)
+            or not isinstance(reminders, int)
+            or not (1 <= reminders <= MAX_REMINDERS)
+        ):
+            raise bad_request(f"slack.reminders must be a whole number from 1 to {MAX_REMINDERS}")
     return SlackTarget(
         channel=channel or "",
         thread_ts=thread_ts,
@@ -323,6 +353,8 @@ def read_slack_section(data: object) -> SlackTarget:
         allowed_groups=groups,
         requester=requester,
         prevent_self_approval=prevent,
+        remind_after=remind_after,
+        reminders=reminders,
     )
 
 

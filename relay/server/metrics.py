@@ -13,7 +13,7 @@ from relay.store.base import AskStore
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-_OUTCOMES = {"answered", "timed_out", "aborted", "closed", "failed"}
+_OUTCOMES = {"answered", "defaulted", "timed_out", "aborted", "closed", "failed"}
 
 
 class Metrics:

@@ -52,6 +52,26 @@ _QUESTION = {
             "items": {"$ref": "#/components/schemas/Option"},
         },
         "multiSelect": {"type": ["boolean", "null"], "default": False},
+        "default": {
+            "type": ["string", "null"],
+            "description": "The label of the option taken when nobody answers before the"
+            " timeout; the answer is then marked defaulted (BAD_REQUEST unless it names one"
+            " of the options). Without one, the ask times out (ASK_ABORTED, timed_out).",
+        },
+        "approvalsRequired": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "maximum": 25,
+            "description": "How many different people must vote for an option before it is"
+            " the answer (single-select questions with options); each person votes once, a"
+            " second click does not change the vote. Default 1: the first click decides.",
+        },
+        "veto": {
+            "type": ["array", "null"],
+            "items": {"type": "string"},
+            "description": "Option labels that one vote decides at once, however many"
+            " approvalsRequired says (such as Reject).",
+        },
         "intent": {
             "type": ["object", "null"],
             "additionalProperties": False,
@@ -127,6 +147,20 @@ _ASK_REQUEST = {
                     "description": "Seconds before the ask times out; null: the relay's"
                     " longest (RELAY_MAX_TIMEOUT, or none). Never past RELAY_MAX_TIMEOUT.",
                 },
+                "remind_after_s": {
+                    "type": ["number", "null"],
+                    "exclusiveMinimum": 0,
+                    "maximum": LONGEST_TIMEOUT,
+                    "description": "Seconds after posting (and between reminders) at which a"
+                    " thread reply mentions who may answer, with the time left; null: none."
+                    " Never after the ask ends or past its deadline.",
+                },
+                "reminders": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 10,
+                    "description": "How many reminders at most (default 1).",
+                },
             },
         },
     },
@@ -144,6 +178,11 @@ _ANSWER = {
                     "id": {"type": "string"},
                     "selected": {"type": "array", "items": {"type": "string"}},
                     "custom": {"type": "string"},
+                    "defaulted": {
+                        "type": "boolean",
+                        "description": "Present (true) when nobody answered in time and this"
+                        " is the question's default, never a person's choice.",
+                    },
                 },
             },
         }
@@ -170,7 +209,15 @@ _RECORD = {
             " does (timeouts are at most a year).",
         },
         "answer": {"$ref": "#/components/schemas/Answer"},
-        "answered_by": {"$ref": "#/components/schemas/Person"},
+        "defaulted": {
+            "type": "boolean",
+            "description": "Present (true) when some question took its default because"
+            " nobody answered in time.",
+        },
+        "answered_by": {
+            "$ref": "#/components/schemas/Person",
+            "description": "Who gave the last answer; absent when it was a default.",
+        },
         "answered_at": {"type": "string", "format": "date-time"},
         "responses": {
             "type": "array",
@@ -181,10 +228,42 @@ _RECORD = {
                     "id": {"type": "string"},
                     "answered_by": {"$ref": "#/components/schemas/Person"},
                     "answered_at": {"type": "string", "format": "date-time"},
+                    "defaulted": {
+                        "type": "boolean",
+                        "description": "Present (true) for a default: no answered_by then.",
+                    },
+                    "votes": {
+                        "type": "array",
+                        "items": {"$ref": "#/components/schemas/Vote"},
+                        "description": "On a question decided by votes: every vote counted;"
+                        " answered_by cast the deciding one.",
+                    },
+                },
+            },
+        },
+        "votes": {
+            "type": "array",
+            "description": "Votes cast so far on questions decided by votes that are not"
+            " decided yet.",
+            "items": {
+                "type": "object",
+                "required": ["id", "votes"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "votes": {"type": "array", "items": {"$ref": "#/components/schemas/Vote"}},
                 },
             },
         },
         "error": {"$ref": "#/components/schemas/ErrorBody"},
+    },
+}
+_VOTE = {
+    "type": "object",
+    "required": ["by", "label", "at"],
+    "properties": {
+        "by": {"$ref": "#/components/schemas/Person"},
+        "label": {"type": "string"},
+        "at": {"type": "string", "format": "date-time"},
     },
 }
 _ERROR_BODY = {
@@ -269,6 +348,7 @@ def _base_document() -> dict[str, Any]:
             "schemas": {
                 "Option": _OPTION,
                 "Question": _QUESTION,
+                "Vote": _VOTE,
                 "Person": _PERSON,
                 "AskRequest": _ASK_REQUEST,
                 "Answer": _ANSWER,

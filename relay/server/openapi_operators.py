@@ -151,8 +151,9 @@ _CALLBACK_FIELDS = {
     "callback_events": {
         "type": ["array", "null"],
         "items": {"type": "string"},
-        "description": "Progress events to send too, besides the end (none are offered yet:"
-        " per-vote events come with quorum asks).",
+        "description": "Progress events to send too, besides the end: voted (type"
+        " ask.vote: each vote on a question that needs several approvals) and reminded (type"
+        " ask.reminded: each reminder posted).",
     },
 }
 _WEBHOOK_EVENT = {

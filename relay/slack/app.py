@@ -20,7 +20,7 @@ import re
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -48,19 +48,37 @@ from slack_bolt.request.payload_utils import (
     to_step,
     to_view,
 )
+from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.slack.parse import parse_click
+from relay.slack.parse import Click, parse_click
 from relay.slack.render import ACTION_PREFIX
 
-if TYPE_CHECKING:
-    from relay.slack.provider import SlackProvider
-
-__all__ = ["RelayClicks", "SlackSignature", "build_bolt_app", "build_web_app", "slack_handler"]
+__all__ = [
+    "ClickTaker",
+    "RelayClicks",
+    "SlackSignature",
+    "build_bolt_app",
+    "build_web_app",
+    "slack_handler",
+]
 
 _log = logging.getLogger("relay.slack")
 # What reading a request body the way Bolt does raises on a body Slack never sends.
 _UNREADABLE = (ValueError, LookupError, TypeError, AttributeError, RecursionError)
 _MAX_SKEW = 5 * 60  # seconds a signed request's timestamp may be off
+
+
+class ClickTaker(Protocol):
+    """What the listeners hand clicks to (``SlackProvider``), and the client Bolt uses."""
+
+    @property
+    def client(self) -> AsyncWebClient:
+        """The Web API client."""
+        ...
+
+    async def handle_click(self, click: Click) -> None:
+        """Apply one relay click."""
+        ...
 
 
 class SlackSignature:
@@ -95,7 +113,7 @@ class RelayClicks:
     exactly as before. The signature was checked before (``slack_handler``).
     """
 
-    def __init__(self, provider: SlackProvider, *, app: AsyncApp) -> None:
+    def __init__(self, provider: ClickTaker, *, app: AsyncApp) -> None:
         self._provider = provider
         self._app = app
         self._middleware = self._middleware_count()
@@ -156,7 +174,7 @@ class _Drop(logging.Filter):
         return record.getMessage() != self._message
 
 
-def build_bolt_app(provider: SlackProvider, *, signing_secret: str | None) -> AsyncApp:
+def build_bolt_app(provider: ClickTaker, *, signing_secret: str | None) -> AsyncApp:
     """A Bolt app whose action listener feeds every relay click to ``provider``."""
     # Bolt reads SLACK_BOT_TOKEN itself and warns on every start that the client given wins,
     # which it should: the warning tells an operator nothing.
@@ -171,7 +189,7 @@ def build_bolt_app(provider: SlackProvider, *, signing_secret: str | None) -> As
     return app
 
 
-def _bolt_app(provider: SlackProvider, signing_secret: str | None) -> AsyncApp:
+def _bolt_app(provider: ClickTaker, signing_secret: str | None) -> AsyncApp:
     app = AsyncApp(
         client=provider.client,
         signing_secret=signing_secret or "",

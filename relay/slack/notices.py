@@ -65,7 +65,12 @@ def cannot_check_groups() -> str:
 
 
 def already_answered(item: AskUserQuestionAnswerItem) -> str:
-    """For a second click on a question someone already answered."""
+    """For a second click on a question someone already answered (or that took its default)."""
+    if item.defaulted:
+        return (
+            "Nobody answered this question in time, so it took its default; your click changed"
+            " nothing."
+        )
     who = mention(item.answered_by.id) if item.answered_by else "someone"
     return f"{who} already answered this question; your click changed nothing."
 
@@ -79,6 +84,11 @@ def no_longer_pending(record: AskRecord | None) -> str:
         )
     if record.status is AskStatus.ANSWERED:
         answered = [r for r in record.responses if r is not None and r.answered_by is not None]
+        if not answered and record.defaulted:
+            return (
+                "Nobody answered this question in time, so it took its default; your click"
+                " changed nothing."
+            )
         who = ", ".join(sorted({mention(r.answered_by.id) for r in answered if r.answered_by}))
         return (
             f"This question was already answered by {who or 'someone'}; your click changed nothing."
@@ -108,3 +118,27 @@ def not_recorded(reason: str) -> str:
 def cannot_record() -> str:
     """For a click that arrived while the relay's store was unreachable."""
     return "The relay cannot record answers right now; nothing was recorded. Try again in a minute."
+
+
+def vote_counted(question: AskUserQuestionItem, label: str, votes: int) -> str:
+    """For a vote that was counted and does not decide the question yet."""
+    return (
+        f"Your vote for *{escape(label)}* is counted ({votes} so far; {question.quorum} decide)."
+        " A second click does not change it."
+    )
+
+
+def already_voted(label: str) -> str:
+    """For a second vote by the same person: the first one stands."""
+    return (
+        f"You already voted *{escape(label)}* on this question; a vote cannot be changed, so"
+        " your click changed nothing."
+    )
+
+
+def vote_needs_an_option(question: AskUserQuestionItem) -> str:
+    """For typed text or a skip on a question decided by votes."""
+    return (
+        f"This question is decided by votes ({question.quorum} people for an option): choose"
+        " one of its options. Typed text and skips are not votes, so nothing was recorded."
+    )

@@ -15,13 +15,12 @@ the rest continues in thread replies. Someone else's text is escaped (mrkdwn, th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from relay.errors import UserInteractionError, bad_request
-from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem
+from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem, Vote
 from relay.slack.inputs import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -41,7 +40,15 @@ from relay.slack.inputs import (
     plain,
     sections,
 )
-from relay.slack.text import block_text_length, chunks, escape, escape_within, inert_markdown
+from relay.slack.team import TALLY_CHARS, defaulted_line, tally_block, votes_text
+from relay.slack.text import (
+    block_text_length,
+    chunks,
+    escape,
+    escape_within,
+    inert_markdown,
+    mention,
+)
 
 __all__ = [
     "ACTION_CHECKS",
@@ -77,8 +84,6 @@ OUTCOME_LINE_CHARS = 3000  # room every message keeps for its final "Answered by
 _LAST_DEADLINE = 9_999_999_999.0  # sizes the "times out …" line for any deadline
 _MIN_DETAIL = 500  # with less room left than this, the whole detail goes to the thread
 _NOTE_CHARS = 100  # the "continues in N thread replies" line
-_USER_ID = re.compile(r"[UW][A-Z0-9]{1,20}")
-
 Outcome = Literal["answered", "timed_out", "aborted", "closed", "failed"]
 
 
@@ -156,14 +161,21 @@ def _slack_date(epoch: float, fallback: str) -> str:
 
 
 def _asked_by(
-    agent: AgentRef | None, index: int, count: int, deadline: float | None
+    agent: AgentRef | None,
+    index: int,
+    count: int,
+    deadline: float | None,
+    default: str | None = None,
 ) -> dict[str, Any]:
     who = f"Asked by *{escape_within(agent.display_name, 200)}*" if agent else "Asked by an agent"
     parts = [who]
     if count > 1:
         parts.append(f"question {index + 1} of {count}")
     if deadline is not None:
-        parts.append(f"times out {_slack_date(deadline, 'at the deadline')}")
+        ends = f"times out {_slack_date(deadline, 'at the deadline')}"
+        if default is not None:
+            ends += f", then takes *{escape(default)}*"
+        parts.append(ends)
     return _context(" · ".join(parts))
 
 
@@ -190,8 +202,10 @@ def _layout(
     """Split the message's room the same way for the pending message and its final update,
     so that the thread replies continue exactly where either leaves off."""
     heading, listing = _heading_blocks(question), option_listing(question)
-    asked = _asked_by(agent, index, count, _LAST_DEADLINE)
+    asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
     fixed = block_text_length([*heading, *listing, asked])
+    if question.quorum > 1:
+        fixed += TALLY_CHARS
     # Most questions fit with room to spare: an upper bound on the inputs' text decides it
     # without building them (which costs more than the rest of the render). What fits within
     # the bound is laid out exactly as ``_measured_layout`` would lay it out.
@@ -250,15 +264,19 @@ def render_question(
     count: int = 1,
     agent: AgentRef | None = None,
     deadline: float | None = None,
+    votes: Sequence[Vote] = (),
 ) -> RenderedQuestion:
-    """The pending message for question ``index`` of ``count``; ``BAD_REQUEST`` if unshowable."""
+    """The pending message for question ``index`` of ``count``; ``BAD_REQUEST`` if unshowable.
+    A question that needs several votes shows the ``votes`` cast so far."""
     layout = _layout(question, agent, index, count)
+    tally = [tally_block(question, votes)] if question.quorum > 1 else []
     blocks = [
         *layout.heading,
         *layout.detail,
         *layout.listing,
         *input_blocks(question, ask_id, index, count > 1, describe=layout.describe),
-        _asked_by(agent, index, count, deadline),
+        *tally,
+        _asked_by(agent, index, count, deadline, question.default),
     ]
     _check_size(question, blocks)
     return RenderedQuestion(
@@ -273,11 +291,6 @@ def render_detail_reply(piece: str, *, part: int, parts: int) -> dict[str, Any]:
         "text": f"Detail, continued ({part} of {parts})",
         "blocks": [{"type": "markdown", "text": piece}],
     }
-
-
-def mention(user_id: str) -> str:
-    """``<@U…>`` for a Slack user id; anything else is shown escaped, never parsed."""
-    return f"<@{user_id}>" if _USER_ID.fullmatch(user_id) else escape(user_id)
 
 
 def _who(item: AskUserQuestionAnswerItem) -> str:
@@ -296,6 +309,8 @@ def _answered_line(item: AskUserQuestionAnswerItem) -> str:
         quoted = "\n".join(f"> {escape(line)}" for line in item.custom.splitlines() or [""])
         parts.append(f"\n{quoted}")
     line = f":white_check_mark: Answered by {who}{when}: " + "".join(parts)
+    if item.votes:
+        line += f"\nVotes: {votes_text(item.votes)}"
     if len(line) <= OUTCOME_LINE_CHARS:
         return line
     # The whole answer went to the agent; the message shows as much as its room holds.
@@ -319,11 +334,15 @@ def render_outcome(
     agent: AgentRef | None = None,
     index: int = 0,
     count: int = 1,
+    timeout: float | None = None,
 ) -> RenderedQuestion:
     """The final message for a question that has ended: no inputs left, the outcome shown.
     It always fits: what ``render_question`` would refuse loses its options list, then its
-    detail."""
-    if outcome == "answered" and item is not None:
+    detail. A ``defaulted`` answer says so, with ``timeout`` (how long nobody answered)."""
+    if outcome == "answered" and item is not None and item.defaulted:
+        line = defaulted_line(item, timeout)
+        summary = "defaulted"
+    elif outcome == "answered" and item is not None:
         line = _answered_line(item)
         summary = "answered"
     else:

@@ -33,6 +33,7 @@ __all__ = [
     "escape",
     "escape_within",
     "inert_markdown",
+    "mention",
     "shorten",
 ]
 
@@ -145,3 +146,11 @@ def block_text_length(blocks: Iterable[Any]) -> int:
         elif isinstance(node, list):
             stack.extend(node)
     return total
+
+
+_USER_ID = re.compile(r"[UW][A-Z0-9]{1,20}")
+
+
+def mention(user_id: str) -> str:
+    """``<@U…>`` for a Slack user id; anything else is shown escaped, never parsed."""
+    return f"<@{user_id}>" if _USER_ID.fullmatch(user_id) else escape(user_id)

@@ -9,6 +9,7 @@ from relay.store.record import (
     AskStatus,
     MessageRef,
     Target,
+    VoteResult,
     utcnow,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "PendingLimitReached",
     "StoreUnavailable",
     "Target",
+    "VoteResult",
     "utcnow",
 ]

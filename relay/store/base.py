@@ -5,8 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from relay.questions import AskUserQuestionAnswerItem
-from relay.store.record import AnswerResult, AskError, AskRecord, AskStatus, MessageRef
+from relay.questions import AskUserQuestionAnswerItem, Vote
+from relay.store.record import (
+    AnswerResult,
+    AskError,
+    AskRecord,
+    AskStatus,
+    MessageRef,
+    VoteResult,
+)
 
 __all__ = ["AskStore", "PendingLimitReached", "StoreUnavailable"]
 
@@ -85,4 +92,46 @@ class AskStore(Protocol):
 
     async def aclose(self) -> None:
         """Release connections; idempotent."""
+        ...
+
+    async def vote(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+    ) -> VoteResult:
+        """Count ``item`` (one label, ``answered_by`` someone) as a vote on question
+        ``index``, once per person: a second vote by the same person is ``already_voted``
+        and changes nothing. When the label reaches ``required`` votes, or is in ``veto``,
+        claim ``item`` as the question's answer as ``answer`` does, with every vote in its
+        ``votes``."""
+        ...
+
+    async def votes(self, *, ask_id: str) -> tuple[tuple[Vote, ...], ...]:
+        """Every question's votes so far, in question order (empty for an unknown ask)."""
+        ...
+
+    async def schedule_reminder(self, *, ask_id: str, at: float) -> None:
+        """Remind people of the (pending) ask at ``at`` (epoch seconds)."""
+        ...
+
+    async def next_reminder(self) -> float | None:
+        """When the earliest reminder (or a lapsed claim on one) falls due, if any."""
+        ...
+
+    async def claim_reminders(
+        self, *, now: float, lease: float, limit: int = 100
+    ) -> list[tuple[str, int]]:
+        """Claim the reminders due at ``now`` of pending asks: ``(ask_id, reminders sent so
+        far)``. Each claim holds for ``lease`` seconds: a claimer that dies before
+        ``reminded`` leaves the reminder to whoever claims it after. Reminders of asks that
+        ended are dropped."""
+        ...
+
+    async def reminded(self, *, ask_id: str, sent: int, next_at: float | None) -> bool:
+        """Record that reminder number ``sent`` (as claimed) went out, and when the next one
+        is due (``None``: no more). ``False`` if another claimer recorded it first."""
         ...

@@ -8,10 +8,10 @@ import math
 import pickle
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from relay.questions import AskUserQuestionAnswerItem
+from relay.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.base import PendingLimitReached
 from relay.store.idempotency import KeyClaim
 from relay.store.listing import Position
@@ -22,6 +22,9 @@ from relay.store.record import (
     AskRecord,
     AskStatus,
     MessageRef,
+    VoteResult,
+    quorum_reached,
+    vote_of,
 )
 
 __all__ = ["MemoryStore"]
@@ -67,6 +70,10 @@ class MemoryStore:
         self._hooks_watched: dict[str, None] = {}  # subscribed asks not yet enqueued, in order
         self._outbox: dict[str, _Delivery] = {}
         self._key_expiry: deque[tuple[float, tuple[str, str]]] = deque()
+        self._votes: dict[str, list[tuple[Vote, ...]]] = {}
+        self._reminders: dict[str, float] = {}  # ask id -> when its next reminder is due
+        self._reminder_queue: list[tuple[float, str]] = []
+        self._reminders_sent: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._records) + len(self._ended)
@@ -219,6 +226,88 @@ class MemoryStore:
                 if not future.done():
                     future.set_result(None)
 
+    async def vote(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+    ) -> VoteResult:
+        """Count one person's vote; the one that reaches the quorum answers the question."""
+        vote = vote_of(item)
+        record = self._lookup(ask_id)
+        if record is None:
+            return VoteResult("unknown", None)
+        _check_index(record, index)
+        tallies = self._votes.setdefault(ask_id, [()] * len(record.request.questions))
+        votes = tallies[index]
+        if not record.pending:
+            return VoteResult("not_pending", record, votes)
+        if index < len(record.responses) and record.responses[index] is not None:
+            return VoteResult("already_answered", record, votes)
+        if any(v.by.id == vote.by.id for v in votes):
+            return VoteResult("already_voted", record, votes)
+        votes = tallies[index] = (*votes, vote)
+        if not quorum_reached(votes, vote.label, required, veto):
+            return VoteResult("counted", record, votes)
+        decided = replace(item, votes=votes)
+        result = await self.answer(ask_id=ask_id, index=index, item=decided)
+        return VoteResult(
+            "completed" if result.outcome == "completed" else "decided", result.record, votes
+        )
+
+    async def votes(self, *, ask_id: str) -> tuple[tuple[Vote, ...], ...]:
+        """Every question's votes so far."""
+        record = self._lookup(ask_id)
+        if record is None:
+            return ()
+        return tuple(self._votes.get(ask_id) or [()] * len(record.request.questions))
+
+    async def schedule_reminder(self, *, ask_id: str, at: float) -> None:
+        """Remind people of the ask at ``at``."""
+        self._reminders[ask_id] = at
+        heapq.heappush(self._reminder_queue, (at, ask_id))
+
+    async def next_reminder(self) -> float | None:
+        """When the earliest reminder falls due."""
+        queue = self._reminder_queue
+        while queue and self._reminders.get(queue[0][1]) != queue[0][0]:
+            heapq.heappop(queue)  # rescheduled or dropped since
+        return queue[0][0] if queue else None
+
+    async def claim_reminders(
+        self, *, now: float, lease: float, limit: int = 100
+    ) -> list[tuple[str, int]]:
+        """Claim due reminders of pending asks for ``lease`` seconds."""
+        claimed: list[tuple[str, int]] = []
+        queue = self._reminder_queue
+        while queue and queue[0][0] <= now and len(claimed) < limit:
+            at, ask_id = heapq.heappop(queue)
+            if self._reminders.get(ask_id) != at:
+                continue
+            record = self._records.get(ask_id)
+            if record is None or not record.pending:
+                del self._reminders[ask_id]
+                continue
+            claimed.append((ask_id, self._reminders_sent.get(ask_id, 0)))
+            self._reminders[ask_id] = now + lease
+            heapq.heappush(queue, (now + lease, ask_id))
+        return claimed
+
+    async def reminded(self, *, ask_id: str, sent: int, next_at: float | None) -> bool:
+        """Record a reminder sent; schedule the next one."""
+        if self._reminders_sent.get(ask_id, 0) != sent:
+            return False
+        self._reminders_sent[ask_id] = sent + 1
+        record = self._records.get(ask_id)
+        if next_at is None or record is None or not record.pending:
+            self._reminders.pop(ask_id, None)
+        else:
+            await self.schedule_reminder(ask_id=ask_id, at=next_at)
+        return True
+
     def _settle(self, record: AskRecord) -> None:
         del self._records[record.id]
         self._ended[record.id] = _encode(record)
@@ -248,6 +337,8 @@ class MemoryStore:
         if kept is not None:
             self.finished_bytes -= self._sizes.pop(ask_id, 0)
             self._unindex_owned(_decode(kept))
+            self._votes.pop(ask_id, None)
+            self._reminders_sent.pop(ask_id, None)
 
     # Idempotency keys (``relay.store.idempotency``).
 

@@ -13,6 +13,7 @@ from relay.questions import (
     AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
     Responder,
+    Vote,
 )
 
 __all__ = [
@@ -23,9 +24,13 @@ __all__ = [
     "AskStatus",
     "MessageRef",
     "Target",
+    "VoteOutcome",
+    "VoteResult",
     "item_from_json",
     "item_to_json",
+    "quorum_reached",
     "utcnow",
+    "vote_of",
 ]
 
 
@@ -58,6 +63,8 @@ class Target:
     allowed_groups: frozenset[str] | None = None
     requester: str | None = None
     prevent_self_approval: bool = False
+    remind_after: float | None = None
+    reminders: int = 1
 
     @property
     def restricted(self) -> bool:
@@ -74,6 +81,8 @@ class Target:
             "allowed_groups": _sorted(self.allowed_groups),
             "requester": self.requester,
             "prevent_self_approval": self.prevent_self_approval,
+            "remind_after": self.remind_after,
+            "reminders": self.reminders,
         }
 
     @classmethod
@@ -88,6 +97,8 @@ class Target:
             allowed_groups=frozenset(groups) if groups is not None else None,
             requester=data.get("requester"),
             prevent_self_approval=bool(data.get("prevent_self_approval", False)),
+            remind_after=data.get("remind_after"),
+            reminders=int(data.get("reminders", 1)),
         )
 
 
@@ -135,6 +146,11 @@ class AskRecord:
         """Whether the ask still waits for an outcome."""
         return self.status is AskStatus.PENDING
 
+    @property
+    def defaulted(self) -> bool:
+        """Whether any question took its default because nobody answered in time."""
+        return any(r is not None and r.defaulted for r in self.responses)
+
     def answer(self) -> AskUserQuestionAnswer:
         """The complete answer (only when every question has a response)."""
         return AskUserQuestionAnswer(answers=tuple(r for r in self.responses if r is not None))
@@ -151,7 +167,9 @@ def item_to_json(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
         out["answered_by"] = item.answered_by.to_dict()
     if item.answered_at is not None:
         out["answered_at"] = item.answered_at.isoformat()
-    return out
+    if item.votes:
+        out["votes"] = [v.to_dict() for v in item.votes]
+    return out  # (to_dict carries defaulted)
 
 
 def item_from_json(data: dict[str, Any]) -> AskUserQuestionAnswerItem:
@@ -164,6 +182,8 @@ def item_from_json(data: dict[str, Any]) -> AskUserQuestionAnswerItem:
         custom=data.get("custom"),
         answered_by=Responder.from_dict(by) if by else None,
         answered_at=datetime.fromisoformat(at) if at else None,
+        defaulted=data.get("defaulted") is True,
+        votes=tuple(Vote.from_dict(v) for v in data.get("votes") or ()),
     )
 
 
@@ -181,3 +201,33 @@ class AnswerResult:
 
     outcome: AnswerOutcome
     record: AskRecord | None
+
+
+VoteOutcome = Literal[
+    "counted", "decided", "completed", "already_voted", "already_answered", "not_pending", "unknown"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class VoteResult:
+    """What recording one vote did: ``counted`` (the question still waits), ``decided`` (it
+    is answered), ``completed`` (and so is the ask), or why it was not counted; the record
+    and the question's votes as they stand after."""
+
+    outcome: VoteOutcome
+    record: AskRecord | None
+    votes: tuple[Vote, ...] = ()
+
+
+def quorum_reached(
+    votes: tuple[Vote, ...], label: str, required: int, veto: frozenset[str]
+) -> bool:
+    """Whether ``votes`` decide ``label``: one vote for a veto label, else ``required``."""
+    return label in veto or sum(1 for v in votes if v.label == label) >= required
+
+
+def vote_of(item: AskUserQuestionAnswerItem) -> Vote:
+    """The vote a person's answer item casts: who (``answered_by``), which label, when."""
+    if item.answered_by is None or item.answered_at is None or len(item.selected) != 1:
+        raise ValueError("a vote is one label, chosen by someone, at some time")
+    return Vote(by=item.answered_by, label=item.selected[0], at=item.answered_at)

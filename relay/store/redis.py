@@ -46,7 +46,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
+from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, Vote
 from relay.store.base import PendingLimitReached, StoreUnavailable
 from relay.store.idempotency import KeyClaim, KeyOutcome
 from relay.store.listing import Position
@@ -59,8 +59,11 @@ from relay.store.record import (
     AskStatus,
     MessageRef,
     Target,
+    VoteOutcome,
+    VoteResult,
     item_from_json,
     item_to_json,
+    vote_of,
 )
 from relay.store.redis_connect import (
     DEFAULT_MAX_CONNECTIONS,
@@ -277,6 +280,94 @@ return 1
 
 _READ_BATCH = 500  # reads per pipeline when many waiters check at once
 _CORE_CACHE = 256  # decoded record cores kept (see _Cores): a click's read and claim, a post
+
+# KEYS: ask hash, deadlines zset, pending-per-owner hash (on a cluster the ask hash alone, as
+# for _ANSWER). ARGV: index, voter id, vote json,
+# votes required, veto labels json, label, answer item json (without its votes),
+# finished_at, id, retention ms, channel. Votes live in the ask's hash (vote:{i}, a JSON
+# list), so they expire with it; the vote that reaches the quorum claims ans:{i} with every
+# vote in it, as _ANSWER would, and completes the ask on the last question.
+_VOTE = (
+    """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
+local index = tonumber(ARGV[1])
+if index < 0 or index >= n then return {'bad_index'} end
+local field = 'vote:' .. ARGV[1]
+local raw = redis.call('HGET', KEYS[1], field) or '[]'
+if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  return {'not_pending', redis.call('HGETALL', KEYS[1]), raw}
+end
+if redis.call('HEXISTS', KEYS[1], 'ans:' .. ARGV[1]) == 1 then
+  return {'already_answered', redis.call('HGETALL', KEYS[1]), raw}
+end
+local votes = cjson.decode(raw)
+for _, v in ipairs(votes) do
+  if v['by']['id'] == ARGV[2] then
+    return {'already_voted', redis.call('HGETALL', KEYS[1]), raw}
+  end
+end
+table.insert(votes, cjson.decode(ARGV[3]))
+raw = cjson.encode(votes)
+redis.call('HSET', KEYS[1], field, raw)
+local count = 0
+for _, v in ipairs(votes) do
+  if v['label'] == ARGV[6] then count = count + 1 end
+end
+local veto = false
+for _, label in ipairs(cjson.decode(ARGV[5])) do
+  if label == ARGV[6] then veto = true end
+end
+if not veto and count < tonumber(ARGV[4]) then
+  return {'counted', redis.call('HGETALL', KEYS[1]), raw}
+end
+local item = cjson.decode(ARGV[7])
+item['votes'] = votes
+redis.call('HSET', KEYS[1], 'ans:' .. ARGV[1], cjson.encode(item))
+for i = 0, n - 1 do
+  if redis.call('HEXISTS', KEYS[1], 'ans:' .. i) == 0 then
+    return {'decided', redis.call('HGETALL', KEYS[1]), raw}
+  end
+end
+redis.call('HSET', KEYS[1], 'status', 'answered', 'finished_at', ARGV[8])
+if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[9]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[10])
+redis.call('PUBLISH', ARGV[11], ARGV[9])
+"""
+    + _RELEASE_OWNER
+    + """
+return {'completed', redis.call('HGETALL', KEYS[1]), raw}
+"""
+)
+
+# KEYS: ask hash. ARGV: now, lease end. Claims a due reminder for a while (a claimer that
+# dies lets it fall due again): {reminders sent so far, lease end}, or {-1, when it is due}
+# when it is not due yet (claimed by another replica first), or {-1, ''} when the ask has
+# ended or has no reminder left.
+_CLAIM_REMINDER = """
+local at = redis.call('HGET', KEYS[1], 'remind_at')
+if not at or redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return {-1, ''} end
+if tonumber(at) > tonumber(ARGV[1]) then return {-1, at} end
+redis.call('HSET', KEYS[1], 'remind_at', ARGV[2])
+return {tonumber(redis.call('HGET', KEYS[1], 'reminded') or '0'), ARGV[2]}
+"""
+
+# KEYS: ask hash. ARGV: reminders sent before this one, next due ('' for none). Only the first
+# to record reminder number ARGV[1] does (1); the others get 0.
+_REMINDED = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'reminded') or '0') ~= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'reminded', tonumber(ARGV[1]) + 1)
+if ARGV[2] == '' or redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  redis.call('HDEL', KEYS[1], 'remind_at')
+else
+  redis.call('HSET', KEYS[1], 'remind_at', ARGV[2])
+end
+return 1
+"""
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -1037,6 +1128,105 @@ class RedisStore:
         data = {_text(k): _text(v) for k, v in fields.items()}
         return {k: data.get(k, "") for k in ("state", "attempts", "error")}
 
+    @_translated
+    async def vote(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+    ) -> VoteResult:
+        """Count one person's vote atomically (one Lua script, so two replicas' votes each
+        count once); the vote that reaches the quorum claims the question's answer."""
+        vote = vote_of(item)
+        reply = await self._redis.register_script(_VOTE)(
+            keys=self._claim_keys(ask_id),
+            args=[
+                index,
+                vote.by.id,
+                json.dumps(vote.to_dict(), separators=(",", ":")),
+                required,
+                json.dumps(sorted(veto)),
+                vote.label,
+                json.dumps(item_to_json(item), separators=(",", ":")),
+                vote.at.isoformat(),
+                ask_id,
+                self._retention_ms,
+                self._channel,
+            ],
+        )
+        if _text(reply[0]) == "bad_index":
+            raise IndexError(f"ask {ask_id} has no question {index}")
+        outcome: VoteOutcome = _text(reply[0])  # type: ignore[assignment]
+        if self._cluster and outcome in ("completed", "not_pending", "unknown"):
+            await self._release(ask_id)
+        found = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        votes = _votes_of(_text(reply[2])) if len(reply) > 2 else ()
+        return VoteResult(outcome, found, votes)
+
+    @_translated
+    async def votes(self, *, ask_id: str) -> tuple[tuple[Vote, ...], ...]:
+        """Every question's votes so far (one read of the ask's hash)."""
+        raw = await self._redis.hgetall(self._key(ask_id))
+        fields = {_text(k): _text(v) for k, v in raw.items()}
+        if "n" not in fields:
+            return ()
+        return tuple(_votes_of(fields.get(f"vote:{i}", "[]")) for i in range(int(fields["n"])))
+
+    @_translated
+    async def schedule_reminder(self, *, ask_id: str, at: float) -> None:
+        """Remind people of the ask at ``at``: in its hash (where claims happen) and in a
+        sorted set every replica scans for what is due."""
+        await self._redis.hset(self._key(ask_id), "remind_at", repr(at))
+        await self._redis.zadd(self._reminder_index, {ask_id: at})
+
+    @property
+    def _reminder_index(self) -> str:
+        return self._keys.index("reminders")
+
+    @_translated
+    async def next_reminder(self) -> float | None:
+        """When the earliest reminder (or a lapsed claim) falls due."""
+        first = await self._redis.zrange(self._reminder_index, 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
+
+    @_translated
+    async def claim_reminders(
+        self, *, now: float, lease: float, limit: int = 100
+    ) -> list[tuple[str, int]]:
+        """Claim due reminders, each in one script on the ask's hash: two replicas never
+        claim the same one. The sorted set only says where to look, and is set right here."""
+        index = self._reminder_index
+        due = await self._redis.zrangebyscore(index, "-inf", repr(now), 0, limit)
+        claim = self._redis.register_script(_CLAIM_REMINDER)
+        claimed: list[tuple[str, int]] = []
+        for raw in due:
+            ask_id = _text(raw)
+            sent, at = await claim(keys=[self._key(ask_id)], args=[now, now + lease])
+            sent, at = int(sent), _text(at)
+            if sent >= 0:
+                claimed.append((ask_id, sent))
+                await self._redis.zadd(index, {ask_id: now + lease})
+            elif at:
+                await self._redis.zadd(index, {ask_id: float(at)})  # claimed elsewhere
+            else:
+                await self._redis.zrem(index, ask_id)  # ended, or no reminder left
+        return claimed
+
+    @_translated
+    async def reminded(self, *, ask_id: str, sent: int, next_at: float | None) -> bool:
+        """Record reminder number ``sent`` as sent, once; schedule the next one."""
+        done = await self._redis.register_script(_REMINDED)(
+            keys=[self._key(ask_id)], args=[sent, "" if next_at is None else repr(next_at)]
+        )
+        if int(done) == 1 and next_at is not None:
+            await self._redis.zadd(self._reminder_index, {ask_id: next_at})
+        elif int(done) == 1:
+            await self._redis.zrem(self._reminder_index, ask_id)
+        return bool(int(done))
+
 
 class _Keys:
     """Every key name the store uses, in one place.
@@ -1199,3 +1389,8 @@ def _decode(fields: dict[Any, Any], cores: _Cores | None = None) -> AskRecord | 
         finished_at=datetime.fromisoformat(finished_at) if finished_at else None,
         meta=dict(core.meta),  # records share the rest, which is immutable
     )
+
+
+def _votes_of(raw: str) -> tuple[Vote, ...]:
+    data = json.loads(raw)
+    return tuple(Vote.from_dict(v) for v in data) if isinstance(data, list) else ()

@@ -42,12 +42,11 @@ __all__ = [
 _log = logging.getLogger("relay.webhooks")
 
 # The lifecycle events (relay.events) after which an ask is over.
-END_EVENTS = frozenset({"answered", "timed_out", "aborted", "closed", "failed"})
+END_EVENTS = frozenset({"answered", "defaulted", "timed_out", "aborted", "closed", "failed"})
 # Events during an ask that a subscriber may ask for with ``callback_events``, by the
-# lifecycle's name, with the webhook type each is sent as. The quorum workflow's votes are
-# meant to go here ({"vote": "ask.vote"}) once the lifecycle emits a "vote" event: observing
-# it, enqueueing it (one delivery per vote, by its fields) and signing it are already generic.
-PROGRESS_EVENTS: dict[str, str] = {}
+# lifecycle's name, with the webhook type each is sent as: each vote on a question that needs
+# several (quorum), and each reminder posted. One delivery per event, by its fields.
+PROGRESS_EVENTS: dict[str, str] = {"voted": "ask.vote", "reminded": "ask.reminded"}
 _CLAIM_BATCH = 32
 _SWEEP_BATCH = 200
 

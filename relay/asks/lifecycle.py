@@ -1,0 +1,317 @@
+"""``AskLifecycle``: what happens to an ask, and when, with the store deciding every race.
+
+An ask is created pending; it ends once, by the first of: every question answered, its
+deadline passing, an abort, the relay closing, a failure to post. Each end is an atomic
+claim in the store (``answer``, ``finish``), so with many replicas exactly one wins. The
+lifecycle knows no channel: whoever shows the ask (``relay.slack``) passes ``on_end``, which
+is called once, by the winner, for every end that is not an answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+
+from relay.asks.expiry import Expiry
+from relay.asks.rules import default_answers, ended_event, next_reminder_at
+from relay.errors import (
+    ErrorCode,
+    UserInteractionError,
+    ask_aborted,
+    ask_closed,
+    ask_timed_out,
+)
+from relay.events import Events
+from relay.questions import AskUserQuestionAnswerItem, validate_answer_item
+from relay.store import (
+    AnswerResult,
+    AskError,
+    AskRecord,
+    AskStatus,
+    AskStore,
+    StoreUnavailable,
+    VoteResult,
+    utcnow,
+)
+from relay.waits import Released, Waits
+
+__all__ = ["AskLifecycle"]
+
+_log = logging.getLogger("relay.asks")
+
+
+class AskLifecycle:
+    """Creates, answers, waits for and ends asks in ``store``, and times them out.
+
+    ``waiting`` holds the asks an ``ask()`` call in this process waits for: stopping ends
+    them. Asks made with ``start()`` alone (the API's) are not in it: on a durable store they
+    outlive this process, and nothing would ever remove them.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: AskStore,
+        events: Events,
+        on_end: Callable[[AskRecord], None],
+        sweep_interval: float | None = None,
+        on_remind: Callable[[AskRecord, int], Awaitable[None]] | None = None,
+        reminder_lease: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.events = events
+        self._on_end = on_end
+        self._on_remind = on_remind
+        self.waiting: set[str] = set()
+        # Every wait() in progress: stopping answers them at once (see stop).
+        self._waits = Waits()
+        self._expiry = Expiry(
+            store=store,
+            expire=self.expire,
+            sweep_interval=sweep_interval,
+            remind=self.remind if on_remind is not None else None,
+            reminder_lease=reminder_lease,
+        )
+        self.closed = False
+
+    async def create(self, record: AskRecord, *, held: bool) -> None:
+        """Record a new pending ask; ``held`` when an ``ask()`` here waits for its outcome.
+
+        ``PROVIDER_FAILED`` if the store cannot be reached (nothing was recorded).
+        """
+        try:
+            await self.store.create(record=record)
+        except StoreUnavailable as exc:
+            raise UserInteractionError(
+                ErrorCode.PROVIDER_FAILED,
+                f"the relay cannot record new asks right now ({exc}); nothing was posted, try"
+                " again shortly",
+            ) from exc
+        if held:
+            self.waiting.add(record.id)
+        agent = record.request.agent
+        self.events.emit(
+            "created",
+            record.id,
+            channel=record.target.channel,
+            questions=len(record.request.questions),
+            agent=agent.id if agent else None,
+        )
+
+    def schedule(self, record: AskRecord) -> None:
+        """Time the (posted, pending) ask out at its deadline, if it has one."""
+        if record.deadline is not None:
+            self._expiry.add(record.deadline)
+
+    async def arm_reminders(self, record: AskRecord) -> None:
+        """Schedule the (posted, pending) ask's first reminder, if it asks for reminders."""
+        at = next_reminder_at(record, sent=0, now=record.created_at.timestamp())
+        if at is not None and self._on_remind is not None:
+            await self.store.schedule_reminder(ask_id=record.id, at=at)
+            self._expiry.add(at)
+
+    async def remind(self, ask_id: str, sent: int) -> None:
+        """Send the claimed reminder number ``sent`` + 1 of a pending ask (``on_remind``),
+        then record it and schedule the next; nothing once the ask has ended."""
+        record = await self.store.get(ask_id=ask_id)
+        if record is None or not record.pending or self._on_remind is None:
+            await self.store.reminded(ask_id=ask_id, sent=sent, next_at=None)
+            return
+        await self._on_remind(record, sent)
+        nxt = next_reminder_at(record, sent=sent + 1, now=time.time())
+        if await self.store.reminded(ask_id=ask_id, sent=sent, next_at=nxt):
+            self.events.emit("reminded", ask_id, reminder=sent + 1)
+            if nxt is not None:
+                self._expiry.add(nxt)
+
+    def release(self, ask_id: str) -> None:
+        """No ``ask()`` here waits for ``ask_id`` any more."""
+        self.waiting.discard(ask_id)
+
+    async def outcome(self, ask_id: str) -> AskRecord:
+        """Wait, however long it takes, for a held ask's outcome (``ask()``'s wait).
+
+        Not released by ``stop``: stopping ends a held ask itself.
+        """
+        try:
+            return known(ask_id, await self.store.wait(ask_id=ask_id, within=None))
+        finally:
+            self.waiting.discard(ask_id)
+
+    async def wait(self, ask_id: str, *, within: float | None = None) -> AskRecord:
+        """Wait until the ask is final (or ``within`` seconds pass); the record as it stands.
+
+        Once stopping, waits end at once with the record as it stands.
+        """
+        try:
+            record = await self._waits.run(self.store.wait(ask_id=ask_id, within=within))
+        except Released:
+            record = await self.store.get(ask_id=ask_id)
+        return known(ask_id, record)
+
+    async def answer(
+        self, record: AskRecord, index: int, item: AskUserQuestionAnswerItem, *, by: str | None
+    ) -> AnswerResult:
+        """Check ``item`` against question ``index`` and claim it as the answer.
+
+        Raises ``UserInteractionError`` for an answer the question does not allow, and
+        whatever the store raises; ``by`` (who answered) goes into the event only.
+        """
+        question = record.request.questions[index]
+        validate_answer_item(question, item, index=index)
+        result = await self.store.answer(ask_id=record.id, index=index, item=item)
+        done = result.record if result.outcome == "completed" else None
+        if done is not None and done.defaulted:
+            # Defaults took the other questions while this one was open: show them too.
+            self._on_end(done)
+        if result.outcome in ("accepted", "completed"):
+            self.events.emit(
+                "answered" if result.outcome == "completed" else "question_answered",
+                record.id,
+                question=question.id,
+                by=by,
+                waited=(item.answered_at - record.created_at).total_seconds()
+                if item.answered_at
+                else None,
+            )
+        return result
+
+    async def vote(
+        self, record: AskRecord, index: int, item: AskUserQuestionAnswerItem, *, by: str | None
+    ) -> VoteResult:
+        """Count ``item`` (one label, by one person) as a vote on question ``index``, which
+        needs ``approvals_required`` votes for an option or one for a ``veto`` label.
+
+        Raises ``UserInteractionError`` for a label the question does not offer, and
+        whatever the store raises. The store counts each person once, atomically.
+        """
+        question = record.request.questions[index]
+        validate_answer_item(question, item, index=index)
+        result = await self.store.vote(
+            ask_id=record.id,
+            index=index,
+            item=item,
+            required=question.quorum,
+            veto=frozenset(question.veto or ()),
+        )
+        if result.outcome in ("counted", "decided", "completed"):
+            self.events.emit(
+                "voted", record.id, question=question.id, by=by, votes=len(result.votes)
+            )
+        if result.outcome in ("decided", "completed"):
+            self.events.emit(
+                "answered" if result.outcome == "completed" else "question_answered",
+                record.id,
+                question=question.id,
+                by=by,
+                waited=(item.answered_at - record.created_at).total_seconds()
+                if item.answered_at
+                else None,
+            )
+        done = result.record if result.outcome == "completed" else None
+        if done is not None and done.defaulted:
+            self._on_end(done)
+        return result
+
+    async def end(
+        self,
+        ask_id: str,
+        status: AskStatus,
+        error: AskError,
+        *,
+        detail: str | None = None,
+        method: str | None = None,
+    ) -> AskRecord | None:
+        """Claim a final outcome other than an answer; the winner calls ``on_end``."""
+        won, record = await self.store.finish(
+            ask_id=ask_id, status=status, error=error, at=utcnow()
+        )
+        if won and record is not None:
+            name = ended_event(status, error)
+            self.events.emit(name, ask_id, detail=detail, method=method)  # type: ignore[arg-type]
+            self._on_end(record)
+        return record
+
+    async def abandon(self, ask_id: str, error: UserInteractionError, *, detail: str) -> None:
+        """Fail an ask whose messages the store could not record (the channel withdrew them
+        itself: ``on_end`` is not called)."""
+        with contextlib.suppress(StoreUnavailable):
+            await self.store.finish(
+                ask_id=ask_id, status=AskStatus.FAILED, error=AskError.of(error), at=utcnow()
+            )
+        self.events.emit("failed", ask_id, detail=detail, method="store")
+
+    async def abort(self, ask_id: str) -> AskRecord | None:
+        """Abort a pending ask (``ASK_ABORTED``); the final record."""
+        return await self.end(ask_id, AskStatus.ABORTED, AskError.of(ask_aborted()))
+
+    async def expire(self, ask_id: str) -> AskRecord | None:
+        """Time out a pending ask whose deadline has passed; the final record.
+
+        When every unanswered question names a ``default``, the ask is answered with them
+        instead (each a claim of its own, so a person's click that lands first still wins).
+        """
+        record = await self.store.get(ask_id=ask_id)
+        if record is None or not record.pending:
+            return record
+        defaults = default_answers(record, at=utcnow())
+        if defaults is not None:
+            return await self._take_defaults(record, defaults)
+        error = ask_timed_out(record.target.timeout or 0.0)
+        return await self.end(ask_id, AskStatus.TIMED_OUT, AskError.of(error))
+
+    async def _take_defaults(
+        self, record: AskRecord, defaults: list[tuple[int, AskUserQuestionAnswerItem]]
+    ) -> AskRecord | None:
+        current: AskRecord | None = record
+        for index, item in defaults:
+            result = await self.store.answer(ask_id=record.id, index=index, item=item)
+            current = result.record
+            if result.outcome == "completed" and current is not None:
+                # Only the claim that completed the ask tells the channel (once, on any replica).
+                taken = sum(1 for r in current.responses if r is not None and r.defaulted)
+                self.events.emit("defaulted", record.id, questions=taken)
+                self._on_end(current)
+                return current
+            if result.outcome in ("not_pending", "unknown"):
+                return current
+        return current
+
+    def start_expiry(self) -> None:
+        """Start timing out due asks now, also those other replicas created (needs a loop)."""
+        self._expiry.start()
+
+    async def stop(self) -> None:
+        """Refuse new asks, end those that cannot outlive this process, release every wait.
+
+        Ended (``ASK_ABORTED``, reason ``closed``): the held asks and, with a store that is
+        not durable, every pending ask. Idempotent.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        await self._expiry.aclose()
+        try:
+            closing = set(self.waiting)
+            if not self.store.durable:
+                closing.update(await self.store.due(now=math.inf, limit=1_000_000))
+            for ask_id in closing:
+                try:
+                    await self.end(ask_id, AskStatus.ABORTED, AskError.of(ask_closed()))
+                except Exception as exc:  # the store is down: the others still get closed
+                    _log.warning("could not close ask %s while stopping: %s", ask_id, exc)
+        finally:
+            self._waits.release()
+
+
+def known(ask_id: str, record: AskRecord | None) -> AskRecord:
+    """``record``, or ``PROVIDER_FAILED`` if the store no longer has the ask."""
+    if record is None:
+        raise UserInteractionError(
+            ErrorCode.PROVIDER_FAILED,
+            f"ask {ask_id} is not in the store (it expired or was lost); ask again",
+        )
+    return record

@@ -1,0 +1,224 @@
+"""``ClickIntake``: a click in Slack, turned into an answer the lifecycle claims.
+
+The intake checks what only Slack knows (which installation and message the click came
+from, who clicked and whether they may answer), reads the click as an answer (``decide``,
+pure), and hands it to ``AskLifecycle.answer``; then it shows what happened: the answered
+message, or a private notice saying why nothing was recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from relay.asks.lifecycle import AskLifecycle
+from relay.asks.rules import REPAIR_AFTER, needs_repair, outcome_of
+from relay.errors import UserInteractionError
+from relay.questions import AskUserQuestionAnswerItem
+from relay.slack import notices
+from relay.slack.background import Background
+from relay.slack.failures import SLACK_FAILURES
+from relay.slack.installation import Installation
+from relay.slack.messages import SlackMessages
+from relay.slack.parse import Click, ClickKind, Notice, decide
+from relay.slack.people import Gatekeeper
+from relay.slack.render import render_outcome, render_question
+from relay.store import AskRecord, MessageRef, utcnow
+
+__all__ = ["ClickIntake"]
+
+_log = logging.getLogger("relay.slack")
+
+
+class ClickIntake:
+    """Applies clicks: answers their question, or tells the clicker privately why not.
+
+    ``repair_after``: a click on a question that ended longer ago shows its outcome again.
+    """
+
+    def __init__(
+        self,
+        *,
+        life: AskLifecycle,
+        messages: SlackMessages,
+        gatekeeper: Gatekeeper,
+        background: Background,
+        installation: Callable[[], Awaitable[Installation]],
+    ) -> None:
+        self._life = life
+        self._messages = messages
+        self._gatekeeper = gatekeeper
+        self._background = background
+        self._installation = installation
+        self.repair_after: timedelta = REPAIR_AFTER
+
+    async def handle(self, click: Click) -> None:
+        """Apply one click."""
+        if click.kind is ClickKind.TOGGLE:
+            return
+        self._background.lend_session()
+        notify = self._messages.notify
+        try:
+            installation = await self._installation()
+        except SLACK_FAILURES:
+            _log.exception("auth.test failed; cannot check which workspace a click came from")
+            notify(click, notices.cannot_record())
+            return
+        events = self._life.events
+        foreign = installation.refusal(click)
+        if foreign is not None:
+            # Signed with our secret but from another installation: never ours to answer.
+            events.emit("refused", click.ask_id, user=click.user_id, why=foreign)
+            if foreign != "foreign_app":  # another app's click is no message of ours
+                notify(click, notices.foreign_installation(), fallback=False)
+            return
+        try:
+            record = await self._life.store.get(ask_id=click.ask_id)
+        except Exception:
+            _log.exception("store unreachable while handling a click on ask %s", click.ask_id)
+            notify(click, notices.cannot_record())
+            return
+        if record is None or click.index >= len(record.request.questions):
+            notify(click, notices.no_longer_pending(None))
+            return
+        expected = record.messages[click.index] if click.index < len(record.messages) else None
+        if expected is not None and (click.channel_id, click.message_ts) != (
+            expected.channel,
+            expected.ts,
+        ):
+            events.emit("refused", record.id, user=click.user_id, why="message_mismatch")
+            return
+        existing = record.responses[click.index] if click.index < len(record.responses) else None
+        if not record.pending or existing is not None:
+            if existing is not None:
+                notify(click, notices.already_answered(existing))
+            else:
+                notify(click, notices.no_longer_pending(record))
+            self._repair_if_stale(record, click.index, existing)
+            return
+        refusal = await self._gatekeeper.refusal(record.target, click.user_id)
+        if refusal is not None:
+            events.emit("refused", record.id, user=click.user_id, why="not_allowed")
+            notify(click, refusal)
+            return
+        await self._answer(record, click, expected)
+
+    async def _answer(self, record: AskRecord, click: Click, expected: MessageRef | None) -> None:
+        notify = self._messages.notify
+        question = record.request.questions[click.index]
+        count = len(record.request.questions)
+        decision = decide(question, click, at=utcnow())
+        if decision is None:
+            return
+        if isinstance(decision, Notice):
+            notify(click, notices.notice_text(decision, question, batch=count > 1))
+            return
+        if question.quorum > 1:
+            await self._vote(record, click, expected, decision)
+            return
+        try:
+            result = await self._life.answer(record, click.index, decision, by=click.user_id)
+        except UserInteractionError as exc:
+            notify(click, notices.not_recorded(str(exc)))
+            return
+        except Exception:
+            _log.exception("store failed while recording an answer to ask %s", record.id)
+            notify(click, notices.cannot_record())
+            return
+        if result.outcome in ("accepted", "completed"):
+            message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
+            final = render_outcome(
+                question,
+                outcome="answered",
+                item=decision,
+                agent=record.request.agent,
+                index=click.index,
+                count=count,
+            )
+            self._background.spawn(self._messages.update(record.id, message, final))
+        elif result.outcome == "already_answered" and result.record is not None:
+            winner = result.record.responses[click.index]
+            if winner is not None:
+                notify(click, notices.already_answered(winner))
+        else:
+            notify(click, notices.no_longer_pending(result.record))
+
+    async def _vote(
+        self,
+        record: AskRecord,
+        click: Click,
+        expected: MessageRef | None,
+        decision: AskUserQuestionAnswerItem,
+    ) -> None:
+        """A click on a question that needs several votes: count it, show the tally."""
+        notify = self._messages.notify
+        question = record.request.questions[click.index]
+        if decision.custom is not None or len(decision.selected) != 1:
+            notify(click, notices.vote_needs_an_option(question))
+            return
+        try:
+            result = await self._life.vote(record, click.index, decision, by=click.user_id)
+        except UserInteractionError as exc:
+            notify(click, notices.not_recorded(str(exc)))
+            return
+        except Exception:
+            _log.exception("store failed while recording a vote on ask %s", record.id)
+            notify(click, notices.cannot_record())
+            return
+        message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
+        count = len(record.request.questions)
+        if result.outcome == "counted":
+            live = render_question(
+                question,
+                ask_id=record.id,
+                index=click.index,
+                count=count,
+                agent=record.request.agent,
+                deadline=record.deadline,
+                votes=result.votes,
+            )
+            self._background.spawn(self._messages.update(record.id, message, live))
+            notify(click, notices.vote_counted(question, decision.selected[0], len(result.votes)))
+        elif result.outcome in ("decided", "completed") and result.record is not None:
+            final = render_outcome(
+                question,
+                outcome="answered",
+                item=result.record.responses[click.index],
+                agent=record.request.agent,
+                index=click.index,
+                count=count,
+            )
+            self._background.spawn(self._messages.update(record.id, message, final))
+        elif result.outcome == "already_voted":
+            mine = next((v for v in result.votes if v.by.id == click.user_id), None)
+            notify(click, notices.already_voted(mine.label if mine else decision.selected[0]))
+        elif result.outcome == "already_answered" and result.record is not None:
+            winner = result.record.responses[click.index]
+            if winner is not None:
+                notify(click, notices.already_answered(winner))
+        else:
+            notify(click, notices.no_longer_pending(result.record))
+
+    def _repair_if_stale(
+        self, record: AskRecord, index: int, answer: AskUserQuestionAnswerItem | None
+    ) -> None:
+        """Show question ``index``'s outcome again if it ended a while ago: its message still
+        offers inputs (someone just clicked one), so the update that ended it never landed."""
+        if not needs_repair(record, index, answer, now=utcnow(), after=self.repair_after):
+            return  # just ended: the winner's own update may still be on its way
+        message = record.messages[index]
+        assert message is not None  # (needs_repair checked it)
+        question = record.request.questions[index]
+        outcome = "answered" if answer is not None else outcome_of(record)
+        final = render_outcome(
+            question,
+            outcome=outcome,  # type: ignore[arg-type]
+            item=answer,
+            agent=record.request.agent,
+            index=index,
+            count=len(record.request.questions),
+            timeout=record.target.timeout,
+        )
+        self._life.events.emit("repaired", record.id, question=question.id)
+        self._background.spawn(self._messages.update(record.id, message, final))

@@ -1,0 +1,218 @@
+"""``SlackMessages``: posting an ask's messages, updating them, and private notices.
+
+Posts go one at a time per channel (Slack takes about one a second per channel); updates
+and notices run in the background (``Background``), after the outcome is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from relay.asks.rules import outcome_of
+from relay.errors import ErrorCode, UserInteractionError
+from relay.events import Events
+from relay.slack.background import Background
+from relay.slack.failures import SLACK_FAILURES
+from relay.slack.parse import Click
+from relay.slack.private import tell_privately
+from relay.slack.reminders import reminder_text
+from relay.slack.render import RenderedQuestion, render_detail_reply, render_outcome
+from relay.slack.webapi import LeanCalls
+from relay.store import AskRecord, AskStore, MessageRef, StoreUnavailable
+
+__all__ = ["SlackMessages", "Unrecorded"]
+
+
+class Unrecorded(Exception):
+    """Messages were posted but the store could not record where: ``posted`` says which."""
+
+    def __init__(self, posted: list[tuple[int, MessageRef]], cause: StoreUnavailable) -> None:
+        super().__init__(str(cause))
+        self.posted = posted
+        self.cause = cause
+
+
+class SlackMessages:
+    """Every Web API call that shows an ask: post, update, withdraw, notify."""
+
+    def __init__(
+        self, *, client: AsyncWebClient, store: AskStore, events: Events, background: Background
+    ) -> None:
+        self._client = client
+        # chat.update and chat.postEphemeral, the calls a click makes (see relay.slack.webapi).
+        self.lean = LeanCalls(client)
+        self._store = store
+        self._events = events
+        self._background = background
+        self._dm_channels: dict[str, str] = {}
+        # One post at a time per channel (see post); unused locks are dropped.
+        self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    async def open_channel(self, channel: str) -> str:
+        """The channel to post in: a user id (U…/W…) becomes the id of the DM with them."""
+        if not channel.startswith(("U", "W")):
+            return channel
+        if channel not in self._dm_channels:
+            response = await self._client.conversations_open(users=channel)
+            self._dm_channels[channel] = str(response["channel"]["id"])
+        return self._dm_channels[channel]
+
+    async def post_all(
+        self, record: AskRecord, rendered: list[RenderedQuestion]
+    ) -> AskRecord | None:
+        """Post every question; the record after, with late messages withdrawn if it ended.
+
+        Raises ``Unrecorded`` when a message went out but the store could not record it.
+        """
+        channel = await self.open_channel(record.target.channel)
+        posted: list[tuple[int, MessageRef]] = []
+        for index, message in enumerate(rendered):
+            response = await self.post(
+                channel,
+                thread_ts=record.target.thread_ts,
+                text=message.text,
+                blocks=message.blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+            ts = str(response["ts"])
+            channel = str(response.get("channel") or channel)
+            posted.append((index, MessageRef(channel, ts)))
+            try:
+                await self._store.set_message(ask_id=record.id, index=index, message=posted[-1][1])
+            except StoreUnavailable as exc:
+                # Live in Slack, unknown to the store: nobody could ever learn its answer.
+                raise Unrecorded(posted, exc) from exc
+            parts = len(message.detail_overflow)
+            for part, piece in enumerate(message.detail_overflow, start=1):
+                reply = render_detail_reply(piece, part=part, parts=parts)
+                await self.post(channel, thread_ts=record.target.thread_ts or ts, **reply)
+        self._events.emit("posted", record.id, channel=channel, messages=len(rendered))
+        try:
+            current = await self._store.get(ask_id=record.id)
+        except StoreUnavailable:
+            return None  # every message is recorded: the ask stands, pending
+
+        if current is not None and not current.pending:
+            # It ended (closed, aborted) while a post was in flight: withdraw what landed late.
+            await self.withdraw(current)
+        return current
+
+    async def post(self, channel: str, **fields: Any) -> AsyncSlackResponse:
+        """``chat.postMessage``, one at a time per channel.
+
+        Slack takes about one message per second per channel and answers the rest 429; posts
+        sent together would be refused together, retried together and, with many, run out of
+        retries. Queued, each waits its turn and needs at most a retry or two.
+        """
+        lock = self._post_locks.get(channel)
+        if lock is None:
+            lock = self._post_locks[channel] = asyncio.Lock()
+        async with lock:
+            return await self._client.chat_postMessage(channel=channel, **fields)
+
+    async def withdraw(self, record: AskRecord) -> None:
+        """Replace the inputs of every question nobody answered with how the ask ended (or
+        with the default it took)."""
+        outcome = outcome_of(record)
+        count = len(record.request.questions)
+        for index, (question, message) in enumerate(
+            zip(record.request.questions, record.messages, strict=False)
+        ):
+            response = record.responses[index] if index < len(record.responses) else None
+            if message is None or (response is not None and not response.defaulted):
+                continue  # a person's answer: its message was updated when they answered
+            final = render_outcome(
+                question,
+                outcome="answered" if response is not None else outcome,  # type: ignore[arg-type]
+                item=response,
+                agent=record.request.agent,
+                index=index,
+                count=count,
+                timeout=record.target.timeout,
+            )
+            await self.update(record.id, message, final)
+
+    async def update(self, ask_id: str, message: MessageRef, final: RenderedQuestion) -> None:
+        """Show ``final`` in ``message``; a failure is an event, never an error."""
+        try:
+            await self._replace(message, final)
+        except SLACK_FAILURES as exc:
+            # The outcome is already recorded and returned; a stale message is only cosmetic.
+            error = str(exc) or type(exc).__name__
+            self._events.emit("slack_error", ask_id, method="chat.update", error=error)
+
+    async def _replace(self, message: MessageRef, final: RenderedQuestion) -> None:
+        async with self._background.slots:
+            await self.lean.call(
+                "chat.update",
+                {
+                    "channel": message.channel,
+                    "ts": message.ts,
+                    "text": final.text,
+                    "blocks": final.blocks,
+                },
+            )
+
+    async def abandon(self, record: AskRecord, lost: Unrecorded) -> UserInteractionError:
+        """Withdraw what was posted of an ask the store failed to record; the error saying
+        so: the agent must know whether anything still shows in Slack before it asks again."""
+        count = len(record.request.questions)
+        stuck: list[MessageRef] = []
+        for index, message in lost.posted:
+            final = render_outcome(
+                record.request.questions[index],
+                outcome="failed",
+                agent=record.request.agent,
+                index=index,
+                count=count,
+            )
+            try:
+                await self._replace(message, final)
+            except SLACK_FAILURES:
+                stuck.append(message)
+        error = f"the relay's store failed while posting the question ({lost.cause})"
+        if stuck:
+            where = ", ".join(f"{m.channel} {m.ts}" for m in stuck)
+            text = (
+                f"{error}; {len(stuck)} of the {len(lost.posted)} messages already posted could"
+                f" not be withdrawn and still show in Slack ({where}), but answers to them are"
+                " lost: ask again once the store is back"
+            )
+        else:
+            text = (
+                f"{error}; the {len(lost.posted)} message(s) already posted were withdrawn, so"
+                " nothing is pending: ask again once the store is back"
+            )
+        return UserInteractionError(ErrorCode.PROVIDER_FAILED, text)
+
+    async def remind(self, record: AskRecord, sent: int) -> None:
+        """Post reminder number ``sent`` + 1 in the thread of the ask's first message."""
+        message = next((m for m in record.messages if m is not None), None)
+        if message is None:
+            return  # nothing was posted that a reminder could follow
+        text = reminder_text(record, sent=sent, now=time.time())
+        await self.post(
+            message.channel,
+            thread_ts=record.target.thread_ts or message.ts,
+            text=text,
+            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+        )
+
+    def notify(self, click: Click, text: str, *, fallback: bool = True) -> None:
+        """Tell the clicker ``text`` privately, in the background."""
+        if click.response_url or click.channel_id:
+            self._background.spawn(self._ephemeral(click, text, fallback=fallback))
+
+    async def _ephemeral(self, click: Click, text: str, *, fallback: bool) -> None:
+        # The click's response_url first (it reaches non-members), then chat.postEphemeral.
+        async with self._background.slots:
+            await tell_privately(self.lean, click, text, fallback=fallback)

@@ -1,0 +1,46 @@
+"""The lines a team decision adds to a message: the vote tally, the votes cast, the default
+taken, how long nobody answered. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Vote
+from relay.slack.inputs import mrkdwn
+from relay.slack.text import chunks, escape, mention, shorten
+
+__all__ = ["TALLY_CHARS", "defaulted_line", "duration_text", "tally_block", "votes_text"]
+
+TALLY_CHARS = 2000  # room a question that needs several votes keeps for its tally
+
+
+def votes_text(votes: Sequence[Vote]) -> str:
+    """The votes cast, as "@alice *Approve*, @bob *Reject*"."""
+    return ", ".join(f"{mention(v.by.id)} *{escape(shorten(v.label, 40))}*" for v in votes)
+
+
+def tally_block(question: AskUserQuestionItem, votes: Sequence[Vote]) -> dict[str, Any]:
+    """The live tally under a question that needs several votes."""
+    parts = [f"Needs {question.quorum} votes from different people for an option"]
+    if question.veto:
+        vetoes = ", ".join(f"*{escape(shorten(label, 40))}*" for label in question.veto)
+        parts[0] += f" ({vetoes}: one vote decides)"
+    parts.append(f"voted: {votes_text(votes)}" if votes else "no votes yet")
+    text = chunks(" · ".join(parts), TALLY_CHARS)[0]
+    return {"type": "context", "elements": [mrkdwn(text)]}
+
+
+def duration_text(seconds: float) -> str:
+    """A timeout as people say it: ``45 s``, ``15 min``, ``2 h``, ``1.5 d``."""
+    for unit, size in (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{round(seconds / size, 1):g} {unit}"
+    return f"{round(seconds, 1):g} s"
+
+
+def defaulted_line(item: AskUserQuestionAnswerItem, timeout: float | None) -> str:
+    """The outcome line of a default: "No answer in 15 min; defaulted to Hold"."""
+    waited = f"in {duration_text(timeout)}" if timeout is not None else "in time"
+    taken = ", ".join(escape(label) for label in item.selected) or "no answer"
+    return f":hourglass: *No answer {waited}; defaulted to {taken}* — nobody chose this."

@@ -1,0 +1,119 @@
+"""The shape of the package: the lifecycle knows no channel, no import circles, small modules.
+
+Read from the source (``ast``), so that every import counts: those under ``TYPE_CHECKING``
+and inside functions too, since each one is a dependency a reader has to follow.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "relay"
+# The lifecycle and the Slack channel read top to bottom; past this, split by concept.
+MOST_LINES = 400
+SMALL_PACKAGES = ("asks", "slack")
+# What the lifecycle may never import: a channel.
+CHANNELS = ("relay.slack", "slack_sdk", "slack_bolt", "aiohttp")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _imports(name: str) -> Iterator[str]:
+    """Every module ``name`` imports (``from pkg import sub`` imports ``pkg.sub``)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield sub if sub in MODULES else base
+
+
+def _graph() -> dict[str, set[str]]:
+    return {name: {i for i in _imports(name) if i in MODULES} for name in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph[node]:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_lifecycle_imports_no_channel() -> None:
+    lifecycle = [name for name in MODULES if name.startswith("relay.asks")]
+    assert lifecycle, "relay/asks/ is where the ask's lifecycle lives"
+    bad = {
+        name: sorted(i for i in _imports(name) if i.startswith(CHANNELS))
+        for name in lifecycle
+        if any(i.startswith(CHANNELS) for i in _imports(name))
+    }
+    assert bad == {}
+
+
+def test_no_import_circles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_checker_sees_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_checker_resolves_relative_and_package_imports() -> None:
+    assert "relay.errors" in set(_imports("relay.questions"))  # from .errors import …
+    assert "relay.slack.notices" in set(_imports("relay.slack.people"))  # from relay.slack …
+
+
+@pytest.mark.parametrize("package", SMALL_PACKAGES)
+def test_modules_stay_small(package: str) -> None:
+    sizes = {
+        name: len(path.read_text().splitlines())
+        for name, path in MODULES.items()
+        if name.startswith(f"relay.{package}")
+    }
+    assert sizes
+    assert {name: n for name, n in sizes.items() if n > MOST_LINES} == {}
