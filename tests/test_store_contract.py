@@ -1166,3 +1166,22 @@ async def test_a_lapsed_claim_falls_due_again_and_an_ended_ask_is_never_reminded
     assert await store.reminded(ask_id=record.id, sent=0, next_at=None)
     assert await store.claim_reminders(now=1e9, lease=5) == []
     assert await store.next_reminder() is None
+
+
+async def test_the_memory_store_encodes_finished_asks_off_the_click_that_ends_them() -> None:
+    # Finished asks are kept as bytes, which the cycle collector never walks; the encoding
+    # waits for the next create (or a batch), so answering the last question does not pay it.
+    import gc
+
+    store = MemoryStore()
+    done = new_ask()
+    await store.create(record=done)
+    result = await store.answer(ask_id=done.id, index=0, item=reply(0))
+    assert result.outcome == "completed"
+    kept = store._ended[done.id]
+    assert kept is result.record  # not encoded yet: the click returned first
+    await store.create(record=new_ask())
+    kept = store._ended[done.id]
+    assert isinstance(kept, bytes)
+    assert not gc.is_tracked(kept)
+    assert await store.get(ask_id=done.id) == result.record

@@ -39,7 +39,8 @@ class MemoryStore:
 
     A finished ask is kept encoded (one ``bytes`` object, which the cycle collector does not
     track), so that the hundreds of thousands a day's retention holds cost no collector
-    time; reading one back decodes it.
+    time; reading one back decodes it. Encoding waits for the next create (or a batch of
+    256 ends), so that the click that ends an ask does not pay for it.
     """
 
     durable = False
@@ -53,6 +54,7 @@ class MemoryStore:
     ) -> None:
         self._records: dict[str, AskRecord] = {}  # pending
         self._ended: dict[str, bytes | AskRecord] = {}  # finished, encoded (see _encode)
+        self._unencoded: list[str] = []  # finished since the last create, not encoded yet
         self._waiters: dict[str, list[asyncio.Future[AskRecord | None]]] = {}
         self._deadlines: list[tuple[float, str]] = []
         self._finished: deque[tuple[float, str]] = deque()
@@ -88,6 +90,7 @@ class MemoryStore:
     async def create(self, *, record: AskRecord) -> None:
         """Store a new pending ask."""
         self._forget_expired()
+        self._encode_ended()
         if record.id in self._records or record.id in self._ended:
             raise ValueError(f"ask {record.id} exists already")
         owner = record.owner
@@ -310,7 +313,11 @@ class MemoryStore:
 
     def _settle(self, record: AskRecord) -> None:
         del self._records[record.id]
-        self._ended[record.id] = _encode(record)
+        # Encoded later, off the click that ended it (the next create, or a batch of them).
+        self._ended[record.id] = record
+        self._unencoded.append(record.id)
+        if len(self._unencoded) >= _ENCODE_BATCH:
+            self._encode_ended()
         self._pending -= 1
         if record.owner is not None:
             left = self._by_owner.get(record.owner, 1) - 1
@@ -326,6 +333,13 @@ class MemoryStore:
         if self._retention_bytes is not None:
             while self._finished and self.finished_bytes > self._retention_bytes:
                 self._drop(self._finished.popleft()[1])
+
+    def _encode_ended(self) -> None:
+        for ask_id in self._unencoded:
+            kept = self._ended.get(ask_id)
+            if isinstance(kept, AskRecord):
+                self._ended[ask_id] = _encode(kept)
+        self._unencoded.clear()
 
     def _forget_expired(self) -> None:
         now = time.monotonic()
@@ -512,6 +526,10 @@ class _Key:
     fingerprint: str
     ask_id: str | None
     expires: float  # time.monotonic()
+
+
+# Finished asks left as objects at most (the collector walks them until they are encoded).
+_ENCODE_BATCH = 256
 
 
 def _encode(record: AskRecord) -> bytes | AskRecord:
