@@ -128,21 +128,31 @@ class ClickIntake:
             return
         if result.outcome in ("accepted", "completed"):
             message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
-            final = render_outcome(
-                question,
-                outcome="answered",
-                item=decision,
-                agent=record.request.agent,
-                index=click.index,
-                count=count,
-            )
-            self._background.spawn(self._messages.update(record.id, message, final))
+            # Rendered in the background too: the waiting agent and Slack's ack come first.
+            self._background.spawn(self._show_answer(record, click.index, decision, message))
         elif result.outcome == "already_answered" and result.record is not None:
             winner = result.record.responses[click.index]
             if winner is not None:
                 notify(click, notices.already_answered(winner))
         else:
             notify(click, notices.no_longer_pending(result.record))
+
+    async def _show_answer(
+        self,
+        record: AskRecord,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        message: MessageRef,
+    ) -> None:
+        final = render_outcome(
+            record.request.questions[index],
+            outcome="answered",
+            item=item,
+            agent=record.request.agent,
+            index=index,
+            count=len(record.request.questions),
+        )
+        await self._messages.update(record.id, message, final)
 
     async def _vote(
         self,
