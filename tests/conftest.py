@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis_server import RedisServer
@@ -86,3 +88,25 @@ def redis_sentinel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sentine
         yield servers
     finally:
         servers.stop()
+
+
+@pytest.fixture(params=["memory", "redis", "cluster"])
+async def replica_stores(request: pytest.FixtureRequest) -> AsyncIterator[list[Any]]:
+    """A store seen by two replicas: one ``MemoryStore`` twice, or two ``RedisStore``s on one
+    Redis (or on the session's cluster, under a prefix of this test's own)."""
+    from relay.store.memory import MemoryStore
+    from relay.store.redis import RedisStore
+
+    if request.param == "memory":
+        store = MemoryStore()
+        yield [store, store]
+        return
+    url, prefix = request.getfixturevalue("redis_url"), "relay:"
+    if request.param == "cluster":
+        url, prefix = request.getfixturevalue("redis_cluster").url, f"t{uuid.uuid4().hex}:"
+    a, b = RedisStore(url=url, prefix=prefix), RedisStore(url=url, prefix=prefix)
+    try:
+        yield [a, b]
+    finally:
+        await a.aclose()
+        await b.aclose()

@@ -6,6 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from redis_server import RedisServer
@@ -14,8 +15,6 @@ from relay import AskUserQuestionItem, AskUserQuestionOption, AskUserQuestionReq
 from relay.client import RelayProvider
 from relay.errors import UserInteractionError
 from relay.store.idempotency import IdempotencyStore
-from relay.store.memory import MemoryStore
-from relay.store.redis import RedisStore
 from relay.testing import FakeSlack
 from tests.proxy import Proxy
 from tests.server_env import (
@@ -40,22 +39,10 @@ def key() -> dict[str, str]:
     return {"Idempotency-Key": str(uuid.uuid4())}
 
 
-@pytest.fixture(params=["memory", "redis", "cluster"])
-async def keys(request: pytest.FixtureRequest) -> AsyncIterator[list[IdempotencyStore]]:
+@pytest.fixture
+def keys(replica_stores: list[Any]) -> list[IdempotencyStore]:
     """The store's key methods, and (for Redis) a second replica's view of the same keys."""
-    if request.param == "memory":
-        store = MemoryStore()
-        yield [store, store]
-        return
-    url, prefix = request.getfixturevalue("redis_url"), "relay:"
-    if request.param == "cluster":  # a session's cluster: a prefix of this test's own
-        url, prefix = request.getfixturevalue("redis_cluster").url, f"t{uuid.uuid4().hex}:"
-    a, b = RedisStore(url=url, prefix=prefix), RedisStore(url=url, prefix=prefix)
-    try:
-        yield [a, b]
-    finally:
-        await a.aclose()
-        await b.aclose()
+    return replica_stores
 
 
 async def test_a_key_is_claimed_once_then_bound_then_replayed(

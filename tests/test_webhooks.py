@@ -23,7 +23,6 @@ from relay.events import AskEvent
 from relay.questions import AgentRef, AskUserQuestionItem, AskUserQuestionRequest
 from relay.store.memory import MemoryStore
 from relay.store.record import AskError, AskRecord, AskStatus, Target
-from relay.store.redis import RedisStore
 from relay.testing import FakeSlack
 from relay.webhooks import (
     CallbackRefused,
@@ -454,22 +453,10 @@ def test_relay_webhook_secret_prints_the_tokens_secret() -> None:
 # -- the outbox, on each store ----------------------------------------------------------
 
 
-@pytest.fixture(params=["memory", "redis", "cluster"])
-async def outboxes(request: pytest.FixtureRequest) -> AsyncIterator[list[Any]]:
+@pytest.fixture
+def outboxes(replica_stores: list[Any]) -> list[Any]:
     """The store's outbox, and (for Redis) a second replica's view of it."""
-    if request.param == "memory":
-        store = MemoryStore()
-        yield [store, store]
-        return
-    url, prefix = request.getfixturevalue("redis_url"), "relay:"
-    if request.param == "cluster":  # a session's cluster: a prefix of this test's own
-        url, prefix = request.getfixturevalue("redis_cluster").url, f"t{uuid.uuid4().hex}:"
-    a, b = RedisStore(url=url, prefix=prefix), RedisStore(url=url, prefix=prefix)
-    try:
-        yield [a, b]
-    finally:
-        await a.aclose()
-        await b.aclose()
+    return replica_stores
 
 
 async def test_a_delivery_is_owed_once_and_leased_to_one_replica(outboxes: list[Any]) -> None:
