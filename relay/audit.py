@@ -152,7 +152,18 @@ def csv_rows(item: Mapping[str, Any]) -> Iterator[list[str]]:
             error.get("message"),
             _votes(votes, qid),
         ]
-        yield [spreadsheet_safe("" if cell is None else str(cell)) for cell in row]
+        yield [_cell(column, cell) for column, cell in zip(CSV_COLUMNS, row, strict=True)]
+
+
+# Cells the relay itself wrote: ask ids (letters, digits, ``-`` and ``_``, so they may begin
+# with ``-`` and a ``'`` would change them), its statuses and timestamps. Every other cell
+# holds someone else's text and is made spreadsheet-safe.
+_RELAY_MADE = frozenset({"ask_id", "created_at", "status", "finished_at", "answered_at"})
+
+
+def _cell(column: str, value: object) -> str:
+    text = "" if value is None else str(value)
+    return text if column in _RELAY_MADE else spreadsheet_safe(text)
 
 
 def _votes(votes: object, question_id: object) -> str:

@@ -79,6 +79,10 @@ def test_csv_rows_show_who_answered_what_and_each_vote() -> None:
     }
     (row,) = list(csv_rows(item))
     assert row[7] == "'=cmd|' /C calc'!A0"
+    # The relay's own ids may begin with "-" (token_urlsafe): kept exact, to match the API.
+    (row,) = list(csv_rows({**item, "id": "-4oLHESWih4mE3YS"}))
+    assert row[0] == "-4oLHESWih4mE3YS"
+    assert row[7] == "'=cmd|' /C calc'!A0"
     assert (row[9], row[11], row[12], row[13]) == ("yes", "U1", "ann", "t1")
     assert row[-1] == "U2: yes at t0"
 
