@@ -24,7 +24,7 @@ from relay.errors import (
     ask_closed,
     ask_timed_out,
 )
-from relay.events import Events
+from relay.events import EventName, Events
 from relay.questions import AskUserQuestionAnswerItem, validate_answer_item
 from relay.store import (
     AnswerResult,
@@ -168,16 +168,24 @@ class AskLifecycle:
             # Defaults took the other questions while this one was open: show them too.
             self._on_end(done)
         if result.outcome in ("accepted", "completed"):
-            self.events.emit(
-                "answered" if result.outcome == "completed" else "question_answered",
-                record.id,
-                question=question.id,
-                by=by,
-                waited=(item.answered_at - record.created_at).total_seconds()
-                if item.answered_at
-                else None,
-            )
+            self._answered(record, question.id, item, by=by, last=result.outcome == "completed")
         return result
+
+    def _answered(
+        self,
+        record: AskRecord,
+        question: str,
+        item: AskUserQuestionAnswerItem,
+        *,
+        by: str | None,
+        last: bool,
+    ) -> None:
+        """The event of a question answered (``answered`` when it was the ask's last)."""
+        waited = (
+            (item.answered_at - record.created_at).total_seconds() if item.answered_at else None
+        )
+        name: EventName = "answered" if last else "question_answered"
+        self.events.emit(name, record.id, question=question, by=by, waited=waited)
 
     async def vote(
         self, record: AskRecord, index: int, item: AskUserQuestionAnswerItem, *, by: str | None
@@ -202,15 +210,7 @@ class AskLifecycle:
                 "voted", record.id, question=question.id, by=by, votes=len(result.votes)
             )
         if result.outcome in ("decided", "completed"):
-            self.events.emit(
-                "answered" if result.outcome == "completed" else "question_answered",
-                record.id,
-                question=question.id,
-                by=by,
-                waited=(item.answered_at - record.created_at).total_seconds()
-                if item.answered_at
-                else None,
-            )
+            self._answered(record, question.id, item, by=by, last=result.outcome == "completed")
         done = result.record if result.outcome == "completed" else None
         if done is not None and done.defaulted:
             self._on_end(done)
