@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from relay.errors import RelayConfigError
+from relay.questions import MAX_APPROVALS
 from relay.store.redis_url import parse_redis_url
 from relay.tuning import DEFAULT_GC_THRESHOLD, MAX_GC_THRESHOLD
 
-__all__ = ["ENV_VARS", "NO_CREDENTIALS_HELP", "Settings"]
+__all__ = ["ENV_VARS", "NO_CREDENTIALS_HELP", "Settings", "TeamDefaults"]
 
 # Every environment variable ``relay serve`` reads, with what it is for.
 ENV_VARS: dict[str, str] = {
@@ -31,6 +32,19 @@ ENV_VARS: dict[str, str] = {
     "RELAY_TIMEOUT": "seconds before an unanswered ask times out; 'none' waits forever",
     "RELAY_MAX_TIMEOUT": "the longest timeout any ask may have, in seconds (default: none);"
     " a longer or no timeout becomes this",
+    "RELAY_REMIND_AFTER": "seconds after which (and between which) a pending ask reminds who"
+    " may answer, in its thread (default: no reminders)",
+    "RELAY_REMINDERS": "how many reminders at most, 1 to 10 (default 1)",
+    "RELAY_ESCALATE_AFTER": "seconds after which a pending ask is escalated (default: never)",
+    "RELAY_ESCALATE_TO": "comma-separated user (U…) and user group (S…) ids who may answer"
+    " an escalated ask, and are mentioned (within RELAY_ALLOWED_USERS/GROUPS)",
+    "RELAY_ESCALATE_CHANNEL": "channel id (or user id, a DM) the escalation is posted in, with"
+    " a link back (default: the question's thread)",
+    "RELAY_DEFAULT_OPTION": "the option label taken when nobody answers in time, for every"
+    " question offering it that names no default",
+    "RELAY_APPROVALS_REQUIRED": "distinct people who must vote for an option of every"
+    " single-select question that sets no approvalsRequired (default 1)",
+    "RELAY_VETO": "comma-separated option labels one vote decides at once, where offered",
     "RELAY_API_TOKENS": "comma-separated bearer tokens for the /v1 API",
     "RELAY_API_TOKENS_FILE": "a file with one bearer token per line (instead of the above)",
     "RELAY_MAX_WAIT": "longest ?wait= a request may hold, in seconds (default 60)",
@@ -95,6 +109,77 @@ _LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TeamDefaults:
+    """Every ask's team decisions unless it sets its own: reminders, escalation, the option
+    taken at timeout, quorum and veto (``RELAY_REMIND_AFTER``…``RELAY_VETO``)."""
+
+    remind_after: float | None = None
+    reminders: int = 1
+    escalate_after: float | None = None
+    escalate_users: frozenset[str] | None = None
+    escalate_groups: frozenset[str] | None = None
+    escalate_channel: str | None = None
+    default_option: str | None = None
+    approvals_required: int | None = None
+    veto: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> TeamDefaults:
+        """Read them from ``env``; ``RelayConfigError`` naming the variable that is wrong."""
+
+        def get(name: str) -> str | None:
+            value = env.get(name)
+            return value.strip() if value is not None and value.strip() else None
+
+        reminders = _whole(get("RELAY_REMINDERS"), "RELAY_REMINDERS", 1)
+        if reminders > 10:
+            raise RelayConfigError(
+                f"RELAY_REMINDERS must be 1 to 10 (got {reminders})", setting="RELAY_REMINDERS"
+            )
+        remind_after = get("RELAY_REMIND_AFTER")
+        after = get("RELAY_ESCALATE_AFTER")
+        to = _ids(get("RELAY_ESCALATE_TO"), "RELAY_ESCALATE_TO", "user or user group", "U0123ABCD")
+        channel = get("RELAY_ESCALATE_CHANNEL")
+        if after is None and (to is not None or channel is not None):
+            raise RelayConfigError(
+                "RELAY_ESCALATE_TO and RELAY_ESCALATE_CHANNEL need RELAY_ESCALATE_AFTER: say"
+                " after how many seconds to escalate",
+                setting="RELAY_ESCALATE_AFTER",
+            )
+        if after is not None and to is None and channel is None:
+            raise RelayConfigError(
+                "RELAY_ESCALATE_AFTER needs someone to escalate to: set RELAY_ESCALATE_TO"
+                " (U…/S… ids) or RELAY_ESCALATE_CHANNEL",
+                setting="RELAY_ESCALATE_AFTER",
+            )
+        approvals = get("RELAY_APPROVALS_REQUIRED")
+        required = None if approvals is None else _whole(approvals, "RELAY_APPROVALS_REQUIRED", 1)
+        if required is not None and required > MAX_APPROVALS:
+            raise RelayConfigError(
+                f"RELAY_APPROVALS_REQUIRED must be 1 to {MAX_APPROVALS} (got {required})",
+                setting="RELAY_APPROVALS_REQUIRED",
+            )
+        veto = tuple(v.strip() for v in (get("RELAY_VETO") or "").split(",") if v.strip())
+        users = frozenset(i for i in to or () if not i.startswith("S"))
+        groups = frozenset(i for i in to or () if i.startswith("S"))
+        return cls(
+            remind_after=_maybe_seconds(remind_after, "RELAY_REMIND_AFTER"),
+            reminders=reminders,
+            escalate_after=_maybe_seconds(after, "RELAY_ESCALATE_AFTER"),
+            escalate_users=users or None,
+            escalate_groups=groups or None,
+            escalate_channel=channel,
+            default_option=get("RELAY_DEFAULT_OPTION"),
+            approvals_required=required,
+            veto=veto or None,
+        )
+
+    def provider_kwargs(self) -> dict[str, Any]:
+        """These defaults as ``SlackProvider`` keyword arguments."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     """Everything ``relay serve`` needs; build it with ``Settings.from_env``."""
 
@@ -133,6 +218,7 @@ class Settings:
     webhook_networks: tuple[str, ...] = ()
     webhook_retry_for: float = 24 * 3600.0
     webhook_backoff: float = 1.0
+    team: TeamDefaults = field(default_factory=TeamDefaults)
 
     @property
     def socket_mode(self) -> bool:
@@ -240,6 +326,7 @@ class Settings:
             idempotency_window=_seconds(
                 get("RELAY_IDEMPOTENCY_WINDOW"), "RELAY_IDEMPOTENCY_WINDOW", 24 * 3600.0
             ),
+            team=TeamDefaults.from_env(source),
             **_webhooks(get),
         )
 
@@ -303,6 +390,10 @@ def _number(raw: str | None, name: str, default: float, *, whole: bool = False) 
 
 def _seconds(raw: str | None, name: str, default: float) -> float:
     return _number(raw, name, default)
+
+
+def _maybe_seconds(raw: str | None, name: str) -> float | None:
+    return None if raw is None else _number(raw, name, 0.0)
 
 
 # Past this, counts and sizes are mistakes (and int(1e400) is no count at all).

@@ -22,6 +22,7 @@ EventName = Literal[
     "question_answered",
     "voted",
     "reminded",
+    "escalated",
     "timed_out",
     "defaulted",
     "aborted",

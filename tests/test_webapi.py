@@ -14,7 +14,7 @@ from aiohttp import web
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.slack.provider import _default_retry_handlers
+from relay.slack.retries import default_retry_handlers as _default_retry_handlers
 from relay.slack.webapi import LeanCalls, ResponseUrlRefused
 from relay.testing import FakeSlack
 from tests.redis_server import free_port

@@ -12,11 +12,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable
 
 from relay.asks.expiry import Expiry
-from relay.asks.rules import default_answers, ended_event, next_reminder_at
+from relay.asks.rules import default_answers, ended_event, next_reminder_at, nudges
 from relay.errors import (
     ErrorCode,
     UserInteractionError,
@@ -59,12 +58,14 @@ class AskLifecycle:
         on_end: Callable[[AskRecord], None],
         sweep_interval: float | None = None,
         on_remind: Callable[[AskRecord, int], Awaitable[None]] | None = None,
+        on_escalate: Callable[[AskRecord], Awaitable[None]] | None = None,
         reminder_lease: float = 30.0,
     ) -> None:
         self.store = store
         self.events = events
         self._on_end = on_end
         self._on_remind = on_remind
+        self._on_escalate = on_escalate
         self.waiting: set[str] = set()
         # Every wait() in progress: stopping answers them at once (see stop).
         self._waits = Waits()
@@ -107,23 +108,41 @@ class AskLifecycle:
             self._expiry.add(record.deadline)
 
     async def arm_reminders(self, record: AskRecord) -> None:
-        """Schedule the (posted, pending) ask's first reminder, if it asks for reminders."""
-        at = next_reminder_at(record, sent=0, now=record.created_at.timestamp())
+        """Schedule the (posted, pending) ask's first nudge (a reminder or its escalation),
+        if it has any."""
+        at = next_reminder_at(record, sent=0)
         if at is not None and self._on_remind is not None:
             await self.store.schedule_reminder(ask_id=record.id, at=at)
             self._expiry.add(at)
 
     async def remind(self, ask_id: str, sent: int) -> None:
-        """Send the claimed reminder number ``sent`` + 1 of a pending ask (``on_remind``),
-        then record it and schedule the next; nothing once the ask has ended."""
+        """Send the claimed nudge number ``sent`` + 1 of a pending ask (``on_remind`` for a
+        reminder, ``on_escalate`` for its escalation), then record it and schedule the next;
+        nothing once the ask has ended."""
         record = await self.store.get(ask_id=ask_id)
-        if record is None or not record.pending or self._on_remind is None:
+        steps = nudges(record) if record is not None else []
+        if record is None or not record.pending or self._on_remind is None or sent >= len(steps):
             await self.store.reminded(ask_id=ask_id, sent=sent, next_at=None)
             return
-        await self._on_remind(record, sent)
-        nxt = next_reminder_at(record, sent=sent + 1, now=time.time())
+        step = steps[sent]
+        if step.kind == "escalate":
+            if self._on_escalate is not None:
+                await self._on_escalate(record)
+        else:
+            await self._on_remind(record, step.number - 1)
+        nxt = steps[sent + 1].at if sent + 1 < len(steps) else None
         if await self.store.reminded(ask_id=ask_id, sent=sent, next_at=nxt):
-            self.events.emit("reminded", ask_id, reminder=sent + 1)
+            if step.kind == "escalate":
+                target = record.target
+                self.events.emit(
+                    "escalated",
+                    ask_id,
+                    users=len(target.escalate_users or ()),
+                    groups=len(target.escalate_groups or ()),
+                    channel=target.escalate_channel,
+                )
+            else:
+                self.events.emit("reminded", ask_id, reminder=step.number)
             if nxt is not None:
                 self._expiry.add(nxt)
 

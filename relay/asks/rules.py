@@ -7,23 +7,38 @@ applies these rules with the store's atomic claims; a channel (``relay.slack``) 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Literal
 
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_closed
-from relay.questions import AskUserQuestionAnswer, AskUserQuestionAnswerItem
-from relay.store.record import AskError, AskRecord, AskStatus
+from relay.questions import (
+    MAX_APPROVALS,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+)
+from relay.store.record import AskError, AskRecord, AskStatus, Target
 
 __all__ = [
     "LONGEST_TIMEOUT",
     "REPAIR_AFTER",
+    "Nudge",
+    "QuestionDefaults",
     "answer_of",
     "capped",
+    "check_approvals",
     "check_timeout",
     "default_answers",
     "ended_event",
+    "escalated",
     "needs_repair",
     "next_reminder_at",
+    "nudges",
     "outcome_of",
+    "widened",
 ]
 
 # The longest timeout anything may set (a year): a deadline beyond it is no deadline a person
@@ -52,6 +67,18 @@ def check_timeout(value: float | None, name: str) -> float | None:
             setting=name,
         )
     return float(value)
+
+
+def check_approvals(value: int | None) -> int | None:
+    """``value`` as a number of approvals a question needs, or ``RelayConfigError``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_APPROVALS:
+        raise RelayConfigError(
+            f"approvals_required must be a whole number from 1 to {MAX_APPROVALS}",
+            setting="approvals_required",
+        )
+    return value
 
 
 def capped(timeout: float | None, ceiling: float | None) -> float | None:
@@ -119,13 +146,119 @@ def needs_repair(
     return ended is not None and message is not None and now - ended >= after
 
 
-def next_reminder_at(record: AskRecord, *, sent: int, now: float) -> float | None:
-    """When reminder number ``sent`` + 1 is due (epoch seconds): ``remind_after`` after
-    ``now``, while fewer than ``reminders`` went out and before the deadline; else ``None``."""
+@dataclass(frozen=True, slots=True)
+class Nudge:
+    """One step of a pending ask's nudges: a reminder (``number`` 1, 2…) or its escalation
+    (``number`` 0), due at ``at`` (epoch seconds)."""
+
+    at: float
+    kind: Literal["remind", "escalate"]
+    number: int = 0
+
+
+def nudges(record: AskRecord) -> list[Nudge]:
+    """Every nudge of ``record`` in the order they fall due: reminder ``k`` at ``k`` times
+    ``remind_after`` after the ask was created (up to ``reminders`` of them), the escalation
+    at ``escalate_after`` (first, when both fall together); none at or after the deadline.
+
+    The store counts the nudges sent, so replicas agree on which one is next."""
     target = record.target
-    if target.remind_after is None or sent >= target.reminders:
-        return None
-    at = now + target.remind_after
-    if record.deadline is not None and at >= record.deadline:
-        return None
-    return at
+    created = record.created_at.timestamp()
+    steps: list[Nudge] = []
+    if target.escalate_after is not None:
+        steps.append(Nudge(created + target.escalate_after, "escalate"))
+    if target.remind_after is not None:
+        steps += [
+            Nudge(created + k * target.remind_after, "remind", k)
+            for k in range(1, target.reminders + 1)
+        ]
+    if record.deadline is not None:
+        steps = [step for step in steps if step.at < record.deadline]
+    return sorted(steps, key=lambda step: (step.at, step.number))
+
+
+def next_reminder_at(record: AskRecord, *, sent: int) -> float | None:
+    """When nudge number ``sent`` + 1 (``nudges``) is due, or ``None`` when none is left."""
+    steps = nudges(record)
+    return steps[sent].at if sent < len(steps) else None
+
+
+def escalated(record: AskRecord, *, now: float) -> bool:
+    """Whether ``record``'s escalation time has come (it may then be answered more widely)."""
+    after = record.target.escalate_after
+    return after is not None and now >= record.created_at.timestamp() + after
+
+
+def widened(record: AskRecord, *, now: float) -> Target:
+    """Who may answer ``record`` at ``now``: its target, joined from the escalation time on by
+    the escalation's users and groups. An ask anyone may answer stays so; the operator's
+    policy still bounds everyone (it is checked on top, at every click)."""
+    target = record.target
+    if not target.restricted or not escalated(record, now=now):
+        return target
+    if target.escalate_users is None and target.escalate_groups is None:
+        return target
+    return replace(
+        target,
+        allowed_users=_union(target.allowed_users, target.escalate_users),
+        allowed_groups=_union(target.allowed_groups, target.escalate_groups),
+    )
+
+
+def _union(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return a | b
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionDefaults:
+    """The provider's team decisions for questions that set none (``apply``): the
+    ``default`` label taken at timeout, the ``approvals`` an option needs, ``veto`` labels."""
+
+    default: str | None = None
+    approvals: int | None = None
+    veto: tuple[str, ...] | None = None
+
+    @classmethod
+    def checked(
+        cls, default: str | None, approvals: int | None, veto: Collection[str] | None
+    ) -> QuestionDefaults:
+        """These defaults, or ``RelayConfigError`` for one that cannot be."""
+        if isinstance(veto, str):
+            raise RelayConfigError("veto must be a collection of labels", setting="veto")
+        return cls(default or None, check_approvals(approvals), tuple(veto or ()) or None)
+
+    def apply(self, request: AskUserQuestionRequest) -> AskUserQuestionRequest:
+        """``request`` with these filled in where a question sets none and they apply:
+        ``default`` where it is one of the question's labels, ``approvals`` on single-select
+        questions with options, the ``veto`` labels a question offers (never all of them)."""
+        if self.default is None and self.approvals is None and not self.veto:
+            return request
+        questions = tuple(
+            _with_defaults(q, self.default, self.approvals, self.veto) for q in request.questions
+        )
+        if questions == tuple(request.questions):
+            return request
+        return replace(request, questions=questions)
+
+
+def _with_defaults(
+    q: AskUserQuestionItem,
+    default: str | None,
+    approvals: int | None,
+    veto: tuple[str, ...] | None,
+) -> AskUserQuestionItem:
+    labels = q.labels
+    if not labels:
+        return q
+    changes: dict[str, object] = {}
+    if q.default is None and default is not None and default in labels:
+        changes["default"] = default
+    votable = not q.multi_select and q.approvals_required is None
+    if votable and approvals is not None and approvals > 1:
+        changes["approvals_required"] = approvals
+    offered = tuple(label for label in veto or () if label in labels)
+    if q.veto is None and offered and len(set(offered)) < len(set(labels)):
+        changes["veto"] = offered
+    return replace(q, **changes) if changes else q  # type: ignore[arg-type]

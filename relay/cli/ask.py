@@ -12,6 +12,10 @@ then carries ``"defaulted": true``, and ``--approve`` never counts a default as 
 ``--approvals N`` makes N different people vote for an option before it is the answer, and
 ``--veto LABEL`` names an option one vote decides at once.
 
+``--remind-after SECONDS`` (with ``--reminders N``) reminds who may answer in the thread;
+``--escalate-after SECONDS`` lets ``--escalate-to U…|S…`` answer from then on and mentions
+them in ``--escalate-channel`` (with a link back) or in the thread.
+
 Exit codes: 0 answered (with ``--approve``: a person chose that label), 1 answered otherwise
 (``--approve`` only, also when the answer is a default), 2 bad usage or configuration, 3
 timed out, 4 aborted or withdrawn
@@ -34,6 +38,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.cli.common import USAGE, CommandError, Commands, parse_json, read_text
 from relay.client import RelayProvider
+from relay.config import TeamDefaults
 from relay.errors import ErrorCode, UserInteractionError
 from relay.questions import (
     AgentRef,
@@ -114,6 +119,23 @@ def add_ask(commands: Commands) -> None:
         help="remind who may answer, in the thread, after this long (and again, see --reminders)",
     )
     where.add_argument("--reminders", type=int, metavar="N", help="at most N reminders (default 1)")
+    where.add_argument(
+        "--escalate-after",
+        type=float,
+        metavar="SECONDS",
+        help="escalate after this long with no answer (to --escalate-to / --escalate-channel)",
+    )
+    where.add_argument(
+        "--escalate-to",
+        action="append",
+        metavar="U…|S…",
+        help="a user (U…) or user group (S…) id who may answer once escalated (repeatable)",
+    )
+    where.add_argument(
+        "--escalate-channel",
+        metavar="C…|U…",
+        help="post the escalation here, with a link back (default: the question's thread)",
+    )
     who = parser.add_argument_group("who may answer (default: the relay's own allowlist)")
     who.add_argument(
         "--allowed-user",
@@ -189,6 +211,10 @@ def _with_flags(slack: dict[str, Any], args: argparse.Namespace) -> dict[str, An
         "timeout_s": args.timeout,
         "remind_after_s": args.remind_after,
         "reminders": args.reminders,
+        "escalate_after_s": args.escalate_after,
+        "escalate_users": _escalate(args, group=False),
+        "escalate_groups": _escalate(args, group=True),
+        "escalate_channel": args.escalate_channel,
         "allowed_users": args.allowed_user,
         "allowed_groups": args.allowed_group,
         "requester": args.requester,
@@ -222,6 +248,7 @@ def _provider(args: argparse.Namespace, slack: dict[str, Any]) -> RelayProvider 
         channel=channel,
         route=lambda _: target,
         timeout=900.0,
+        **TeamDefaults.from_env(os.environ).provider_kwargs(),
     )
 
 
@@ -316,3 +343,9 @@ def _exit_code(exc: UserInteractionError) -> int:
     if exc.code in (ErrorCode.BAD_REQUEST, ErrorCode.EMPTY_QUESTIONS, ErrorCode.BAD_INTENT):
         return 2
     return EXIT_FAILED
+
+
+def _escalate(args: argparse.Namespace, *, group: bool) -> list[str] | None:
+    """The ``--escalate-to`` ids that are user groups (S…), or the others (users)."""
+    chosen = [i for i in args.escalate_to or () if i.startswith("S") == group]
+    return chosen or None

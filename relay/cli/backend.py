@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.cli.common import USAGE, CommandError
 from relay.client import RelayProvider
+from relay.config import TeamDefaults
 from relay.gate.local import Approver, slack_approver
 from relay.gate.remote import RemoteApprover
 from relay.gate.rules import Rules
@@ -119,6 +120,7 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
         timeout=timeout if timeout is not None else 900.0,
         allowed_users=users,
         allowed_groups=groups,
+        **TeamDefaults.from_env(env).provider_kwargs(),
     )
     try:
         await slack.connect_socket_mode(app)

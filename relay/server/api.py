@@ -48,6 +48,10 @@ _SLACK_KEYS = frozenset(
         "timeout_s",
         "remind_after_s",
         "reminders",
+        "escalate_after_s",
+        "escalate_users",
+        "escalate_groups",
+        "escalate_channel",
     }
 )
 _log = logging.getLogger("relay.server")
@@ -324,18 +328,7 @@ def read_slack_section(data: object) -> SlackTarget:
                 f"slack.timeout_s must be at most {LONGEST_TIMEOUT:g} (a year); null waits"
                 " as long as the relay allows"
             )
-    remind_after: Any = UNSET
-    if "remind_after_s" in data:
-        remind_after = data["remind_after_s"]
-        if remind_after is not None and (
-            isinstance(remind_after, bool)
-            or not isinstance(remind_after, int | float)
-            or not 0 < remind_after <= LONGEST_TIMEOUT
-        ):
-            raise bad_request(
-                "slack.remind_after_s must be a positive number of seconds (at most a year),"
-                " or null for no reminders"
-            )
+    remind_after = _seconds(data, "remind_after_s", "or null for no reminders")
     reminders: Any = UNSET
     if "reminders" in data:
         reminders = data["reminders"]
@@ -345,6 +338,13 @@ def read_slack_section(data: object) -> SlackTarget:
             or not (1 <= reminders <= MAX_REMINDERS)
         ):
             raise bad_request(f"slack.reminders must be a whole number from 1 to {MAX_REMINDERS}")
+    escalate_channel = data.get("escalate_channel", UNSET)
+    if (
+        escalate_channel is not UNSET
+        and escalate_channel is not None
+        and (not isinstance(escalate_channel, str) or not escalate_channel.strip())
+    ):
+        raise bad_request("slack.escalate_channel must be a channel id (or a user id), or null")
     return SlackTarget(
         channel=channel or "",
         thread_ts=thread_ts,
@@ -355,7 +355,27 @@ def read_slack_section(data: object) -> SlackTarget:
         prevent_self_approval=prevent,
         remind_after=remind_after,
         reminders=reminders,
+        escalate_after=_seconds(data, "escalate_after_s", "or null for no escalation"),
+        escalate_users=_id_list(data, "escalate_users", "user", MAX_ALLOWED_USERS),
+        escalate_groups=_id_list(data, "escalate_groups", "user group", MAX_ALLOWED_GROUPS),
+        escalate_channel=escalate_channel,
     )
+
+
+def _seconds(data: Mapping[str, Any], key: str, otherwise: str) -> Any:
+    """``data[key]`` as a positive number of seconds (at most a year), null, or ``UNSET``."""
+    if key not in data:
+        return UNSET
+    value = data[key]
+    if value is not None and (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value <= LONGEST_TIMEOUT
+    ):
+        raise bad_request(
+            f"slack.{key} must be a positive number of seconds (at most a year), {otherwise}"
+        )
+    return value
 
 
 def _id_list(data: Mapping[str, Any], key: str, what: str, most: int) -> Any:

@@ -174,6 +174,7 @@ async def serve(
         store=store,
         sweep_interval=1.0 if store.durable else None,
         max_timeout=settings.max_timeout,
+        **settings.team.provider_kwargs(),
     )
     grants = _grants(settings)
     webhooks = _webhooks(settings, store)

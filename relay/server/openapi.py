@@ -161,6 +161,34 @@ _ASK_REQUEST = {
                     "maximum": 10,
                     "description": "How many reminders at most (default 1).",
                 },
+                "escalate_after_s": {
+                    "type": ["number", "null"],
+                    "exclusiveMinimum": 0,
+                    "maximum": LONGEST_TIMEOUT,
+                    "description": "Seconds after posting at which the ask is escalated:"
+                    " escalate_users and escalate_groups may answer too from then on (still"
+                    " within RELAY_ALLOWED_USERS/GROUPS), they are mentioned in"
+                    " escalate_channel with a link back (else in the question's thread), and"
+                    " the message says it was escalated. Needs one of the three; null: none.",
+                },
+                "escalate_users": {
+                    "type": ["array", "null"],
+                    "maxItems": MAX_ALLOWED_USERS,
+                    "items": {"type": "string", "minLength": 1},
+                    "description": "User ids (U…) the escalation adds to who may answer.",
+                },
+                "escalate_groups": {
+                    "type": ["array", "null"],
+                    "maxItems": MAX_ALLOWED_GROUPS,
+                    "items": {"type": "string", "minLength": 1},
+                    "description": "User group ids (S…) the escalation adds.",
+                },
+                "escalate_channel": {
+                    "type": ["string", "null"],
+                    "minLength": 1,
+                    "description": "Where the escalation is posted, with a link back to the"
+                    " question: a channel id, or a user id for a DM.",
+                },
             },
         },
     },

@@ -152,8 +152,9 @@ _CALLBACK_FIELDS = {
         "type": ["array", "null"],
         "items": {"type": "string"},
         "description": "Progress events to send too, besides the end: voted (type"
-        " ask.vote: each vote on a question that needs several approvals) and reminded (type"
-        " ask.reminded: each reminder posted).",
+        " ask.vote: each vote on a question that needs several approvals), reminded (type"
+        " ask.reminded: each reminder posted) and escalated (type ask.escalated: the ask"
+        " was escalated).",
     },
 }
 _WEBHOOK_EVENT = {
@@ -167,7 +168,15 @@ _WEBHOOK_EVENT = {
         },
         "type": {
             "type": "string",
-            "enum": ["ask.answered", "ask.timed_out", "ask.aborted", "ask.failed"],
+            "enum": [
+                "ask.answered",
+                "ask.timed_out",
+                "ask.aborted",
+                "ask.failed",
+                "ask.vote",
+                "ask.reminded",
+                "ask.escalated",
+            ],
         },
         "created_at": {"type": "string", "format": "date-time"},
         "ask": {"$ref": "#/components/schemas/AuditRecord"},

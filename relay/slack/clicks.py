@@ -9,11 +9,12 @@ message, or a private notice saying why nothing was recorded.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from relay.asks.lifecycle import AskLifecycle
-from relay.asks.rules import REPAIR_AFTER, needs_repair, outcome_of
+from relay.asks.rules import REPAIR_AFTER, needs_repair, outcome_of, widened
 from relay.errors import UserInteractionError
 from relay.questions import AskUserQuestionAnswerItem
 from relay.slack import notices
@@ -23,6 +24,7 @@ from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click, ClickKind, Notice, decide
 from relay.slack.people import Gatekeeper
+from relay.slack.reminders import escalation_note
 from relay.slack.render import render_outcome, render_question
 from relay.store import AskRecord, MessageRef, utcnow
 
@@ -97,7 +99,7 @@ class ClickIntake:
                 notify(click, notices.no_longer_pending(record))
             self._repair_if_stale(record, click.index, existing)
             return
-        refusal = await self._gatekeeper.refusal(record.target, click.user_id)
+        refusal = await self._gatekeeper.refusal(widened(record, now=time.time()), click.user_id)
         if refusal is not None:
             events.emit("refused", record.id, user=click.user_id, why="not_allowed")
             notify(click, refusal)
@@ -187,6 +189,7 @@ class ClickIntake:
                 agent=record.request.agent,
                 deadline=record.deadline,
                 votes=result.votes,
+                note=escalation_note(record, now=time.time()),
             )
             self._background.spawn(self._messages.update(record.id, message, live))
             notify(click, notices.vote_counted(question, decision.selected[0], len(result.votes)))

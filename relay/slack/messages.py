@@ -21,8 +21,13 @@ from relay.slack.background import Background
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.parse import Click
 from relay.slack.private import tell_privately
-from relay.slack.reminders import reminder_text
-from relay.slack.render import RenderedQuestion, render_detail_reply, render_outcome
+from relay.slack.reminders import escalation_note, escalation_text, reminder_text
+from relay.slack.render import (
+    RenderedQuestion,
+    render_detail_reply,
+    render_outcome,
+    render_question,
+)
 from relay.slack.webapi import LeanCalls
 from relay.store import AskRecord, AskStore, MessageRef, StoreUnavailable
 
@@ -206,6 +211,93 @@ class SlackMessages:
             text=text,
             blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
         )
+
+    async def escalate(self, record: AskRecord) -> None:
+        """Escalate the ask: mention who it now reaches, in ``escalate_channel`` with a
+        link back to the question (else in its thread), and say so on its messages."""
+        message = next((m for m in record.messages if m is not None), None)
+        if message is None:
+            return  # nothing was posted that could be escalated
+        now = time.time()
+        target = record.target
+        if target.escalate_channel:
+            link = await self._permalink(message)
+            text = escalation_text(record, now=now, link=link)
+            await self.post(
+                await self.open_channel(target.escalate_channel),
+                text=text,
+                blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+                unfurl_links=False,
+            )
+        else:
+            text = escalation_text(record, now=now, link=None)
+            await self.post(
+                message.channel,
+                thread_ts=target.thread_ts or message.ts,
+                text=text,
+                blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+            )
+        await self._note_escalation(record, now)
+
+    async def _permalink(self, message: MessageRef) -> str | None:
+        """The message's permalink (``chat.getPermalink``, no scope needed), if Slack gives it."""
+        try:
+            response = await self._client.chat_getPermalink(
+                channel=message.channel, message_ts=message.ts
+            )
+        except SLACK_FAILURES:
+            return None
+        link = response.get("permalink")
+        return link if isinstance(link, str) and link.startswith("https://") else None
+
+    async def _note_escalation(self, record: AskRecord, now: float) -> None:
+        """Re-show every unanswered question of the ask with the note that it was escalated."""
+        note = escalation_note(record, now=now)
+        votes = await self._store.votes(ask_id=record.id)
+        count = len(record.request.questions)
+        noted: list[int] = []
+        for index, (question, message) in enumerate(
+            zip(record.request.questions, record.messages, strict=False)
+        ):
+            answered = index < len(record.responses) and record.responses[index] is not None
+            if message is None or answered:
+                continue
+            noted.append(index)
+            live = render_question(
+                question,
+                ask_id=record.id,
+                index=index,
+                count=count,
+                agent=record.request.agent,
+                deadline=record.deadline,
+                votes=votes[index] if index < len(votes) else (),
+                note=note,
+            )
+            await self.update(record.id, message, live)
+        await self._settle_noted(record.id, noted)
+
+    async def _settle_noted(self, ask_id: str, noted: list[int]) -> None:
+        """A question answered (or an ask ended) while its note went out may have had its
+        final update overwritten by the note: show the outcome again."""
+        current = await self._store.get(ask_id=ask_id)
+        if current is None:
+            return
+        count = len(current.request.questions)
+        for index in noted:
+            item = current.responses[index] if index < len(current.responses) else None
+            message = current.messages[index] if index < len(current.messages) else None
+            if message is None or (item is None and current.pending):
+                continue
+            final = render_outcome(
+                current.request.questions[index],
+                outcome="answered" if item is not None else outcome_of(current),  # type: ignore[arg-type]
+                item=item,
+                agent=current.request.agent,
+                index=index,
+                count=count,
+                timeout=current.target.timeout,
+            )
+            await self.update(ask_id, message, final)
 
     def notify(self, click: Click, text: str, *, fallback: bool = True) -> None:
         """Tell the clicker ``text`` privately, in the background."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.asks.lifecycle import AskLifecycle
-from relay.asks.rules import LONGEST_TIMEOUT, answer_of, capped, check_timeout
+from relay.asks.rules import LONGEST_TIMEOUT, QuestionDefaults, answer_of, capped, check_timeout
 from relay.errors import (
     RelayConfigError,
     ask_aborted,
@@ -30,6 +30,7 @@ from relay.questions import (
 )
 from relay.slack.background import Background
 from relay.slack.clicks import ClickIntake
+from relay.slack.credentials import check_credentials
 from relay.slack.failures import SLACK_FAILURES, provider_failed
 from relay.slack.identity import InstallationLookup
 from relay.slack.installation import Installation
@@ -62,8 +63,6 @@ __all__ = [
     "provider_failed",
 ]
 
-_default_retry_handlers = default_retry_handlers  # (its name before relay.slack.retries)
-
 
 class SlackProvider:
     """The seam's provider for Slack: one Block Kit message per question, answered by clicks.
@@ -74,6 +73,9 @@ class SlackProvider:
     ``max_timeout`` is a ceiling on every ask's timeout (a longer one, or none, becomes it).
     ``remind_after``/``reminders``: each ask's default reminders (a thread reply mentioning
     who may answer, ``remind_after`` seconds apart, at most ``reminders`` of them).
+    ``escalate_after``/``escalate_users``/``escalate_groups``/``escalate_channel``: each
+    ask's default escalation (see ``SlackTarget``). ``default_option``, ``approvals_required``
+    and ``veto``: each question's, where it sets none and offers those labels.
     """
 
     def __init__(
@@ -98,8 +100,15 @@ class SlackProvider:
         remind_after: float | None = None,
         reminders: int = 1,
         reminder_lease: float = 30.0,
+        escalate_after: float | None = None,
+        escalate_users: Collection[str] | None = None,
+        escalate_groups: Collection[str] | None = None,
+        escalate_channel: str | None = None,
+        default_option: str | None = None,
+        approvals_required: int | None = None,
+        veto: Collection[str] | None = None,
     ) -> None:
-        _check_credentials(client, token, signing_secret)
+        check_credentials(client, token, signing_secret)
         if channel is None and route is None:
             raise RelayConfigError(
                 "pass channel= (a channel id, or a user id for a DM) or a route= function",
@@ -134,7 +143,12 @@ class SlackProvider:
             policy_groups=self.gatekeeper.policy_groups,
             remind_after=check_timeout(remind_after, "remind_after"),
             reminders=check_reminders(reminders),
+            escalate_after=check_timeout(escalate_after, "escalate_after"),
+            escalate_users=ids(escalate_users, "escalate_users"),
+            escalate_groups=ids(escalate_groups, "escalate_groups"),
+            escalate_channel=escalate_channel or None,
         )
+        self._questions = QuestionDefaults.checked(default_option, approvals_required, veto)
         self._background = Background(client)
         self._identity = InstallationLookup(client, background=self._background)
         self._messages = SlackMessages(
@@ -146,6 +160,7 @@ class SlackProvider:
             on_end=self._ended,
             sweep_interval=sweep_interval,
             on_remind=self._messages.remind,
+            on_escalate=self._messages.escalate,
             reminder_lease=reminder_lease,
         )
         # The asks an ask() call here waits for (the lifecycle's set; closing ends them).
@@ -213,6 +228,7 @@ class SlackProvider:
         """``start``; ``held`` when an ``ask()`` here waits for the outcome (closing ends it)."""
         if self._life.closed:
             raise ask_closed()
+        request = self._questions.apply(request)
         validate_request(request)  # also when called without the service in front
         self._background.lend_session()
         resolved = await self._defaults.resolve(request, target)
@@ -376,21 +392,3 @@ class SlackProvider:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-def _check_credentials(
-    client: AsyncWebClient | None, token: str | None, signing_secret: str | None
-) -> None:
-    if (client is None) == (token is None):
-        raise RelayConfigError(
-            "pass exactly one of client= (an AsyncWebClient) or token= (the xoxb- bot token)",
-            setting="token",
-        )
-    if token is not None and not token.strip():
-        raise RelayConfigError("token is empty: pass the xoxb- bot token", setting="token")
-    if signing_secret is not None and not signing_secret.strip():
-        raise RelayConfigError(
-            "signing_secret is empty: copy it from your app's Basic Information page"
-            " (or pass None to use Socket Mode only)",
-            setting="signing_secret",
-        )

@@ -166,6 +166,7 @@ def _asked_by(
     count: int,
     deadline: float | None,
     default: str | None = None,
+    note: str | None = None,
 ) -> dict[str, Any]:
     who = f"Asked by *{escape_within(agent.display_name, 200)}*" if agent else "Asked by an agent"
     parts = [who]
@@ -176,6 +177,8 @@ def _asked_by(
         if default is not None:
             ends += f", then takes *{escape(default)}*"
         parts.append(ends)
+    if note is not None:
+        parts.append(note)
     return _context(" · ".join(parts))
 
 
@@ -265,9 +268,11 @@ def render_question(
     agent: AgentRef | None = None,
     deadline: float | None = None,
     votes: Sequence[Vote] = (),
+    note: str | None = None,
 ) -> RenderedQuestion:
     """The pending message for question ``index`` of ``count``; ``BAD_REQUEST`` if unshowable.
-    A question that needs several votes shows the ``votes`` cast so far."""
+    A question that needs several votes shows the ``votes`` cast so far; ``note`` (such as
+    that the ask was escalated) ends the line saying who asked."""
     layout = _layout(question, agent, index, count)
     tally = [tally_block(question, votes)] if question.quorum > 1 else []
     blocks = [
@@ -276,8 +281,10 @@ def render_question(
         *layout.listing,
         *input_blocks(question, ask_id, index, count > 1, describe=layout.describe),
         *tally,
-        _asked_by(agent, index, count, deadline, question.default),
+        _asked_by(agent, index, count, deadline, question.default, note),
     ]
+    if note is not None and block_text_length(blocks) > MESSAGE_CHARS:
+        blocks[-1] = _asked_by(agent, index, count, deadline, question.default)  # no room
     _check_size(question, blocks)
     return RenderedQuestion(
         blocks=blocks, text=_fallback(question), detail_overflow=tuple(layout.overflow)

@@ -10,6 +10,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from relay.asks.rules import capped, check_timeout
 from relay.errors import RelayConfigError, bad_request
@@ -45,6 +46,11 @@ class SlackTarget:
 
     ``remind_after`` (seconds) and ``reminders`` (how many, 1–10): reminders in the
     message's thread, mentioning who may answer, until the ask ends.
+
+    ``escalate_after`` (seconds): from then on ``escalate_users``/``escalate_groups`` may
+    answer too, and are told with a mention, in ``escalate_channel`` (a channel, or a user
+    id for a DM) with a link back to the question, or else in the question's thread. The
+    original message says it was escalated.
     """
 
     channel: str
@@ -56,6 +62,10 @@ class SlackTarget:
     prevent_self_approval: bool | _Unset = UNSET
     remind_after: float | _Unset | None = UNSET
     reminders: int | _Unset = UNSET
+    escalate_after: float | _Unset | None = UNSET
+    escalate_users: Collection[str] | _Unset | None = UNSET
+    escalate_groups: Collection[str] | _Unset | None = UNSET
+    escalate_channel: str | _Unset | None = UNSET
 
 
 Route = Callable[[AskUserQuestionRequest], "SlackTarget | Awaitable[SlackTarget]"]
@@ -80,6 +90,10 @@ class TargetDefaults:
     policy_groups: frozenset[str] | None
     remind_after: float | None = None
     reminders: int = 1
+    escalate_after: float | None = None
+    escalate_users: frozenset[str] | None = None
+    escalate_groups: frozenset[str] | None = None
+    escalate_channel: str | None = None
 
     async def resolve(self, request: AskUserQuestionRequest, target: SlackTarget | None) -> Target:
         """The ``Target`` for ``request``: ``target``, else the route's, else the default
@@ -102,7 +116,8 @@ class TargetDefaults:
         groups = self.allowed_groups if target.allowed_groups is UNSET else target.allowed_groups
         prevent = target.prevent_self_approval
         timeout = self.timeout if target.timeout is UNSET else target.timeout
-        self._check_policy(users)
+        self._check_policy(users, "allowed_users")
+        escalation = self._escalation(target)
         return Target(
             channel=channel,
             thread_ts=target.thread_ts,
@@ -118,15 +133,53 @@ class TargetDefaults:
             reminders=check_reminders(
                 self.reminders if target.reminders is UNSET else target.reminders
             ),
+            **escalation,
         )
 
-    def _check_policy(self, users: frozenset[str] | None) -> None:
+    def _escalation(self, target: SlackTarget) -> dict[str, Any]:
+        """The target's escalation fields, each inherited when unset, checked together."""
+
+        def pick(name: str) -> Any:
+            given = getattr(target, name)
+            return getattr(self, name) if given is UNSET else given
+
+        after = check_timeout(pick("escalate_after"), "escalate_after")
+        users = ids(pick("escalate_users"), "escalate_users")
+        groups = ids(pick("escalate_groups"), "escalate_groups")
+        channel = pick("escalate_channel") or None
+        if channel is not None and not isinstance(channel, str):
+            raise bad_request("escalate_channel must be a channel id, or a user id for a DM")
+        named = users is not None or groups is not None or channel is not None
+        if after is None:
+            if named and any(
+                getattr(target, n) is not UNSET
+                for n in ("escalate_users", "escalate_groups", "escalate_channel")
+            ):
+                raise bad_request(
+                    "escalate_users, escalate_groups and escalate_channel need escalate_after:"
+                    " say after how many seconds to escalate"
+                )
+            return {}
+        if not named:
+            raise bad_request(
+                "escalate_after needs someone to escalate to: name escalate_users,"
+                " escalate_groups or escalate_channel"
+            )
+        self._check_policy(users, "escalate_users")
+        return {
+            "escalate_after": after,
+            "escalate_users": users,
+            "escalate_groups": groups,
+            "escalate_channel": channel,
+        }
+
+    def _check_policy(self, users: frozenset[str] | None, setting: str) -> None:
         """Refuse an ask naming answerers the operator's policy would never let in."""
         if self.policy_groups is not None or self.policy_users is None or users is None:
             return  # group members are only known at click time: checked then
         outside = sorted(users - self.policy_users)
         if outside:
             raise bad_request(
-                f"allowed_users names {', '.join(outside)}, who may not answer on this relay"
+                f"{setting} names {', '.join(outside)}, who may not answer on this relay"
                 " (the operator's allowlist, RELAY_ALLOWED_USERS): leave them out"
             )

@@ -54,7 +54,12 @@ class MessageRef:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Where and to whom an ask goes, with every default already applied."""
+    """Where and to whom an ask goes, with every default already applied.
+
+    ``escalate_after`` seconds after the ask was created, ``escalate_users`` and
+    ``escalate_groups`` may answer too (``widened``), and they are told: in
+    ``escalate_channel`` with a link back, or else in the question's thread.
+    """
 
     channel: str
     thread_ts: str | None = None
@@ -65,6 +70,10 @@ class Target:
     prevent_self_approval: bool = False
     remind_after: float | None = None
     reminders: int = 1
+    escalate_after: float | None = None
+    escalate_users: frozenset[str] | None = None
+    escalate_groups: frozenset[str] | None = None
+    escalate_channel: str | None = None
 
     @property
     def restricted(self) -> bool:
@@ -72,8 +81,8 @@ class Target:
         return self.allowed_users is not None or self.allowed_groups is not None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
+        """JSON form (the escalation only when there is one)."""
+        out: dict[str, Any] = {
             "channel": self.channel,
             "thread_ts": self.thread_ts,
             "allowed_users": _sorted(self.allowed_users),
@@ -84,6 +93,12 @@ class Target:
             "remind_after": self.remind_after,
             "reminders": self.reminders,
         }
+        if self.escalate_after is not None:
+            out["escalate_after"] = self.escalate_after
+            out["escalate_users"] = _sorted(self.escalate_users)
+            out["escalate_groups"] = _sorted(self.escalate_groups)
+            out["escalate_channel"] = self.escalate_channel
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Target:
@@ -99,11 +114,19 @@ class Target:
             prevent_self_approval=bool(data.get("prevent_self_approval", False)),
             remind_after=data.get("remind_after"),
             reminders=int(data.get("reminders", 1)),
+            escalate_after=data.get("escalate_after"),
+            escalate_users=_ids(data.get("escalate_users")),
+            escalate_groups=_ids(data.get("escalate_groups")),
+            escalate_channel=data.get("escalate_channel"),
         )
 
 
 def _sorted(ids: frozenset[str] | None) -> list[str] | None:
     return sorted(ids) if ids is not None else None
+
+
+def _ids(value: list[str] | None) -> frozenset[str] | None:
+    return frozenset(value) if value is not None else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,7 @@ class Workspace:
             "chat.postMessage": self._post_message,
             "chat.update": self._update,
             "chat.delete": self._delete,
+            "chat.getPermalink": self._permalink,
             "chat.postEphemeral": self._post_ephemeral,
             "conversations.open": self._open_conversation,
             "usergroups.users.list": self._usergroup_users,
@@ -246,6 +247,20 @@ class Workspace:
             return ApiReply.error("message_not_found")
         message.deleted = True
         return ApiReply(body={"ok": True, "channel": channel, "ts": ts})
+
+    def _permalink(self, args: _Args) -> ApiReply:
+        # Slack's shape: https://<domain>.slack.com/archives/<channel>/p<ts without the dot>,
+        # with ?thread_ts=…&cid=… for a reply in a thread (no scope is needed).
+        channel, ts = str(args.get("channel") or ""), str(args.get("message_ts") or "")
+        if not channel or channel in self.missing_channels:
+            return ApiReply.error("channel_not_found")
+        message = self.find_message(channel, ts)
+        if message is None:
+            return ApiReply.error("message_not_found")
+        link = f"https://{self.team_domain}.slack.com/archives/{channel}/p{ts.replace('.', '')}"
+        if message.thread_ts and message.thread_ts != ts:
+            link += f"?thread_ts={message.thread_ts}&cid={channel}"
+        return ApiReply(body={"ok": True, "channel": channel, "permalink": link})
 
     def _post_ephemeral(self, args: _Args) -> ApiReply:
         channel = str(args.get("channel") or "")

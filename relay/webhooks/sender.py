@@ -45,8 +45,12 @@ _log = logging.getLogger("relay.webhooks")
 END_EVENTS = frozenset({"answered", "defaulted", "timed_out", "aborted", "closed", "failed"})
 # Events during an ask that a subscriber may ask for with ``callback_events``, by the
 # lifecycle's name, with the webhook type each is sent as: each vote on a question that needs
-# several (quorum), and each reminder posted. One delivery per event, by its fields.
-PROGRESS_EVENTS: dict[str, str] = {"voted": "ask.vote", "reminded": "ask.reminded"}
+# several (quorum), each reminder posted, and the escalation. One delivery per event, by its fields.
+PROGRESS_EVENTS: dict[str, str] = {
+    "voted": "ask.vote",
+    "reminded": "ask.reminded",
+    "escalated": "ask.escalated",
+}
 _CLAIM_BATCH = 32
 _SWEEP_BATCH = 200
 
