@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from relay.server.records import record_json
+from relay.asks.rules import escalated_at
+from relay.server.records import iso_time, record_json
 from relay.store.listing import Position
 from relay.store.record import AskRecord, AskStatus
 
@@ -40,6 +42,9 @@ def audit_json(record: AskRecord) -> dict[str, Any]:
         out["thread_ts"] = record.target.thread_ts
     if record.finished_at is not None:
         out["finished_at"] = record.finished_at.isoformat()
+    escalated = escalated_at(record, now=time.time())
+    if escalated is not None:
+        out["escalated_at"] = iso_time(escalated)
     return out
 
 
@@ -108,6 +113,7 @@ CSV_COLUMNS = (
     "error_reason",
     "error_message",
     "votes",
+    "escalated_at",
 )
 # What a spreadsheet may read as the start of a formula (OWASP's CSV injection list).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -151,6 +157,7 @@ def csv_rows(item: Mapping[str, Any]) -> Iterator[list[str]]:
             error.get("reason"),
             error.get("message"),
             _votes(votes, qid),
+            item.get("escalated_at"),
         ]
         yield [_cell(column, cell) for column, cell in zip(CSV_COLUMNS, row, strict=True)]
 
@@ -158,7 +165,9 @@ def csv_rows(item: Mapping[str, Any]) -> Iterator[list[str]]:
 # Cells the relay itself wrote: ask ids (letters, digits, ``-`` and ``_``, so they may begin
 # with ``-`` and a ``'`` would change them), its statuses and timestamps. Every other cell
 # holds someone else's text and is made spreadsheet-safe.
-_RELAY_MADE = frozenset({"ask_id", "created_at", "status", "finished_at", "answered_at"})
+_RELAY_MADE = frozenset(
+    {"ask_id", "created_at", "status", "finished_at", "answered_at", "escalated_at"}
+)
 
 
 def _cell(column: str, value: object) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "default_answers",
     "ended_event",
     "escalated",
+    "escalated_at",
     "needs_repair",
     "next_reminder_at",
     "nudges",
@@ -187,6 +188,17 @@ def escalated(record: AskRecord, *, now: float) -> bool:
     """Whether ``record``'s escalation time has come (it may then be answered more widely)."""
     after = record.target.escalate_after
     return after is not None and now >= record.created_at.timestamp() + after
+
+
+def escalated_at(record: AskRecord, *, now: float) -> float | None:
+    """When ``record`` was escalated (epoch seconds): its escalation time, if that came
+    before it ended (or, pending, before ``now``); else ``None``."""
+    after = record.target.escalate_after
+    if after is None:
+        return None
+    at = record.created_at.timestamp() + after
+    until = record.finished_at.timestamp() if record.finished_at is not None else now
+    return at if at <= until else None
 
 
 def widened(record: AskRecord, *, now: float) -> Target:

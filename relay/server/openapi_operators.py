@@ -70,6 +70,12 @@ _AUDIT_RECORD = {
                 "channel": {"type": "string"},
                 "thread_ts": {"type": "string"},
                 "finished_at": {"type": "string", "format": "date-time"},
+                "escalated_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "When the ask was escalated (escalate_after_s), if it was"
+                    " before it ended.",
+                },
             },
         },
     ]

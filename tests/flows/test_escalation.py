@@ -385,3 +385,29 @@ async def test_relay_serve_escalates_by_its_settings_and_relay_ask_takes_the_fla
         assert process.returncode == 0, err
         answer = AskUserQuestionAnswer.from_dict(json.loads(out))
         assert answer.answers[0].selected == ("Ship",)
+
+
+async def test_the_audit_trail_says_when_an_ask_was_escalated() -> None:
+    async with (
+        FakeSlack(signing_secret="server-signing-secret") as slack,
+        relay_server(slack) as relay,
+    ):
+        questions = [{"id": "go", "question": "Ship?", "options": [{"label": "Ship"}]}]
+        early = {
+            "questions": questions,
+            "slack": {"escalate_after_s": 0.2, "escalate_channel": "C0X"},
+        }
+        late = {
+            "questions": questions,
+            "slack": {"escalate_after_s": 600, "escalate_channel": "C0X"},
+        }
+        _, escalated = await relay.request("POST", "/v1/asks", json=early)
+        _, answered = await relay.request("POST", "/v1/asks", json=late)
+        await slack.wait_for_message(count=1, where=lambda m: m.channel == "C0X")
+        for created in (escalated, answered):
+            await relay.request("DELETE", f"/v1/asks/{created['id']}")
+        status, page = await relay.request("GET", "/v1/asks")
+        assert status == 200
+        listed = {item["id"]: item for item in page["asks"]}
+        assert "escalated_at" in listed[escalated["id"]]
+        assert "escalated_at" not in listed[answered["id"]]  # ended before its escalation time
