@@ -11,6 +11,7 @@ import time
 import weakref
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
@@ -32,6 +33,11 @@ from relay.slack.webapi import LeanCalls
 from relay.store import AskRecord, AskStore, MessageRef, StoreUnavailable
 
 __all__ = ["SlackMessages", "Unrecorded"]
+
+# Slack's refusals of a post that no retry fixes (the channel is wrong, gone or closed).
+_NO_RETRY = frozenset(
+    {"channel_not_found", "not_in_channel", "is_archived", "user_not_found", "cannot_dm_bot"}
+)
 
 
 class Unrecorded(Exception):
@@ -223,12 +229,25 @@ class SlackMessages:
         if target.escalate_channel:
             link = await self._permalink(message)
             text = escalation_text(record, now=now, link=link)
-            await self.post(
-                await self.open_channel(target.escalate_channel),
-                text=text,
-                blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
-                unfurl_links=False,
-            )
+            try:
+                await self.post(
+                    await self.open_channel(target.escalate_channel),
+                    text=text,
+                    blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+                    unfurl_links=False,
+                )
+            except SlackApiError as exc:
+                error = str(exc.response.get("error") or "")
+                if error not in _NO_RETRY:
+                    raise  # retried once the claim lapses
+                # No retry fixes it: the operator is told, and the escalation goes on
+                # (the people it adds may answer; the message says so).
+                self._events.emit(
+                    "slack_error",
+                    record.id,
+                    method="chat.postMessage",
+                    error=f"{error}: escalate_channel {target.escalate_channel}",
+                )
         else:
             text = escalation_text(record, now=now, link=None)
             await self.post(

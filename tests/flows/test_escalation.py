@@ -411,3 +411,31 @@ async def test_the_audit_trail_says_when_an_ask_was_escalated() -> None:
         listed = {item["id"]: item for item in page["asks"]}
         assert "escalated_at" in listed[escalated["id"]]
         assert "escalated_at" not in listed[answered["id"]]  # ended before its escalation time
+
+
+async def test_an_escalation_channel_slack_refuses_for_good_is_reported_and_the_rest_goes_on() -> (
+    None
+):
+    async with slack_env() as env:
+        env.slack.missing_channels.add("C0GONE")
+        errors: list[str] = []
+        env.provider.events.subscribe(
+            lambda e: errors.append(str(e.fields.get("error"))) if e.name == "slack_error" else None
+        )
+        gone = target(
+            escalate_after=0.2,
+            escalate_users=["U0CAROL"],
+            escalate_channel="C0GONE",
+            remind_after=0.5,
+        )
+        await env.provider.start(AskUserQuestionRequest((question(),)), target=gone)
+        message = await env.message()
+        # The reminder after it still goes out: the escalation was not retried forever.
+        reminder = await env.slack.wait_for_message(
+            count=1, where=lambda m: "Reminder" in m.text, timeout=5
+        )
+        assert "<@U0CAROL>" in reminder.text  # the escalation widened who may answer
+        assert "Escalated to <@U0CAROL>" in context_text(message)
+        tries = [c for c in env.slack.calls_to("chat.postMessage") if c.args["channel"] == "C0GONE"]
+        assert len(tries) == 1
+        assert errors == ["channel_not_found: escalate_channel C0GONE"]
