@@ -15,13 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from relay.asks.expiry import Settling
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.rules import LONGEST_TIMEOUT, answer_of, capped, check_timeout
-from relay.errors import (
-    RelayConfigError,
-    ask_aborted,
-    ask_closed,
-)
+from relay.errors import RelayConfigError, ask_aborted, ask_closed
 from relay.events import Events
 from relay.questions import (
     AskUserQuestionAnswer,
@@ -74,6 +71,7 @@ class SlackProvider:
     ``max_timeout`` is a ceiling on every ask's timeout (a longer one, or none, becomes it).
     ``remind_after``/``reminders``: each ask's default reminders (a thread reply mentioning
     who may answer, ``remind_after`` seconds apart, at most ``reminders`` of them).
+    ``settling``: when a message whose final update did not land is retried (``Settling``).
     """
 
     def __init__(
@@ -98,6 +96,7 @@ class SlackProvider:
         remind_after: float | None = None,
         reminders: int = 1,
         reminder_lease: float = 30.0,
+        settling: Settling | None = None,
     ) -> None:
         _check_credentials(client, token, signing_secret)
         if channel is None and route is None:
@@ -147,6 +146,8 @@ class SlackProvider:
             sweep_interval=sweep_interval,
             on_remind=self._messages.remind,
             reminder_lease=reminder_lease,
+            on_unsettled=self._messages.reshow,
+            settling=settling,
         )
         # The asks an ask() call here waits for (the lifecycle's set; closing ends them).
         self._waiting = self._life.waiting
