@@ -21,6 +21,7 @@ from relay.config import Settings
 from relay.errors import RelayConfigError
 from relay.events import AskEvent
 from relay.questions import AgentRef, AskUserQuestionItem, AskUserQuestionRequest
+from relay.server.metrics import Metrics
 from relay.store.memory import MemoryStore
 from relay.store.record import AskError, AskRecord, AskStatus, Target
 from relay.testing import FakeSlack
@@ -153,6 +154,8 @@ async def test_a_failing_receiver_gets_the_same_event_again_until_it_succeeds(
 ) -> None:
     store = MemoryStore()
     webhooks = await sender(store)
+    results: list[str] = []
+    webhooks.on_result = results.append  # (the relay_webhook_deliveries_total counter)
     receiver.fail = 3
     record = ended()
     try:
@@ -160,6 +163,7 @@ async def test_a_failing_receiver_gets_the_same_event_again_until_it_succeeds(
         got = await receiver.wait_for(4)
     finally:
         await webhooks.aclose()
+    assert results == ["retried"] * 3 + ["delivered"]
     assert len({r.headers["X-Relay-Event-Id"] for r in got}) == 1
     assert len({r.body for r in got}) == 1  # the same event, re-signed each time
     last = got[-1]
@@ -196,6 +200,8 @@ async def test_an_end_seen_twice_is_sent_once(receiver: Receiver) -> None:
 async def test_a_delivery_gives_up_after_its_time(receiver: Receiver) -> None:
     store = MemoryStore()
     webhooks = await sender(store, retry_for=0.3)
+    metrics = Metrics(store=store)
+    webhooks.on_result = metrics.webhook_result
     receiver.fail = 1000
     record = ended()
     try:
@@ -210,6 +216,9 @@ async def test_a_delivery_gives_up_after_its_time(receiver: Receiver) -> None:
         await webhooks.aclose()
     assert state is not None
     assert state["error"] == "HTTP 500"
+    text = (await metrics.render()).decode()
+    assert 'relay_webhook_deliveries_total{result="failed"} 1.0' in text
+    assert 'relay_webhook_deliveries_total{result="retried"}' in text
 
 
 async def test_redirects_are_not_followed(receiver: Receiver) -> None:
