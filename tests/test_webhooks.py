@@ -301,6 +301,30 @@ async def test_an_answered_ask_is_posted_signed_to_its_callback(receiver: Receiv
     assert kinds[timed["id"]] == "ask.timed_out"
 
 
+async def test_an_approval_with_a_callback_posts_its_end_as_an_ask_does(receiver: Receiver) -> None:
+    approval = {
+        "tool": "Bash",
+        "input": {"command": "npm test"},
+        "agent": {"id": "claude-code:s1", "name": "Claude Code"},
+        "callback_url": f"{receiver.url}/relay",
+    }
+    async with FakeSlack(signing_secret="server-signing-secret") as slack:
+        slack.add_user("U0ALICE", name="alice")
+        async with relay_server(slack, **webhook_env()) as relay:
+            status, made = await relay.request("POST", "/v1/approvals", json=approval)
+            assert status == 201, made
+            await slack.click(await slack.wait_for_message(), "Allow once", user="U0ALICE")
+            (got,) = await receiver.wait_for(1)
+            refused = {**approval, "callback_url": "http://evil.example/hook"}
+            status, body = await relay.request("POST", "/v1/approvals", json=refused)
+            assert (status, body["error"]["code"]) == (400, "CALLBACK_NOT_ALLOWED")
+            assert len(slack.calls_to("chat.postMessage")) == 1  # the refused one posted nothing
+    assert verify_webhook(got.body, got.headers["X-Relay-Signature"], token_secret(KEY, TOKEN))
+    assert_documented(got.json, "WebhookEvent")
+    assert (got.json["type"], got.json["ask"]["id"]) == ("ask.answered", made["id"])
+    assert got.json["ask"]["answered_by"] == {"id": "U0ALICE", "name": "alice"}
+
+
 async def test_a_callback_off_the_allowlist_is_refused_before_anything_is_posted() -> None:
     async with FakeSlack(signing_secret="server-signing-secret") as slack:
         async with relay_server(slack, **webhook_env()) as relay:
