@@ -11,6 +11,8 @@ Layout, for ask ``{id}`` (prefix ``relay:`` by default):
   any replica wake at once.
 - ``relay:owners``, a hash counting each API token's (owner's) pending asks, so that
   ``max_pending_per_owner`` holds across replicas (checked and counted in the create script).
+- ``relay:unsettled``, a sorted set of ended asks with a message whose final update has not
+  landed (``shown:{i}`` in the ask's hash once it has), by when the sweep may claim each.
 
 On a Redis Cluster (``redis+cluster://``) a script may touch one hash slot only, so the names
 carry hash tags (``_Keys``): ``relay:ask:{id}`` keeps each ask's keys in its own slot, and the
