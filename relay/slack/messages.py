@@ -57,6 +57,8 @@ class SlackMessages:
         self._events = events
         self._background = background
         self._dm_channels: dict[str, str] = {}
+        # Final updates on their way (ask id, question): the sweep leaves them to land.
+        self._in_flight: set[tuple[str, int]] = set()
         # One post at a time per channel (see post); unused locks are dropped.
         self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -128,19 +130,27 @@ class SlackMessages:
     async def withdraw(self, record: AskRecord) -> None:
         """Replace the inputs of every question nobody answered with how the ask ended (or
         with the default it took)."""
+        owed: list[tuple[int, MessageRef]] = []
         for index, message in enumerate(record.messages):
             response = record.responses[index] if index < len(record.responses) else None
             if message is None or (response is not None and not response.defaulted):
                 continue  # a person's answer: its message was updated when they answered
-            await self.update(record.id, message, final_of(record, index), index=index)
+            owed.append((index, message))
+        # All on their way from now, one after another: the sweep waits for each.
+        self._in_flight.update((record.id, index) for index, _ in owed)
+        try:
+            for index, message in owed:
+                await self.update(record.id, message, final_of(record, index), index=index)
+        finally:
+            self._in_flight.difference_update((record.id, index) for index, _ in owed)
 
     async def reshow(self, record: AskRecord, stale: Set[int]) -> None:
         """Retry the final update of the ended ask's messages in ``stale`` (claimed by the
         lifecycle's sweep: each landed one is ``settled``, the others wait for the next)."""
         for index in sorted(stale):
             message = record.messages[index] if index < len(record.messages) else None
-            if message is None:
-                continue
+            if message is None or (record.id, index) in self._in_flight:
+                continue  # (still retrying here: if it fails, the next sweep has it)
             if await self.update(record.id, message, final_of(record, index), index=index):
                 question = record.request.questions[index].id
                 self._events.emit("swept", record.id, question=question)
@@ -156,6 +166,9 @@ class SlackMessages:
         """Show ``final`` in ``message``; a failure is an event, never an error. With
         ``index``, ``final`` is question ``index``'s end: once shown, the store is told
         (``settled``), else the sweep retries it. Whether it landed."""
+        key = None if index is None else (ask_id, index)
+        if key is not None:
+            self._in_flight.add(key)
         try:
             await self._replace(message, final)
         except SLACK_FAILURES as exc:
@@ -163,6 +176,9 @@ class SlackMessages:
             error = str(exc) or type(exc).__name__
             self._events.emit("slack_error", ask_id, method="chat.update", error=error)
             return False
+        finally:
+            if key is not None:
+                self._in_flight.discard(key)
         if index is not None:
             try:
                 await self._store.settled(ask_id=ask_id, index=index)
