@@ -140,10 +140,12 @@ class AskLifecycle:
 
     async def resettle(self, ask_id: str) -> None:
         """Retry the final update of the ended ask's messages that never landed (claimed by
-        the sweep); past ``settle_window`` after it ended, give up with one warning."""
+        the sweep); past ``Settling.window`` after it ended, give up with one warning."""
         record = await self.store.get(ask_id=ask_id)
+        if record is not None and record.pending:
+            return  # (only an ended ask is indexed; its open questions are no business here)
         stale = await self.store.unsettled(ask_id=ask_id) if record is not None else None
-        if record is None or record.pending or not stale or self._on_unsettled is None:
+        if record is None or not stale or self._on_unsettled is None:
             await self.store.settled(ask_id=ask_id)  # gone, or nothing left to show
             return
         ended = record.finished_at.timestamp() if record.finished_at else time.time()

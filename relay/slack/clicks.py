@@ -219,11 +219,9 @@ class ClickIntake:
         its final update never landed (someone just clicked the inputs it still offers)."""
         if not needs_repair(record, index, answer, now=utcnow(), after=self.repair_after):
             return  # just ended: the winner's own update may still be on its way
-        self._background.spawn(self._repair(record, index, answer))
+        self._background.spawn(self._repair(record, index))
 
-    async def _repair(
-        self, record: AskRecord, index: int, answer: AskUserQuestionAnswerItem | None
-    ) -> None:
+    async def _repair(self, record: AskRecord, index: int) -> None:
         try:
             stale = await self._life.store.unsettled(ask_id=record.id)
         except StoreUnavailable:
@@ -232,6 +230,5 @@ class ClickIntake:
         if index not in stale or message is None:
             return  # its update landed: the click came from an old copy of the message
         question = record.request.questions[index]
-        final = final_of(record, index)
         self._life.events.emit("repaired", record.id, question=question.id)
-        await self._messages.update(record.id, message, final, index=index)
+        await self._messages.update(record.id, message, final_of(record, index), index=index)
