@@ -31,6 +31,7 @@ EventName = Literal[
     "refused",
     "slack_error",
     "repaired",
+    "swept",
 ]
 
 _log = logging.getLogger("relay.ask")

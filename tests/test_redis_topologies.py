@@ -91,6 +91,7 @@ async def test_on_a_cluster_each_ask_has_one_slot_and_asks_spread_over_the_maste
             b"deadlines",
             b"owners",
             b"ask-owners",
+            b"unsettled",  # the answered ask, until its message's final update lands
         }
         # Asks are spread over the masters, not piled on one.
         owners = {client.get_node_from_key(k).port for k in asks}  # type: ignore[no-untyped-call]

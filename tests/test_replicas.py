@@ -16,6 +16,7 @@ import pytest
 from redis_server import RedisServer
 from slack_sdk.signature import SignatureVerifier
 
+from relay.store.redis import RedisStore
 from relay.testing import FakeMessage, FakeSlack
 from tests.server_env import SECRET, Relay, free_port, relay_env, start_relay
 from tests.slack_env import first_button
@@ -209,3 +210,30 @@ async def test_redis_down_fails_fast_and_service_resumes_when_it_returns(cluster
     assert record["status"] == "answered"
     status, _ = await cluster.a.request("POST", "/v1/asks", json=ASK)
     assert status == 201
+
+
+async def test_a_replica_killed_before_its_update_landed_is_swept_once_by_the_other(
+    cluster: Cluster,
+) -> None:
+    _, created = await cluster.a.request("POST", "/v1/asks", json=ASK)
+    message = await cluster.slack.wait_for_message()
+    # A's withdrawal reaches Slack and hangs there; A dies before it lands.
+    cluster.slack.fail("chat.update", delay=60, error="internal_error")
+    status, deleted = await cluster.a.request("DELETE", f"/v1/asks/{created['id']}")
+    assert (status, deleted["status"]) == (200, "aborted")
+    await cluster.slack.wait_for_arrival("chat.update")
+    await cluster.a.stop(signal.SIGKILL)
+    # B's sweep claims it once the grace (5 s) is over, and shows the outcome.
+    swept = await cluster.slack.wait_for_call("chat.update", timeout=15)
+    assert swept.ok
+    assert message.text == "Ship it? — aborted"
+    assert not [b for b in message.blocks if b["type"] == "actions"]
+    await cluster.b.wait_for_metric("relay_messages_swept_total", 1)  # and recorded as settled
+    store = RedisStore(url=cluster.redis.url)
+    try:
+        assert await store.unsettled(ask_id=created["id"]) == frozenset()
+        assert await store.next_unsettled(grace=0) is None  # nothing left for any sweep
+    finally:
+        await store.aclose()
+    # Exactly once: the held call from A never landed, B's did.
+    assert [c.ok for c in cluster.slack.calls_to("chat.update")] == [True]

@@ -1185,3 +1185,116 @@ async def test_the_memory_store_encodes_finished_asks_off_the_click_that_ends_th
     assert isinstance(kept, bytes)
     assert not gc.is_tracked(kept)
     assert await store.get(ask_id=done.id) == result.record
+
+
+# ---- unsettled messages (an ended ask whose final update has not landed) -----------------------
+
+
+async def _posted(store: AskStore, questions: int = 2) -> AskRecord:
+    record = new_ask(questions=questions)
+    await store.create(record=record)
+    for i in range(questions):
+        await store.set_message(ask_id=record.id, index=i, message=MessageRef("C0123", f"1.{i}"))
+    return record
+
+
+async def test_an_ended_ask_is_unsettled_until_every_posted_message_is_settled(
+    stores: Stores,
+) -> None:
+    store = stores.main
+    record = await _posted(store)
+    assert await store.unsettled(ask_id=record.id) == {0, 1}  # pending: both still open
+    await store.answer(ask_id=record.id, index=0, item=reply(0))
+    await store.settled(ask_id=record.id, index=0)  # its answer shows
+    later = time.time() + 3600
+    assert await store.claim_unsettled(now=later, grace=5, lease=30) == []  # still pending
+    await store.finish(ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=utcnow())
+    assert await stores.replica().unsettled(ask_id=record.id) == {1}
+    assert await store.claim_unsettled(now=later, grace=5, lease=30) == [record.id]
+    await stores.replica().settled(ask_id=record.id, index=1)
+    assert await store.unsettled(ask_id=record.id) == frozenset()
+    assert await store.claim_unsettled(now=later + 3600, grace=5, lease=30) == []
+    assert await store.next_unsettled(grace=5) is None
+
+
+async def test_an_ask_is_claimable_only_once_the_grace_has_passed(stores: Stores) -> None:
+    store = stores.main
+    record = await _posted(store, questions=1)
+    ended = datetime.now(UTC)
+    await store.finish(ask_id=record.id, status=AskStatus.TIMED_OUT, error=aborted(), at=ended)
+    at = ended.timestamp()
+    nxt = await store.next_unsettled(grace=5)
+    assert nxt is not None
+    assert abs(nxt - (at + 5)) < 0.01
+    assert await store.claim_unsettled(now=at + 4.9, grace=5, lease=30) == []
+    assert await store.claim_unsettled(now=at + 5, grace=5, lease=30) == [record.id]
+
+
+async def test_a_claim_holds_for_its_lease_then_another_claimer_gets_it(stores: Stores) -> None:
+    store = stores.main
+    record = await _posted(store, questions=1)
+    await store.finish(ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=utcnow())
+    now = time.time() + 10
+    assert await store.claim_unsettled(now=now, grace=5, lease=30) == [record.id]  # dies here
+    assert await stores.replica().claim_unsettled(now=now + 29, grace=5, lease=30) == []
+    nxt = await store.next_unsettled(grace=5)
+    assert nxt is not None
+    assert abs(nxt - (now + 30)) < 0.01
+    assert await stores.replica().claim_unsettled(now=now + 30, grace=5, lease=30) == [record.id]
+
+
+async def test_asks_ended_by_their_last_answer_or_vote_are_unsettled_too(stores: Stores) -> None:
+    store = stores.main
+    answered, voted = await _posted(store, questions=1), await _posted(store, questions=1)
+    assert (await store.answer(ask_id=answered.id, index=0, item=reply(0))).outcome == "completed"
+    result = await store.vote(ask_id=voted.id, index=0, item=reply(0), required=1, veto=frozenset())
+    assert result.outcome == "completed"
+    claimed = await store.claim_unsettled(now=time.time() + 60, grace=5, lease=30)
+    assert sorted(claimed) == sorted([answered.id, voted.id])
+    await store.settled(ask_id=answered.id, index=0)
+    await store.settled(ask_id=voted.id, index=0)
+    assert await store.claim_unsettled(now=time.time() + 600, grace=5, lease=30) == []
+
+
+async def test_settling_every_message_at_once_gives_the_ask_up(stores: Stores) -> None:
+    store = stores.main
+    record = await _posted(store)
+    await store.finish(ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=utcnow())
+    await store.settled(ask_id=record.id)
+    assert await stores.replica().unsettled(ask_id=record.id) == frozenset()
+    assert await store.claim_unsettled(now=time.time() + 60, grace=5, lease=30) == []
+
+
+async def test_questions_never_posted_need_no_settling(stores: Stores) -> None:
+    store = stores.main
+    record = new_ask(questions=2)
+    await store.create(record=record)
+    await store.set_message(ask_id=record.id, index=1, message=MessageRef("C0123", "1.1"))
+    await store.finish(ask_id=record.id, status=AskStatus.FAILED, error=aborted(), at=utcnow())
+    assert await store.unsettled(ask_id=record.id) == {1}
+    await store.settled(ask_id=record.id, index=1)
+    assert await store.claim_unsettled(now=time.time() + 60, grace=5, lease=30) == []
+
+
+async def test_unsettled_of_an_unknown_ask_is_empty_and_settling_it_does_nothing(
+    stores: Stores,
+) -> None:
+    store = stores.main
+    assert await store.unsettled(ask_id="nope") == frozenset()
+    await store.settled(ask_id="nope", index=0)
+    await store.settled(ask_id="nope")
+    assert await store.get(ask_id="nope") is None
+
+
+async def test_replicas_racing_to_claim_an_unsettled_ask_claim_it_once(stores: Stores) -> None:
+    store = stores.main
+    records = [await _posted(store, questions=1) for _ in range(5)]
+    for r in records:
+        await store.finish(ask_id=r.id, status=AskStatus.ABORTED, error=aborted(), at=utcnow())
+    replicas = [stores.replica() for _ in range(4)]
+    now = time.time() + 60
+    claims = await asyncio.gather(
+        *(r.claim_unsettled(now=now, grace=5, lease=30) for r in replicas)
+    )
+    flat = [ask_id for claim in claims for ask_id in claim]
+    assert sorted(flat) == sorted(r.id for r in records)

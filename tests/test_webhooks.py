@@ -21,6 +21,7 @@ from relay.config import Settings
 from relay.errors import RelayConfigError
 from relay.events import AskEvent
 from relay.questions import AgentRef, AskUserQuestionItem, AskUserQuestionRequest
+from relay.server.metrics import Metrics
 from relay.store.memory import MemoryStore
 from relay.store.record import AskError, AskRecord, AskStatus, Target
 from relay.testing import FakeSlack
@@ -153,6 +154,8 @@ async def test_a_failing_receiver_gets_the_same_event_again_until_it_succeeds(
 ) -> None:
     store = MemoryStore()
     webhooks = await sender(store)
+    results: list[str] = []
+    webhooks.on_result = results.append  # (the relay_webhook_deliveries_total counter)
     receiver.fail = 3
     record = ended()
     try:
@@ -160,6 +163,7 @@ async def test_a_failing_receiver_gets_the_same_event_again_until_it_succeeds(
         got = await receiver.wait_for(4)
     finally:
         await webhooks.aclose()
+    assert results == ["retried"] * 3 + ["delivered"]
     assert len({r.headers["X-Relay-Event-Id"] for r in got}) == 1
     assert len({r.body for r in got}) == 1  # the same event, re-signed each time
     last = got[-1]
@@ -196,6 +200,8 @@ async def test_an_end_seen_twice_is_sent_once(receiver: Receiver) -> None:
 async def test_a_delivery_gives_up_after_its_time(receiver: Receiver) -> None:
     store = MemoryStore()
     webhooks = await sender(store, retry_for=0.3)
+    metrics = Metrics(store=store)
+    webhooks.on_result = metrics.webhook_result
     receiver.fail = 1000
     record = ended()
     try:
@@ -210,6 +216,9 @@ async def test_a_delivery_gives_up_after_its_time(receiver: Receiver) -> None:
         await webhooks.aclose()
     assert state is not None
     assert state["error"] == "HTTP 500"
+    text = (await metrics.render()).decode()
+    assert 'relay_webhook_deliveries_total{result="failed"} 1.0' in text
+    assert 'relay_webhook_deliveries_total{result="retried"}' in text
 
 
 async def test_redirects_are_not_followed(receiver: Receiver) -> None:
@@ -290,6 +299,30 @@ async def test_an_answered_ask_is_posted_signed_to_its_callback(receiver: Receiv
     kinds = {r.json["ask"]["id"]: r.json["type"] for r in more}
     assert kinds[aborted["id"]] == "ask.aborted"
     assert kinds[timed["id"]] == "ask.timed_out"
+
+
+async def test_an_approval_with_a_callback_posts_its_end_as_an_ask_does(receiver: Receiver) -> None:
+    approval = {
+        "tool": "Bash",
+        "input": {"command": "npm test"},
+        "agent": {"id": "claude-code:s1", "name": "Claude Code"},
+        "callback_url": f"{receiver.url}/relay",
+    }
+    async with FakeSlack(signing_secret="server-signing-secret") as slack:
+        slack.add_user("U0ALICE", name="alice")
+        async with relay_server(slack, **webhook_env()) as relay:
+            status, made = await relay.request("POST", "/v1/approvals", json=approval)
+            assert status == 201, made
+            await slack.click(await slack.wait_for_message(), "Allow once", user="U0ALICE")
+            (got,) = await receiver.wait_for(1)
+            refused = {**approval, "callback_url": "http://evil.example/hook"}
+            status, body = await relay.request("POST", "/v1/approvals", json=refused)
+            assert (status, body["error"]["code"]) == (400, "CALLBACK_NOT_ALLOWED")
+            assert len(slack.calls_to("chat.postMessage")) == 1  # the refused one posted nothing
+    assert verify_webhook(got.body, got.headers["X-Relay-Signature"], token_secret(KEY, TOKEN))
+    assert_documented(got.json, "WebhookEvent")
+    assert (got.json["type"], got.json["ask"]["id"]) == ("ask.answered", made["id"])
+    assert got.json["ask"]["answered_by"] == {"id": "U0ALICE", "name": "alice"}
 
 
 async def test_a_callback_off_the_allowlist_is_refused_before_anything_is_posted() -> None:

@@ -5,8 +5,8 @@ claims; ``Expiry`` is the one task per process that times asks out. Channels (Sl
 what happened and turn clicks into answers; they never decide an outcome.
 """
 
-from relay.asks.expiry import Expiry
+from relay.asks.expiry import Expiry, Settling
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.rules import LONGEST_TIMEOUT
 
-__all__ = ["LONGEST_TIMEOUT", "AskLifecycle", "Expiry"]
+__all__ = ["LONGEST_TIMEOUT", "AskLifecycle", "Expiry", "Settling"]

@@ -6,6 +6,10 @@ due reminder. With a shared store it also wakes every ``sweep_interval`` seconds
 whose creating replica died still time out and are still reminded, exactly once: the store's
 claim decides which replica wins (a reminder's claim lapses after ``reminder_lease``
 seconds, so one whose claimer died before sending it goes out from another replica).
+
+Given ``resettle``, it also sweeps asks that ended ``Settling.grace`` seconds ago or more with
+a message whose final update never landed (``AskStore.claim_unsettled``, a claim that lapses
+after ``Settling.lease`` seconds) and hands each to ``resettle(ask_id)``, which retries it.
 """
 
 from __future__ import annotations
@@ -16,14 +20,26 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from relay.store.base import AskStore
 
-__all__ = ["Expiry"]
+__all__ = ["Expiry", "Settling"]
 
 _log = logging.getLogger("relay.expiry")
 _RETRY_STUCK = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settling:
+    """When a message whose final update did not land is retried: from ``grace`` seconds
+    after its ask ended (the update in flight lands first), by one replica at a time (each
+    try holds it ``lease`` seconds), until ``window`` seconds after the end."""
+
+    grace: float = 5.0
+    lease: float = 30.0
+    window: float = 3600.0
 
 
 class Expiry:
@@ -37,12 +53,18 @@ class Expiry:
         sweep_interval: float | None = None,
         remind: Callable[[str, int], Awaitable[Any]] | None = None,
         reminder_lease: float = 30.0,
+        resettle: Callable[[str], Awaitable[Any]] | None = None,
+        settling: Settling | None = None,
     ) -> None:
         self._store = store
         self._expire = expire
         self._remind = remind
         self._lease = reminder_lease
         self._sweep = sweep_interval
+        self._resettle = resettle
+        settling = settling if settling is not None else Settling()
+        self._grace = settling.grace
+        self._settle_lease = settling.lease
         self._wake = asyncio.Event()
         self._next = math.inf
         self._task: asyncio.Task[None] | None = None
@@ -77,6 +99,11 @@ class Expiry:
                     reminder = await self._store.next_reminder()
                     if reminder is not None:
                         nxt = reminder if nxt is None else min(nxt, reminder)
+                if self._resettle is not None:
+                    await self._resettle_due()
+                    unsettled = await self._store.next_unsettled(grace=self._grace)
+                    if unsettled is not None:
+                        nxt = unsettled if nxt is None else min(nxt, unsettled)
             except Exception:
                 _log.exception("could not check for expired asks; retrying")
                 nxt = time.time() + 1.0
@@ -120,6 +147,25 @@ class Expiry:
                     _log.exception("could not remind people of ask %s", ask_id)
             if len(due) < 100:
                 return
+
+    async def _resettle_due(self) -> None:
+        assert self._resettle is not None
+        while True:
+            due = await self._store.claim_unsettled(
+                now=time.time(), grace=self._grace, lease=self._settle_lease
+            )
+            for ask_id in due:
+                try:
+                    await self._resettle(ask_id)
+                except Exception:
+                    _log.exception("could not update the messages of ask %s", ask_id)
+            if len(due) < 100:
+                return
+
+    def settle_later(self) -> None:
+        """An ask just ended: look for its messages' final update once the grace is over."""
+        if self._resettle is not None:
+            self.add(time.time() + self._grace)
 
     async def aclose(self) -> None:
         """Stop the task."""

@@ -5,6 +5,11 @@ deadline passing, an abort, the relay closing, a failure to post. Each end is an
 claim in the store (``answer``, ``finish``), so with many replicas exactly one wins. The
 lifecycle knows no channel: whoever shows the ask (``relay.slack``) passes ``on_end``, which
 is called once, by the winner, for every end that is not an answer.
+
+A message whose final update did not land (Slack down, the replica killed first) is the
+store's "unsettled" until the channel reports it ``settled``; the expiry task sweeps those
+that stay so past a grace and hands them back to the channel (``on_unsettled``), for at
+most ``Settling.window`` seconds after the ask ended.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Set
 
-from relay.asks.expiry import Expiry
+from relay.asks.expiry import Expiry, Settling
 from relay.asks.rules import default_answers, ended_event, next_reminder_at, nudges
 from relay.errors import (
     ErrorCode,
@@ -60,12 +66,16 @@ class AskLifecycle:
         on_remind: Callable[[AskRecord, int], Awaitable[None]] | None = None,
         on_escalate: Callable[[AskRecord], Awaitable[None]] | None = None,
         reminder_lease: float = 30.0,
+        on_unsettled: Callable[[AskRecord, Set[int]], Awaitable[None]] | None = None,
+        settling: Settling | None = None,
     ) -> None:
         self.store = store
         self.events = events
         self._on_end = on_end
         self._on_remind = on_remind
         self._on_escalate = on_escalate
+        self._on_unsettled = on_unsettled
+        self._settling = settling if settling is not None else Settling()
         self.waiting: set[str] = set()
         # Every wait() in progress: stopping answers them at once (see stop).
         self._waits = Waits()
@@ -75,6 +85,8 @@ class AskLifecycle:
             sweep_interval=sweep_interval,
             remind=self.remind if on_remind is not None else None,
             reminder_lease=reminder_lease,
+            resettle=self.resettle if on_unsettled is not None else None,
+            settling=self._settling,
         )
         self.closed = False
 
@@ -146,6 +158,31 @@ class AskLifecycle:
             if nxt is not None:
                 self._expiry.add(nxt)
 
+    async def resettle(self, ask_id: str) -> None:
+        """Retry the final update of the ended ask's messages that never landed (claimed by
+        the sweep); past ``Settling.window`` after it ended, give up with one warning."""
+        record = await self.store.get(ask_id=ask_id)
+        if record is not None and record.pending:
+            return  # (only an ended ask is indexed; its open questions are no business here)
+        stale = await self.store.unsettled(ask_id=ask_id) if record is not None else None
+        if record is None or not stale or self._on_unsettled is None:
+            await self.store.settled(ask_id=ask_id)  # gone, or nothing left to show
+            return
+        ended = record.finished_at.timestamp() if record.finished_at else time.time()
+        window = self._settling.window
+        if time.time() - ended > window:
+            _log.warning(
+                "gave up updating %d message(s) of ask %s: their final update has not landed"
+                " in the %g s since it ended, so they may still show live buttons (a click on"
+                " one is answered privately that the ask is over)",
+                len(stale),
+                ask_id,
+                window,
+            )
+            await self.store.settled(ask_id=ask_id)
+            return
+        await self._on_unsettled(record, stale)
+
     def release(self, ask_id: str) -> None:
         """No ``ask()`` here waits for ``ask_id`` any more."""
         self.waiting.discard(ask_id)
@@ -183,6 +220,8 @@ class AskLifecycle:
         validate_answer_item(question, item, index=index)
         result = await self.store.answer(ask_id=record.id, index=index, item=item)
         done = result.record if result.outcome == "completed" else None
+        if done is not None:
+            self._expiry.settle_later()
         if done is not None and done.defaulted:
             # Defaults took the other questions while this one was open: show them too.
             self._on_end(done)
@@ -231,6 +270,8 @@ class AskLifecycle:
         if result.outcome in ("decided", "completed"):
             self._answered(record, question.id, item, by=by, last=result.outcome == "completed")
         done = result.record if result.outcome == "completed" else None
+        if done is not None:
+            self._expiry.settle_later()
         if done is not None and done.defaulted:
             self._on_end(done)
         return result
@@ -249,6 +290,7 @@ class AskLifecycle:
             ask_id=ask_id, status=status, error=error, at=utcnow()
         )
         if won and record is not None:
+            self._expiry.settle_later()
             name = ended_event(status, error)
             self.events.emit(name, ask_id, detail=detail, method=method)  # type: ignore[arg-type]
             self._on_end(record)
@@ -293,6 +335,7 @@ class AskLifecycle:
                 # Only the claim that completed the ask tells the channel (once, on any replica).
                 taken = sum(1 for r in current.responses if r is not None and r.defaulted)
                 self.events.emit("defaulted", record.id, questions=taken)
+                self._expiry.settle_later()
                 self._on_end(current)
                 return current
             if result.outcome in ("not_pending", "unknown"):

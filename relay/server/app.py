@@ -122,6 +122,8 @@ def build_app(
     )
     metrics = Metrics(store=provider.store, limiter=limiter, connections=connections)
     provider.events.subscribe(metrics.observe)
+    if webhooks is not None:
+        webhooks.on_result = metrics.webhook_result
     readiness = _Readiness(provider)
     api = AskApi(
         provider=provider,

@@ -51,6 +51,8 @@ _KEYS = frozenset(
         "session_grants",
         "grant_minutes",
         "slack",
+        "callback_url",
+        "callback_events",
     }
 )
 # How long an offer outlives its ask's timeout, so a late read can still record the grant.
@@ -94,6 +96,7 @@ class ApprovalApi:
         wait = self._asks.wait_param(request)
         body = await self._asks.json_body(request, hint="send less of the tool input")
         approval, target = _read_approval(body)
+        subscription = self._asks.callback(body)  # checked before anything is posted
         headers: dict[str, str] = {}
         async with self._asks.keys.create(
             request, owner=owner, route="approvals", body=body
@@ -108,6 +111,10 @@ class ApprovalApi:
                 record = started
                 if slot is not None:
                     slot.bind(record.id)
+        webhooks = self._asks.webhooks
+        if subscription is not None and webhooks is not None:
+            # The ask's end is sent as for /v1/asks (again on a replay, as there).
+            await webhooks.subscribe(record, subscription)
         if wait > 0 and record.pending:
             record = await self._asks.long_poll(request, record.id, wait)
         decision = await self._decision(record)

@@ -73,6 +73,19 @@ class Metrics:
             ["why"],
             registry=self.registry,
         )
+        self.swept = Counter(
+            "relay_messages_swept",
+            "Messages whose final update had not landed (Slack down, a replica killed first),"
+            " updated by the sweep.",
+            registry=self.registry,
+        )
+        self.webhook_deliveries = Counter(
+            "relay_webhook_deliveries",
+            "Webhook delivery attempts, by result: delivered, retried (failed, tried again"
+            " later), failed (given up).",
+            ["result"],
+            registry=self.registry,
+        )
         if connections is not None:
             connections.on_close = lambda why: self.connections_closed.labels(why=why).inc()
 
@@ -84,8 +97,14 @@ class Metrics:
             self.outcomes.labels(outcome=event.name).inc()
             if event.name == "answered" and isinstance(event.fields.get("waited"), float):
                 self.time_to_answer.observe(event.fields["waited"])
+        elif event.name == "swept":
+            self.swept.inc()
         if event.name in ("slack_error", "failed") and event.fields.get("method"):
             self.slack_errors.labels(method=str(event.fields["method"])).inc()
+
+    def webhook_result(self, result: str) -> None:
+        """Count one webhook delivery attempt (``Webhooks.on_result``)."""
+        self.webhook_deliveries.labels(result=result).inc()
 
     async def render(self) -> bytes:
         """The text exposition, with the pending gauge read from the store now."""

@@ -250,9 +250,10 @@ def with_operator_features(document: dict[str, Any], *, error: ErrorResponse) ->
     schemas["AuditRecord"] = _AUDIT_RECORD
     schemas["AuditPage"] = _AUDIT_PAGE
     schemas["WebhookEvent"] = _WEBHOOK_EVENT
-    schemas["AskRequest"]["properties"].update(copy.deepcopy(_CALLBACK_FIELDS))
-    paths["/v1/asks"]["post"]["responses"]["400"]["description"] += (
-        "; a callback_url the relay may not call (CALLBACK_NOT_ALLOWED)"
-    )
+    for name, path in (("AskRequest", "/v1/asks"), ("ApprovalRequest", "/v1/approvals")):
+        schemas[name]["properties"].update(copy.deepcopy(_CALLBACK_FIELDS))
+        paths[path]["post"]["responses"]["400"]["description"] += (
+            "; a callback_url the relay may not call (CALLBACK_NOT_ALLOWED)"
+        )
     doc["webhooks"] = {"askEnded": _webhook()}
     return doc

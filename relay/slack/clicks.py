@@ -14,19 +14,19 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from relay.asks.lifecycle import AskLifecycle
-from relay.asks.rules import REPAIR_AFTER, needs_repair, outcome_of, widened
+from relay.asks.rules import REPAIR_AFTER, needs_repair, widened
 from relay.errors import UserInteractionError
 from relay.questions import AskUserQuestionAnswerItem
 from relay.slack import notices
 from relay.slack.background import Background
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.installation import Installation
-from relay.slack.messages import SlackMessages
+from relay.slack.messages import SlackMessages, final_of
 from relay.slack.parse import Click, ClickKind, Notice, decide
 from relay.slack.people import Gatekeeper
 from relay.slack.reminders import escalation_note
 from relay.slack.render import render_outcome, render_question
-from relay.store import AskRecord, MessageRef, utcnow
+from relay.store import AskRecord, MessageRef, StoreUnavailable, utcnow
 
 __all__ = ["ClickIntake"]
 
@@ -154,7 +154,7 @@ class ClickIntake:
             index=index,
             count=len(record.request.questions),
         )
-        await self._messages.update(record.id, message, final)
+        await self._messages.update(record.id, message, final, index=index)
 
     async def _vote(
         self,
@@ -202,7 +202,9 @@ class ClickIntake:
                 index=click.index,
                 count=count,
             )
-            self._background.spawn(self._messages.update(record.id, message, final))
+            self._background.spawn(
+                self._messages.update(record.id, message, final, index=click.index)
+            )
         elif result.outcome == "already_voted":
             mine = next((v for v in result.votes if v.by.id == click.user_id), None)
             notify(click, notices.already_voted(mine.label if mine else decision.selected[0]))
@@ -216,22 +218,20 @@ class ClickIntake:
     def _repair_if_stale(
         self, record: AskRecord, index: int, answer: AskUserQuestionAnswerItem | None
     ) -> None:
-        """Show question ``index``'s outcome again if it ended a while ago: its message still
-        offers inputs (someone just clicked one), so the update that ended it never landed."""
+        """Show question ``index``'s outcome again if it ended a while ago and the store says
+        its final update never landed (someone just clicked the inputs it still offers)."""
         if not needs_repair(record, index, answer, now=utcnow(), after=self.repair_after):
             return  # just ended: the winner's own update may still be on its way
+        self._background.spawn(self._repair(record, index))
+
+    async def _repair(self, record: AskRecord, index: int) -> None:
+        try:
+            stale = await self._life.store.unsettled(ask_id=record.id)
+        except StoreUnavailable:
+            return  # the sweep retries it once the store is back
         message = record.messages[index]
-        assert message is not None  # (needs_repair checked it)
+        if index not in stale or message is None:
+            return  # its update landed: the click came from an old copy of the message
         question = record.request.questions[index]
-        outcome = "answered" if answer is not None else outcome_of(record)
-        final = render_outcome(
-            question,
-            outcome=outcome,  # type: ignore[arg-type]
-            item=answer,
-            agent=record.request.agent,
-            index=index,
-            count=len(record.request.questions),
-            timeout=record.target.timeout,
-        )
         self._life.events.emit("repaired", record.id, question=question.id)
-        self._background.spawn(self._messages.update(record.id, message, final))
+        await self._messages.update(record.id, message, final_of(record, index), index=index)

@@ -1,14 +1,18 @@
 """``SlackMessages``: posting an ask's messages, updating them, and private notices.
 
 Posts go one at a time per channel (Slack takes about one a second per channel); updates
-and notices run in the background (``Background``), after the outcome is recorded.
+and notices run in the background (``Background``), after the outcome is recorded. A final
+update that lands is reported to the store (``settled``); one that does not is retried by the
+lifecycle's sweep (``reshow``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import weakref
+from collections.abc import Set
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -32,7 +36,9 @@ from relay.slack.render import (
 from relay.slack.webapi import LeanCalls
 from relay.store import AskRecord, AskStore, MessageRef, StoreUnavailable
 
-__all__ = ["SlackMessages", "Unrecorded"]
+__all__ = ["SlackMessages", "Unrecorded", "final_of"]
+
+_log = logging.getLogger("relay.slack")
 
 # Slack's refusals of a post that no retry fixes (the channel is wrong, gone or closed).
 _NO_RETRY = frozenset(
@@ -62,6 +68,8 @@ class SlackMessages:
         self._events = events
         self._background = background
         self._dm_channels: dict[str, str] = {}
+        # Final updates on their way (ask id, question): the sweep leaves them to land.
+        self._in_flight: set[tuple[str, int]] = set()
         # One post at a time per channel (see post); unused locks are dropped.
         self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -133,33 +141,62 @@ class SlackMessages:
     async def withdraw(self, record: AskRecord) -> None:
         """Replace the inputs of every question nobody answered with how the ask ended (or
         with the default it took)."""
-        outcome = outcome_of(record)
-        count = len(record.request.questions)
-        for index, (question, message) in enumerate(
-            zip(record.request.questions, record.messages, strict=False)
-        ):
+        owed: list[tuple[int, MessageRef]] = []
+        for index, message in enumerate(record.messages):
             response = record.responses[index] if index < len(record.responses) else None
             if message is None or (response is not None and not response.defaulted):
                 continue  # a person's answer: its message was updated when they answered
-            final = render_outcome(
-                question,
-                outcome="answered" if response is not None else outcome,  # type: ignore[arg-type]
-                item=response,
-                agent=record.request.agent,
-                index=index,
-                count=count,
-                timeout=record.target.timeout,
-            )
-            await self.update(record.id, message, final)
+            owed.append((index, message))
+        # All on their way from now, one after another: the sweep waits for each.
+        self._in_flight.update((record.id, index) for index, _ in owed)
+        try:
+            for index, message in owed:
+                await self.update(record.id, message, final_of(record, index), index=index)
+        finally:
+            self._in_flight.difference_update((record.id, index) for index, _ in owed)
 
-    async def update(self, ask_id: str, message: MessageRef, final: RenderedQuestion) -> None:
-        """Show ``final`` in ``message``; a failure is an event, never an error."""
+    async def reshow(self, record: AskRecord, stale: Set[int]) -> None:
+        """Retry the final update of the ended ask's messages in ``stale`` (claimed by the
+        lifecycle's sweep: each landed one is ``settled``, the others wait for the next)."""
+        for index in sorted(stale):
+            message = record.messages[index] if index < len(record.messages) else None
+            if message is None or (record.id, index) in self._in_flight:
+                continue  # (still retrying here: if it fails, the next sweep has it)
+            if await self.update(record.id, message, final_of(record, index), index=index):
+                question = record.request.questions[index].id
+                self._events.emit("swept", record.id, question=question)
+
+    async def update(
+        self,
+        ask_id: str,
+        message: MessageRef,
+        final: RenderedQuestion,
+        *,
+        index: int | None = None,
+    ) -> bool:
+        """Show ``final`` in ``message``; a failure is an event, never an error. With
+        ``index``, ``final`` is question ``index``'s end: once shown, the store is told
+        (``settled``), else the sweep retries it. Whether it landed."""
+        key = None if index is None else (ask_id, index)
+        if key is not None:
+            self._in_flight.add(key)
         try:
             await self._replace(message, final)
         except SLACK_FAILURES as exc:
-            # The outcome is already recorded and returned; a stale message is only cosmetic.
+            # The outcome is already recorded and returned; the sweep retries the message.
             error = str(exc) or type(exc).__name__
             self._events.emit("slack_error", ask_id, method="chat.update", error=error)
+            return False
+        finally:
+            if key is not None:
+                self._in_flight.discard(key)
+        if index is not None:
+            try:
+                await self._store.settled(ask_id=ask_id, index=index)
+            except StoreUnavailable as exc:
+                # Shown but not recorded: the sweep shows it once more, which is harmless.
+                _log.warning("could not record the update of ask %s as landed: %s", ask_id, exc)
+        return True
 
     async def _replace(self, message: MessageRef, final: RenderedQuestion) -> None:
         async with self._background.slots:
@@ -301,22 +338,12 @@ class SlackMessages:
         current = await self._store.get(ask_id=ask_id)
         if current is None:
             return
-        count = len(current.request.questions)
         for index in noted:
             item = current.responses[index] if index < len(current.responses) else None
             message = current.messages[index] if index < len(current.messages) else None
             if message is None or (item is None and current.pending):
                 continue
-            final = render_outcome(
-                current.request.questions[index],
-                outcome="answered" if item is not None else outcome_of(current),  # type: ignore[arg-type]
-                item=item,
-                agent=current.request.agent,
-                index=index,
-                count=count,
-                timeout=current.target.timeout,
-            )
-            await self.update(ask_id, message, final)
+            await self.update(ask_id, message, final_of(current, index), index=index)
 
     def notify(self, click: Click, text: str, *, fallback: bool = True) -> None:
         """Tell the clicker ``text`` privately, in the background."""
@@ -327,3 +354,18 @@ class SlackMessages:
         # The click's response_url first (it reaches non-members), then chat.postEphemeral.
         async with self._background.slots:
             await tell_privately(self.lean, click, text, fallback=fallback)
+
+
+def final_of(record: AskRecord, index: int) -> RenderedQuestion:
+    """How question ``index`` of the ended ``record`` shows for good: its answer (a person's
+    or the default it took) or how the ask ended."""
+    response = record.responses[index] if index < len(record.responses) else None
+    return render_outcome(
+        record.request.questions[index],
+        outcome="answered" if response is not None else outcome_of(record),  # type: ignore[arg-type]
+        item=response,
+        agent=record.request.agent,
+        index=index,
+        count=len(record.request.questions),
+        timeout=record.target.timeout,
+    )

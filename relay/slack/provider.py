@@ -15,13 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from relay.asks.expiry import Settling
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.rules import LONGEST_TIMEOUT, QuestionDefaults, answer_of, capped, check_timeout
-from relay.errors import (
-    RelayConfigError,
-    ask_aborted,
-    ask_closed,
-)
+from relay.errors import RelayConfigError, ask_aborted, ask_closed
 from relay.events import Events
 from relay.questions import (
     AskUserQuestionAnswer,
@@ -76,6 +73,7 @@ class SlackProvider:
     ``escalate_after``/``escalate_users``/``escalate_groups``/``escalate_channel``: each
     ask's default escalation (see ``SlackTarget``). ``default_option``, ``approvals_required``
     and ``veto``: each question's, where it sets none and offers those labels.
+    ``settling``: when a message whose final update did not land is retried (``Settling``).
     """
 
     def __init__(
@@ -107,6 +105,7 @@ class SlackProvider:
         default_option: str | None = None,
         approvals_required: int | None = None,
         veto: Collection[str] | None = None,
+        settling: Settling | None = None,
     ) -> None:
         check_credentials(client, token, signing_secret)
         if channel is None and route is None:
@@ -162,6 +161,8 @@ class SlackProvider:
             on_remind=self._messages.remind,
             on_escalate=self._messages.escalate,
             reminder_lease=reminder_lease,
+            on_unsettled=self._messages.reshow,
+            settling=settling,
         )
         # The asks an ask() call here waits for (the lifecycle's set; closing ends them).
         self._waiting = self._life.waiting

@@ -135,3 +135,30 @@ class AskStore(Protocol):
         """Record that reminder number ``sent`` (as claimed) went out, and when the next one
         is due (``None``: no more). ``False`` if another claimer recorded it first."""
         ...
+
+    async def settled(self, *, ask_id: str, index: int | None = None) -> None:
+        """Record that question ``index``'s message shows its final state (the update that
+        ended it landed); ``None``: every message of the ask (also to give up on them). An
+        ask that ended and whose every posted message is settled leaves the unsettled index
+        that ``claim_unsettled`` reads; an ask enters it when it ends (``answer``, ``vote``
+        or ``finish`` completing it)."""
+        ...
+
+    async def unsettled(self, *, ask_id: str) -> frozenset[int]:
+        """The questions whose message was posted and is not yet ``settled``: once the ask
+        has ended, the messages that may still show live inputs (while it is pending, the
+        open questions too). Empty for an unknown ask."""
+        ...
+
+    async def claim_unsettled(
+        self, *, now: float, grace: float, lease: float, limit: int = 100
+    ) -> list[str]:
+        """Claim the asks that ended ``grace`` seconds or more before ``now`` (epoch
+        seconds) and are still unsettled. Each claim holds for ``lease`` seconds: two
+        claimers never retry one ask at once, and one whose claimer died before settling
+        it is claimed again after that."""
+        ...
+
+    async def next_unsettled(self, *, grace: float) -> float | None:
+        """When the earliest unsettled ask (or lapsed claim) can be claimed, if any."""
+        ...

@@ -76,6 +76,11 @@ class MemoryStore:
         self._reminders: dict[str, float] = {}  # ask id -> when its next reminder is due
         self._reminder_queue: list[tuple[float, str]] = []
         self._reminders_sent: dict[str, int] = {}
+        # Ended asks whose messages may still show live inputs (see settled): ask id -> when
+        # it may be claimed, less the grace; the heap holds stale entries until popped.
+        self._unsettled: dict[str, float] = {}
+        self._unsettled_queue: list[tuple[float, str]] = []
+        self._shown: dict[str, set[int] | None] = {}  # settled messages (None: all of them)
 
     def __len__(self) -> int:
         return len(self._records) + len(self._ended)
@@ -326,6 +331,8 @@ class MemoryStore:
             else:
                 self._by_owner.pop(record.owner, None)
         self._finished.append((time.monotonic() + self._retention, record.id))
+        ended = record.finished_at.timestamp() if record.finished_at else time.time()
+        self._unsettle(record.id, ended)
         self.finished_bytes += self._sizes.get(record.id, 0)
         for future in self._waiters.pop(record.id, ()):
             if not future.done():
@@ -353,6 +360,8 @@ class MemoryStore:
             self._unindex_owned(_decode(kept))
             self._votes.pop(ask_id, None)
             self._reminders_sent.pop(ask_id, None)
+            self._shown.pop(ask_id, None)
+            self._unsettled.pop(ask_id, None)
 
     # Idempotency keys (``relay.store.idempotency``).
 
@@ -509,6 +518,61 @@ class MemoryStore:
         now = time.monotonic()
         for event_id in [i for i, d in self._outbox.items() if d.forget_at <= now]:
             del self._outbox[event_id]
+
+    # Messages whose final update has not landed (``AskStore.settled``).
+
+    def _unsettle(self, ask_id: str, at: float) -> None:
+        self._unsettled[ask_id] = at
+        heapq.heappush(self._unsettled_queue, (at, ask_id))
+
+    def _unshown(self, record: AskRecord) -> frozenset[int]:
+        shown = self._shown.get(record.id, set())
+        if shown is None:
+            return frozenset()
+        return frozenset(
+            i for i, m in enumerate(record.messages) if m is not None and i not in shown
+        )
+
+    async def settled(self, *, ask_id: str, index: int | None = None) -> None:
+        """Record that question ``index``'s message (``None``: every one) shows its end."""
+        record = self._lookup(ask_id)
+        if record is None:
+            self._unsettled.pop(ask_id, None)
+            return
+        shown = self._shown.setdefault(ask_id, set())
+        if index is None:
+            self._shown[ask_id] = None
+        elif shown is not None:
+            shown.add(index)
+        if not record.pending and not self._unshown(record):
+            self._unsettled.pop(ask_id, None)
+
+    async def unsettled(self, *, ask_id: str) -> frozenset[int]:
+        """The posted questions not yet settled."""
+        record = self._lookup(ask_id)
+        return frozenset() if record is None else self._unshown(record)
+
+    async def claim_unsettled(
+        self, *, now: float, grace: float, lease: float, limit: int = 100
+    ) -> list[str]:
+        """Claim unsettled asks that ended ``grace`` ago, each for ``lease`` seconds."""
+        self._forget_expired()
+        claimed: list[str] = []
+        queue = self._unsettled_queue
+        while queue and queue[0][0] <= now - grace and len(claimed) < limit:
+            at, ask_id = heapq.heappop(queue)
+            if self._unsettled.get(ask_id) != at:
+                continue  # settled, or claimed again since
+            claimed.append(ask_id)
+            self._unsettle(ask_id, now + lease - grace)
+        return claimed
+
+    async def next_unsettled(self, *, grace: float) -> float | None:
+        """When the earliest unsettled ask can be claimed."""
+        queue = self._unsettled_queue
+        while queue and self._unsettled.get(queue[0][1]) != queue[0][0]:
+            heapq.heappop(queue)
+        return queue[0][0] + grace if queue else None
 
 
 @dataclass(slots=True)

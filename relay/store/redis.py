@@ -11,6 +11,8 @@ Layout, for ask ``{id}`` (prefix ``relay:`` by default):
   any replica wake at once.
 - ``relay:owners``, a hash counting each API token's (owner's) pending asks, so that
   ``max_pending_per_owner`` holds across replicas (checked and counted in the create script).
+- ``relay:unsettled``, a sorted set of ended asks with a message whose final update has not
+  landed (``shown:{i}`` in the ask's hash once it has), by when the sweep may claim each.
 
 On a Redis Cluster (``redis+cluster://``) a script may touch one hash slot only, so the names
 carry hash tags (``_Keys``): ``relay:ask:{id}`` keeps each ask's keys in its own slot, and the
@@ -139,8 +141,17 @@ end
 return 1
 """
 
+
+# Appended to a claim that ends the ask: index it as unsettled (see ``settled``) at the
+# end time, the last ARGV (KEYS[4], the unsettled zset; on a cluster ``_unsettle`` does it).
+def _unsettle_on_end(ask_id: str) -> str:
+    return f"""
+if KEYS[4] then redis.call('ZADD', KEYS[4], 'NX', ARGV[#ARGV], {ask_id}) end
+"""
+
+
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: index, item json,
-# finished_at, id, retention ms, channel
+# finished_at, id, retention ms, channel, end time (epoch)
 _ANSWER = (
     """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
@@ -164,13 +175,14 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
 """
     + _RELEASE_OWNER
+    + _unsettle_on_end("ARGV[4]")
     + """
 return {'completed', redis.call('HGETALL', KEYS[1])}
 """
 )
 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: status, error json,
-# finished_at, id, retention ms, channel
+# finished_at, id, retention ms, channel, end time (epoch)
 _FINISH = (
     """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
@@ -183,6 +195,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
 """
     + _RELEASE_OWNER
+    + _unsettle_on_end("ARGV[4]")
     + """
 return {1, redis.call('HGETALL', KEYS[1])}
 """
@@ -284,9 +297,9 @@ _CORE_CACHE = 256  # decoded record cores kept (see _Cores): a click's read and 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash (on a cluster the ask hash alone, as
 # for _ANSWER). ARGV: index, voter id, vote json,
 # votes required, veto labels json, label, answer item json (without its votes),
-# finished_at, id, retention ms, channel. Votes live in the ask's hash (vote:{i}, a JSON
-# list), so they expire with it; the vote that reaches the quorum claims ans:{i} with every
-# vote in it, as _ANSWER would, and completes the ask on the last question.
+# finished_at, id, retention ms, channel, end time (epoch). Votes live in the ask's hash
+# (vote:{i}, a JSON list), so they expire with it; the vote that reaches the quorum claims
+# ans:{i} with every vote in it, as _ANSWER would, and completes the ask on the last question.
 _VOTE = (
     """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
@@ -335,6 +348,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[10])
 redis.call('PUBLISH', ARGV[11], ARGV[9])
 """
     + _RELEASE_OWNER
+    + _unsettle_on_end("ARGV[9]")
     + """
 return {'completed', redis.call('HGETALL', KEYS[1]), raw}
 """
@@ -366,6 +380,53 @@ else
   redis.call('HSET', KEYS[1], 'remind_at', ARGV[2])
 end
 return 1
+"""
+
+# The unsettled messages (``AskStore.settled``): in the ask's hash, ``shown:{i}`` once question
+# i's final update landed (``shown:all``: every one); the unsettled zset holds each ended ask
+# with one unsettled until its claim may be taken (less the grace).
+_UNSHOWN = """
+local function unshown(key)
+  local out = {}
+  if redis.call('HEXISTS', key, 'shown:all') == 1 then return out end
+  local n = tonumber(redis.call('HGET', key, 'n') or '0')
+  for i = 0, n - 1 do
+    if redis.call('HEXISTS', key, 'msg:' .. i) == 1
+      and redis.call('HEXISTS', key, 'shown:' .. i) == 0 then
+      table.insert(out, i)
+    end
+  end
+  return out
+end
+"""
+
+# KEYS: ask hash.
+_UNSETTLED = _UNSHOWN + "return unshown(KEYS[1])"
+
+# KEYS: ask hash, the unsettled zset (none on a cluster). ARGV: index ('' for all), id. 1
+# when the ask has ended (or is gone) with every message settled: it leaves the zset.
+_SETTLED = (
+    _UNSHOWN
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[2]) end
+  return 1
+end
+redis.call('HSET', KEYS[1], ARGV[1] == '' and 'shown:all' or 'shown:' .. ARGV[1], '1')
+if redis.call('HGET', KEYS[1], 'status') == 'pending' or #unshown(KEYS[1]) > 0 then return 0 end
+if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[2]) end
+return 1
+"""
+)
+
+# KEYS: unsettled zset. ARGV: ended before, claimed until (less the grace), limit. As the
+# outbox's claim: each claimed ask moves to the end of its lease, so no other replica takes it.
+_CLAIM_UNSETTLED = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do
+  redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+end
+return ids
 """
 
 
@@ -429,6 +490,8 @@ class RedisStore:
         self._prefix = prefix
         self._deadlines = self._keys.index("deadlines")
         self._owners = self._keys.index("owners")
+        self._unsettled_index = self._keys.index("unsettled")
+        self._settled = self._redis.register_script(_SETTLED)
         self._max_pending = max_pending_per_owner
         self._channel = f"{prefix}done"
         self._retention_ms = max(1, math.ceil(retention * 1000))
@@ -458,7 +521,7 @@ class RedisStore:
         indexes too, which the script then updates in the same step."""
         if self._cluster:
             return [self._key(ask_id)]
-        return [self._key(ask_id), self._deadlines, self._owners]
+        return [self._key(ask_id), self._deadlines, self._owners, self._unsettled_index]
 
     def _index_keys(self) -> list[str]:
         return [self._deadlines, self._owners, self._keys.index("ask-owners")]
@@ -599,6 +662,7 @@ class RedisStore:
                 ask_id,
                 self._retention_ms,
                 self._channel,
+                _epoch(item.answered_at),
             ],
         )
         if _text(reply[0]) == "bad_index":
@@ -606,6 +670,8 @@ class RedisStore:
         outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
         if self._cluster and outcome in ("completed", "not_pending", "unknown"):
             await self._release(ask_id)
+            if outcome == "completed":
+                await self._unsettle(ask_id, _epoch(item.answered_at))
         record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
         if record is not None and not record.pending:
             self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters here
@@ -632,11 +698,14 @@ class RedisStore:
                 ask_id,
                 self._retention_ms,
                 self._channel,
+                _epoch(at),
             ],
         )
         record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
         if self._cluster:
             await self._release(ask_id)  # won: its index entry goes; lost: a stale one, if any
+            if int(reply[0]):
+                await self._unsettle(ask_id, _epoch(at))
         if record is not None and not record.pending:
             self._settle_local(ask_id, record)
         return bool(int(reply[0])), record
@@ -1155,6 +1224,7 @@ class RedisStore:
                 ask_id,
                 self._retention_ms,
                 self._channel,
+                _epoch(vote.at),
             ],
         )
         if _text(reply[0]) == "bad_index":
@@ -1162,6 +1232,8 @@ class RedisStore:
         outcome: VoteOutcome = _text(reply[0])  # type: ignore[assignment]
         if self._cluster and outcome in ("completed", "not_pending", "unknown"):
             await self._release(ask_id)
+            if outcome == "completed":
+                await self._unsettle(ask_id, _epoch(vote.at))
         found = _decode(_pairs(reply[1])) if len(reply) > 1 else None
         votes = _votes_of(_text(reply[2])) if len(reply) > 2 else ()
         return VoteResult(outcome, found, votes)
@@ -1226,6 +1298,44 @@ class RedisStore:
         elif int(done) == 1:
             await self._redis.zrem(self._reminder_index, ask_id)
         return bool(int(done))
+
+    async def _unsettle(self, ask_id: str, at: float) -> None:
+        """Cluster only: index the ask that just ended as unsettled (the claim's script
+        cannot reach the index slot). A failure is logged: the claim stands."""
+        try:
+            await self._redis.zadd(self._unsettled_index, {ask_id: at}, nx=True)
+        except (RedisError, OSError) as exc:
+            _log.warning("could not index ask %s as unsettled (%s)", ask_id, exc)
+
+    @_translated
+    async def settled(self, *, ask_id: str, index: int | None = None) -> None:
+        """Record a message's final update as landed; the last one unindexes the ask."""
+        keys = [self._key(ask_id)] if self._cluster else [self._key(ask_id), self._unsettled_index]
+        done = await self._settled(keys=keys, args=["" if index is None else index, ask_id])
+        if int(done) == 1 and self._cluster:
+            await self._redis.zrem(self._unsettled_index, ask_id)
+
+    @_translated
+    async def unsettled(self, *, ask_id: str) -> frozenset[int]:
+        """The posted questions not yet settled (one script on the ask's hash)."""
+        found = await self._redis.register_script(_UNSETTLED)(keys=[self._key(ask_id)])
+        return frozenset(int(i) for i in found)
+
+    @_translated
+    async def claim_unsettled(
+        self, *, now: float, grace: float, lease: float, limit: int = 100
+    ) -> list[str]:
+        """Claim unsettled asks in one script on the index: two replicas never both do."""
+        ids = await self._redis.register_script(_CLAIM_UNSETTLED)(
+            keys=[self._unsettled_index], args=[repr(now - grace), repr(now + lease - grace), limit]
+        )
+        return [_text(i) for i in ids]
+
+    @_translated
+    async def next_unsettled(self, *, grace: float) -> float | None:
+        """When the earliest unsettled ask can be claimed."""
+        first = await self._redis.zrange(self._unsettled_index, 0, 0, withscores=True)
+        return float(first[0][1]) + grace if first else None
 
 
 class _Keys:
@@ -1295,6 +1405,11 @@ class _Watch:
 
     def failed(self) -> bool:
         return self.done.done() and self.done.exception() is not None
+
+
+def _epoch(at: datetime | None) -> float:
+    """``at`` in epoch seconds (now, if unknown)."""
+    return at.timestamp() if at is not None else time.time()
 
 
 def _message_json(message: MessageRef) -> str:

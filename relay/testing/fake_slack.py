@@ -84,6 +84,8 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
             )
         )
         self._faults = FaultPlan()
+        self.arrived: list[RecordedCall] = []
+        """Every Web API call as it arrives, before it is answered (``response`` empty)."""
         self._limiter = RateLimiter()
         self._sockets = SocketModeServer(
             api_app_id=api_app_id,
@@ -170,6 +172,25 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
         fault = Fault(error=error, status=status, retry_after=retry_after, delay=delay)
         self._faults.add(method, fault, times=times)
 
+    def recover(self, method: str) -> None:
+        """Drop the failures still planned for ``method``: an outage (``fail`` with a large
+        ``times``) ends, and its next calls answer normally."""
+        self._faults.clear(method)
+
+    async def wait_for_arrival(
+        self, method: str, *, count: int = 1, timeout: float = 5.0
+    ) -> RecordedCall:
+        """The ``count``-th call of ``method`` as soon as it arrives, answered or not (a call
+        held by ``fail(delay=...)`` shows here at once)."""
+
+        def found() -> RecordedCall | None:
+            matches = [c for c in self.arrived if c.method == method]
+            return matches[count - 1] if len(matches) >= count else None
+
+        return await self._changes.wait_for(
+            found, timeout=timeout, describe=self._missing(f"arrival of {method} #{count}")
+        )
+
     def rate_limit(self, method: str, *, per_channel_per_second: float, burst: int = 1) -> None:
         """Answer calls of ``method`` above this rate to one channel with 429 and the wait in
         ``Retry-After``, like Slack's 1 message per second per channel."""
@@ -180,6 +201,11 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
     async def _serve_api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
         args, token = await _decode_api_request(request)
+        arrived = RecordedCall(
+            method=method, args=args, at=time.time(), status=0, response={}, token=token
+        )
+        self.arrived.append(arrived)
+        await self._changes.notify()
         reply = await self._answer(method, args, token)
         await self._record(
             RecordedCall(

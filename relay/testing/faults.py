@@ -86,6 +86,10 @@ class FaultPlan:
         queue = self._queues.get(method)
         return queue.popleft() if queue else None
 
+    def clear(self, method: str) -> None:
+        """Plan no more failures of ``method``."""
+        self._queues.pop(method, None)
+
     def pending(self, method: str) -> int:
         """How many calls of ``method`` will still be failed."""
         return len(self._queues.get(method, ()))

@@ -16,7 +16,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -116,6 +116,13 @@ class Webhooks:
         self._last_sweep = 0.0
         self._sweep_from = 0
         self._closed = False
+        self.on_result: Callable[[str], None] | None = None
+        """Called with each attempt's result: ``delivered``, ``retried`` or ``failed`` (given
+        up), for the ``relay_webhook_deliveries_total`` counter."""
+
+    def _counted(self, result: str) -> None:
+        if self.on_result is not None:
+            self.on_result(result)
 
     def subscription(self, url: object, events: object) -> Subscription:
         """The checked subscription of an API body; ``CallbackRefused`` says what is wrong."""
@@ -311,6 +318,7 @@ class Webhooks:
                 delivery["type"],
                 attempt,
             )
+            self._counted("delivered")
             return
         permanent, why = error
         delay = min(self.settings.max_backoff, self.settings.backoff * 2 ** (attempt - 1))
@@ -327,8 +335,10 @@ class Webhooks:
                 attempt,
                 why,
             )
+            self._counted("failed")
             return
         await store.hook_retry(event_id=claimed.event_id, due=time.time() + delay, error=why)
+        self._counted("retried")
         _log.info(
             "webhook failed id=%s ask=%s attempt=%d (%s); retrying in %.1f s",
             claimed.event_id,

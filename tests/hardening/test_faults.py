@@ -31,6 +31,7 @@ from relay import (
     ErrorCode,
     UserInteractionError,
 )
+from relay.asks import Settling
 from relay.client import RelayProvider
 from relay.events import AskEvent
 from relay.store import AskStatus
@@ -136,10 +137,25 @@ async def while_the_question_is_posted(fault: Fault) -> None:
         assert await env.provider.store.count_pending() == 0
 
 
+def swept(env: Env) -> asyncio.Future[str]:
+    """The ask id of the first message the sweep updates (``event=swept``)."""
+    future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    env.provider.events.subscribe(
+        lambda e: future.set_result(e.ask_id) if e.name == "swept" and not future.done() else None
+    )
+    return future
+
+
+# Retried soon after the fault: the update in flight (retrying here) is left alone meanwhile.
+SWEEP_SOON = Settling(grace=0.5, lease=0.5)
+
+
 async def while_the_answered_message_is_updated(fault: Fault) -> None:
-    """The click is acknowledged and the agent answered at once; the update comes after."""
-    async with watched_env() as w:
+    """The click is acknowledged and the agent answered at once; the update comes after,
+    and the sweep makes an update that failed land."""
+    async with watched_env(settling=SWEEP_SOON) as w:
         env = w.env
+        done = swept(env)
         task = env.ask(question())
         message = await env.message()
         fault.inject(env.slack, "chat.update")
@@ -149,14 +165,17 @@ async def while_the_answered_message_is_updated(fault: Fault) -> None:
         await env.provider.drain()
         assert w.outcomes_of(ask_id_of(message)) == ["answered"]
         assert message.updated == fault.recovers
-        if fault.recovers:
-            assert "Answered by <@U0ALICE>" in json.dumps(message.blocks)
+        if not fault.recovers:
+            assert await asyncio.wait_for(done, 15) == ask_id_of(message)
+        assert "Answered by <@U0ALICE>" in json.dumps(message.blocks)
 
 
 async def while_a_withdrawn_batch_is_updated(fault: Fault) -> None:
-    """Whatever happens to one message's update, the others are still withdrawn."""
-    async with watched_env() as w:
+    """Whatever happens to one message's update, the others are still withdrawn (and the
+    sweep withdraws the one that failed)."""
+    async with watched_env(settling=SWEEP_SOON) as w:
         env = w.env
+        done = swept(env)
         task = env.ask(question("a"), question("b"))
         first, second = await env.message(1), await env.message(2)
         fault.inject(env.slack, "chat.update")
@@ -168,6 +187,9 @@ async def while_a_withdrawn_batch_is_updated(fault: Fault) -> None:
         assert second.updated
         assert "Withdrawn" in json.dumps(second.blocks)
         assert first.updated == fault.recovers
+        if not fault.recovers:
+            assert await asyncio.wait_for(done, 15) == ask_id_of(first)
+        assert "Withdrawn" in json.dumps(first.blocks)
 
 
 async def while_a_refused_clicker_is_told(fault: Fault) -> None:
