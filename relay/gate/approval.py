@@ -71,6 +71,36 @@ class ApprovalRequest:
     approvers: tuple[str, ...] | None = None
     approver_groups: tuple[str, ...] | None = None
     timeout: float | None = None
+    remind_after: float | None = None
+    reminders: int | None = None
+    escalate_after: float | None = None
+    escalate_users: tuple[str, ...] | None = None
+    escalate_groups: tuple[str, ...] | None = None
+    escalate_channel: str | None = None
+    approvals: int | None = None
+    deny_vetoes: bool | None = None
+
+    @property
+    def quorum(self) -> int:
+        """How many distinct people must allow (1 unless ``approvals`` says more)."""
+        return self.approvals or 1
+
+    @property
+    def grants_offered(self) -> tuple[bool, int]:
+        """The session grant and the minutes grant offered: none when several must allow
+        (a grant would let the next uses through on fewer people's word, and votes split
+        between *Allow once* and a grant would decide nothing)."""
+        if self.quorum > 1:
+            return False, 0
+        return self.session_grants, self.grant_minutes
+
+    @property
+    def veto_labels(self) -> tuple[str, ...] | None:
+        """The labels one vote decides: *Deny* when several must allow, unless
+        ``deny_vetoes`` is false (then none, not even the relay's ``RELAY_VETO``)."""
+        if self.quorum == 1:
+            return None
+        return (DENY,) if self.deny_vetoes is not False else ()
 
     @property
     def scope(self) -> Pattern:
@@ -79,12 +109,13 @@ class ApprovalRequest:
 
     def offer(self, owner: str) -> Offer:
         """The grants this approval offers (perhaps none: then only "Allow once")."""
+        session, minutes = self.grants_offered
         return Offer(
             owner=owner,
             agent=self.agent.id,
             pattern=self.scope,
-            session=self.session_grants,
-            minutes=self.grant_minutes,
+            session=session,
+            minutes=minutes,
         )
 
 
@@ -163,28 +194,41 @@ def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
         lines.append(f"*{safe(key)}:* `{safe(value)}`")
     detail = "\n".join(lines) + ("\n\n" if lines else "") + view.detail
     scope = request.scope.describe()
-    options = [AskUserQuestionOption(ALLOW_ONCE, "Allow this one use")]
-    if request.session_grants:
+    session, minutes = request.grants_offered
+    quorum = request.quorum
+    options = [
+        AskUserQuestionOption(
+            ALLOW_ONCE, "Allow this one use" if quorum == 1 else f"{quorum} people must allow"
+        )
+    ]
+    if session:
         options.append(
             AskUserQuestionOption(
                 ALLOW_SESSION,
                 f"Also allow {scope} for this agent session (at most {SESSION_HOURS} h)",
             )
         )
-    if request.grant_minutes:
+    if minutes:
         options.append(
             AskUserQuestionOption(
-                allow_minutes_label(request.grant_minutes),
-                f"Also allow {scope} for this agent for {request.grant_minutes} minutes",
+                allow_minutes_label(minutes),
+                f"Also allow {scope} for this agent for {minutes} minutes",
             )
         )
-    options.append(AskUserQuestionOption(DENY, "Type a reason instead to deny with it"))
+    veto = request.veto_labels
+    if quorum == 1:
+        deny = "Type a reason instead to deny with it"
+    else:
+        deny = "One deny decides" if veto else f"{quorum} people must deny"
+    options.append(AskUserQuestionOption(DENY, deny))
     item = AskUserQuestionItem(
         id=QUESTION_ID,
         header=f"{request.tool}: permission request"[:150],
         question=f"{who} wants to {view.summary}. Allow it?",
         detail=detail,
         options=tuple(options),
+        approvals_required=request.approvals,
+        veto=veto,
     )
     return AskUserQuestionRequest((item,), agent=request.agent)
 
@@ -224,6 +268,9 @@ def decide_answer(
             ),
             None,
         )
+    voters = [v.by.display_name for v in item.votes if v.label == choice]
+    if len(voters) > 1:  # a quorum: everyone whose vote counted, in the order they voted
+        name = ", ".join(voters[:-1]) + f" and {voters[-1]}"
     return (
         Decision(
             behavior="allow",

@@ -71,6 +71,7 @@ class Gate:
         if verdict.action == "pass" and allow_pass:
             return None
         rule = verdict.rule
+        team = self.rules.team_for(verdict)
         request = ApprovalRequest(
             tool=use.tool,
             input=use.input,
@@ -91,5 +92,13 @@ class Gate:
                 else self.rules.approver_groups
             ),
             timeout=self.rules.timeout_for(verdict),
+            remind_after=team.remind_after,
+            reminders=team.reminders,
+            escalate_after=team.escalate_after,
+            escalate_users=team.escalate_users,
+            escalate_groups=team.escalate_groups,
+            escalate_channel=team.escalate_channel,
+            approvals=team.approvals,
+            deny_vetoes=team.deny_vetoes,
         )
         return await self.approver.approve(request, signal=signal)

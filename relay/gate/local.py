@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from relay.abort import AbortSignal
 from relay.errors import ErrorCode, HarnessError, UserInteractionError, ask_aborted
@@ -48,11 +48,23 @@ class Approver(Protocol):
 
 def target_for(request: ApprovalRequest) -> SlackTarget:
     """Where ``request`` is asked and who may answer it (unset: the provider's defaults)."""
+    escalation: dict[str, Any] = {}
+    if request.escalate_after is not None:
+        # The rules' escalation is one whole: nothing of the provider's defaults mixes in.
+        escalation = {
+            "escalate_after": request.escalate_after,
+            "escalate_users": request.escalate_users,
+            "escalate_groups": request.escalate_groups,
+            "escalate_channel": request.escalate_channel,
+        }
     return SlackTarget(
         channel=request.channel or "",
         allowed_users=request.approvers if request.approvers is not None else UNSET,
         allowed_groups=request.approver_groups if request.approver_groups is not None else UNSET,
         timeout=request.timeout if request.timeout is not None else UNSET,
+        remind_after=request.remind_after if request.remind_after is not None else UNSET,
+        reminders=request.reminders if request.reminders is not None else UNSET,
+        **escalation,
     )
 
 
@@ -146,9 +158,8 @@ class LocalApprover:
             return decide_error(exc, timeout=request.timeout)
         except Exception as exc:
             return decide_error(exc)
-        decision, kind = decide_answer(
-            answer.answers[0], session=request.session_grants, minutes=request.grant_minutes
-        )
+        session, minutes = request.grants_offered
+        decision, kind = decide_answer(answer.answers[0], session=session, minutes=minutes)
         offer = request.offer(self._owner)
         if kind is None or decision.by is None or decision.at is None:
             return decision

@@ -53,9 +53,27 @@ def approval_body(request: ApprovalRequest) -> dict[str, Any]:
         slack["allowed_groups"] = list(request.approver_groups)
     if request.timeout is not None:
         slack["timeout_s"] = request.timeout
+    if request.remind_after is not None:
+        slack["remind_after_s"] = request.remind_after
+    if request.reminders is not None:
+        slack["reminders"] = request.reminders
+    if request.escalate_after is not None:
+        # The rules' escalation is one whole: null keeps the relay's defaults out of it.
+        slack["escalate_after_s"] = request.escalate_after
+        slack["escalate_users"] = _listed(request.escalate_users)
+        slack["escalate_groups"] = _listed(request.escalate_groups)
+        slack["escalate_channel"] = request.escalate_channel
+    if request.approvals is not None:
+        body["approvals_required"] = request.approvals
+    if request.deny_vetoes is not None:
+        body["deny_vetoes"] = request.deny_vetoes
     if slack:
         body["slack"] = slack
     return body
+
+
+def _listed(ids: tuple[str, ...] | None) -> list[str] | None:
+    return list(ids) if ids is not None else None
 
 
 class RemoteApprover:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from relay.gate.match import Pattern, Subject
+from relay.gate.team import TEAM_KEYS, TeamRules, check_team, read_team
 
 __all__ = ["BAD_RULES", "Action", "Rule", "Rules", "RulesError", "Verdict", "load_rules"]
 
@@ -41,7 +42,7 @@ BAD_RULES = "BAD_RULES"
 Action = Literal["allow", "ask", "deny", "pass"]
 _ACTIONS = ("allow", "ask", "deny")
 _RANK = {"deny": 0, "ask": 1, "allow": 2}
-_TOP_KEYS = frozenset(
+_TOP_KEYS = TEAM_KEYS | frozenset(
     {
         "timeout",
         "channel",
@@ -53,7 +54,7 @@ _TOP_KEYS = frozenset(
         "rules",
     }
 )
-_RULE_KEYS = frozenset(
+_RULE_KEYS = TEAM_KEYS | frozenset(
     {
         "action",
         "tools",
@@ -87,6 +88,7 @@ class Rule:
     approvers: tuple[str, ...] | None = None
     approver_groups: tuple[str, ...] | None = None
     timeout: float | None = None
+    team: TeamRules = field(default_factory=TeamRules)
 
     @property
     def narrow(self) -> bool:
@@ -126,6 +128,7 @@ class Rules:
     session_grants: bool = True
     grant_minutes: int = 30
     rules: tuple[Rule, ...] = field(default=())
+    team: TeamRules = field(default_factory=TeamRules)
 
     def verdict(self, use: Subject) -> Verdict:
         """The strictest action of the rules matching ``use`` (deny > ask > allow)."""
@@ -157,6 +160,12 @@ class Rules:
         if verdict.rule is not None and verdict.rule.timeout is not None:
             return verdict.rule.timeout
         return self.timeout
+
+    def team_for(self, verdict: Verdict) -> TeamRules:
+        """The team decisions for an ask under ``verdict``: its rule's, else the top level's."""
+        if verdict.rule is not None:
+            return verdict.rule.team.over(self.team)
+        return self.team
 
 
 def load_rules(path: str) -> Rules:
@@ -192,6 +201,9 @@ def parse_rules(data: Mapping[str, Any], *, source: str) -> Rules:
     channel = data.get("channel")
     if channel is not None and (not isinstance(channel, str) or not channel.strip()):
         raise reader.error("channel", "must be a channel id like C0123ABCD")
+    team = read_team(data, "", reader.error)
+    check_team(team, TeamRules(), "", reader.error)
+    rules = tuple(reader.rule(i, r, team) for i, r in enumerate(raw_rules))
     return Rules(
         source=source,
         timeout=reader.seconds(data, "timeout", "") or 300.0,
@@ -201,7 +213,8 @@ def parse_rules(data: Mapping[str, Any], *, source: str) -> Rules:
         default=default,
         session_grants=session,
         grant_minutes=minutes,
-        rules=tuple(reader.rule(i, r) for i, r in enumerate(raw_rules)),
+        rules=rules,
+        team=team,
     )
 
 
@@ -252,7 +265,7 @@ class _Reader:
             raise self.error(f"{where}{key}", "must be a positive number of seconds")
         return float(value)
 
-    def rule(self, index: int, data: object) -> Rule:
+    def rule(self, index: int, data: object, top: TeamRules) -> Rule:
         where = f"rules[{index}]."
         if not isinstance(data, Mapping):
             raise self.error(where.rstrip("."), "must be a table")
@@ -275,6 +288,13 @@ class _Reader:
         reason = data.get("reason")
         if reason is not None and (not isinstance(reason, str) or not reason.strip()):
             raise self.error(f"{where}reason", "must be a sentence")
+        team = read_team(data, where, self.error)
+        if action != "ask":
+            named = sorted(TEAM_KEYS & set(data))
+            if named:
+                raise self.error(f"{where}{named[0]}", "only applies to ask rules (a human asked)")
+        else:
+            check_team(team, top, where, self.error)
         return Rule(
             index=index,
             action=action,
@@ -289,4 +309,5 @@ class _Reader:
             approvers=self.ids(data, "approvers", where),
             approver_groups=self.ids(data, "approver_groups", where),
             timeout=self.seconds(data, "timeout", where),
+            team=team,
         )

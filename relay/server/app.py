@@ -108,9 +108,12 @@ def build_app(
     mcp_progress_interval: float = 10.0,
     idempotency_window: float = 24 * 3600.0,
     webhooks: Webhooks | None = None,
+    min_approvals: int | None = None,
 ) -> web.Application:
     """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
+    ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people an approval whose
+    body sets ``approvals_required`` may need.
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -136,7 +139,7 @@ def build_app(
         webhooks=webhooks,
     )
     grant_store = grants if grants is not None else MemoryGrants()
-    approvals = ApprovalApi(asks=api, grants=grant_store)
+    approvals = ApprovalApi(asks=api, grants=grant_store, min_approvals=min_approvals)
 
     @web.middleware
     async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -29,7 +30,7 @@ from relay.gate.approval import (
 )
 from relay.gate.match import Pattern, subject
 from relay.grants.base import GrantStore
-from relay.questions import AgentRef
+from relay.questions import MAX_APPROVALS, AgentRef
 from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
 from relay.server.records import iso_time
@@ -50,6 +51,8 @@ _KEYS = frozenset(
         "reason",
         "session_grants",
         "grant_minutes",
+        "approvals_required",
+        "deny_vetoes",
         "slack",
         "callback_url",
         "callback_events",
@@ -76,11 +79,16 @@ def approval_json(
 class ApprovalApi:
     """Handlers for ``/v1/approvals``; requests arrive authenticated (``request[OWNER]``)."""
 
-    def __init__(self, *, asks: AskApi, grants: GrantStore) -> None:
+    def __init__(
+        self, *, asks: AskApi, grants: GrantStore, min_approvals: int | None = None
+    ) -> None:
         # Approvals are asks: read, limited and long-polled exactly as /v1/asks reads them.
         self._asks = asks
         self._provider: SlackProvider = asks.provider
         self.grants = grants
+        # The operator's RELAY_APPROVALS_REQUIRED: a body may ask for more people, not fewer
+        # (a coding agent holds its own token, so it must not lower its own quorum).
+        self._min_approvals = min_approvals
 
     def routes(self) -> list[web.RouteDef]:
         """The routes to add to the application."""
@@ -97,6 +105,8 @@ class ApprovalApi:
         body = await self._asks.json_body(request, hint="send less of the tool input")
         approval, target = _read_approval(body)
         subscription = self._asks.callback(body)  # checked before anything is posted
+        if approval.approvals is not None and self._min_approvals is not None:
+            approval = replace(approval, approvals=max(approval.approvals, self._min_approvals))
         headers: dict[str, str] = {}
         async with self._asks.keys.create(
             request, owner=owner, route="approvals", body=body
@@ -277,6 +287,19 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
     minutes = opt("grant_minutes", 30)
     if isinstance(minutes, bool) or not isinstance(minutes, int) or not 0 <= minutes <= 1440:
         raise _bad("grant_minutes must be a whole number from 0 to 1440")
+    approvals = body.get("approvals_required")
+    if approvals is not None and (
+        isinstance(approvals, bool)
+        or not isinstance(approvals, int)
+        or not 1 <= approvals <= MAX_APPROVALS
+    ):
+        raise _bad(
+            f"approvals_required must be a whole number from 1 to {MAX_APPROVALS}: how many"
+            " distinct people must allow"
+        )
+    vetoes = body.get("deny_vetoes")
+    if vetoes is not None and not isinstance(vetoes, bool):
+        raise _bad("deny_vetoes must be true or false")
     try:
         target = read_slack_section(body["slack"]) if body.get("slack") is not None else None
     except HarnessError as exc:
@@ -291,5 +314,7 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
         session_grants=session,
         grant_minutes=minutes,
         reason=body.get("reason"),
+        approvals=approvals,
+        deny_vetoes=vetoes,
     )
     return approval, target

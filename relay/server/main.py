@@ -190,6 +190,7 @@ async def serve(
         serve_slack_events=not settings.socket_mode,
         idempotency_window=settings.idempotency_window,
         webhooks=webhooks,
+        min_approvals=settings.team.approvals_required,
         **limits_of(settings),
     )
     if extend is not None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from relay.questions import MAX_APPROVALS
+
 __all__ = ["approval_paths", "approval_schemas"]
 
 _STRINGS = {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}}
@@ -60,6 +62,20 @@ def approval_schemas(slack: dict[str, Any]) -> dict[str, Any]:
                     "minimum": 0,
                     "maximum": 1440,
                     "default": 30,
+                },
+                "approvals_required": {
+                    "type": ["integer", "null"],
+                    "minimum": 1,
+                    "maximum": MAX_APPROVALS,
+                    "description": "Distinct people who must allow (default 1). At 2 or more"
+                    " no grant is offered (only Allow once and Deny), and a body asking for"
+                    " fewer than the relay's RELAY_APPROVALS_REQUIRED gets that many. Unset:"
+                    " the relay's RELAY_APPROVALS_REQUIRED applies as to any question.",
+                },
+                "deny_vetoes": {
+                    "type": ["boolean", "null"],
+                    "description": "With approvals_required of 2 or more: one person's Deny"
+                    " decides at once (default true); false: a deny needs as many votes.",
                 },
                 "slack": slack,
             },
