@@ -18,9 +18,12 @@ from relay.gate.approval import (
     decide_error,
 )
 from relay.gate.describe import MAX_SHOWN, describe_tool_use
+from relay.gate.local import target_for
 from relay.gate.match import Pattern, fingerprint, subject
+from relay.gate.remote import approval_body
 from relay.gate.rules import Rules, RulesError, load_rules, parse_rules
 from relay.questions import AgentRef, AskUserQuestionAnswerItem, Responder
+from relay.slack.provider import UNSET
 
 AGENT = AgentRef(id="claude-code:s1", name="Claude Code (dev@box)")
 
@@ -92,6 +95,35 @@ def test_deny_beats_ask_beats_allow_whatever_the_order(tmp_path: Path) -> None:
         ('default = "yes"\n', "default must be ask, allow, deny or pass"),
         ("grant_minutes = 99999\n", "grant_minutes must be a whole number"),
         ("not toml = = 1\n", "is not valid TOML"),
+        ("reminders = 11\nremind_after = 60\n", "reminders must be a whole number from 1 to 10"),
+        ("reminders = 2\n", "reminders needs remind_after"),
+        ("remind_after = 0\n", "remind_after must be a positive number of seconds"),
+        ('escalate_to = ["U0LEAD"]\n', "escalate_to needs escalate_after"),
+        ('escalate_channel = "C0ONCALL"\n', "escalate_channel needs escalate_after"),
+        ("escalate_after = 600\n", "escalate_after needs someone to escalate to"),
+        ('escalate_after = 60\nescalate_to = ["C0CHAN"]\n', "user (U…/W…) or user group (S…)"),
+        ('escalate_after = 60\nescalate_to = ["bob"]\n', "escalate_to must hold user"),
+        ("escalate_after = 60\nescalate_to = []\n", "escalate_to must be a Slack id or a"),
+        ('escalate_after = 60\nescalate_channel = "#ops"\n', "escalate_channel must be a"),
+        ("approvals = 26\n", "approvals must be a whole number from 1 to 25"),
+        ("approvals = true\n", "approvals must be a whole number"),
+        ('deny_vetoes = "yes"\n', "deny_vetoes must be true or false"),
+        (
+            '[[rules]]\naction = "ask"\nescalate_to = ["U0LEAD"]\n',
+            "rules[0].escalate_to needs escalate_after",
+        ),
+        (
+            '[[rules]]\naction = "ask"\nescalate_after = 60\n',
+            "rules[0].escalate_after needs someone to escalate to",
+        ),
+        (
+            '[[rules]]\naction = "ask"\nreminders = 3\n',
+            "rules[0].reminders needs remind_after",
+        ),
+        (
+            '[[rules]]\naction = "deny"\napprovals = 2\n',
+            "rules[0].approvals only applies to ask rules",
+        ),
     ],
 )
 def test_a_bad_rules_file_names_the_setting(tmp_path: Path, text: str, message: str) -> None:
@@ -123,6 +155,43 @@ def test_an_ask_rule_may_name_its_own_approvers_and_timeout() -> None:
     assert verdict.rule is not None
     assert verdict.rule.approvers == ("U0OPS",)
     assert rules.timeout_for(rules.verdict(subject("exec", {"command": "ls"}))) == 300
+
+
+def test_team_decisions_are_read_and_a_rules_value_wins_over_the_top_levels() -> None:
+    rules = parse_rules(
+        {
+            "remind_after": 600,
+            "reminders": 2,
+            "escalate_after": 1800,
+            "escalate_to": ["U0LEAD", "S0ONCALL", "W0GRID"],
+            "approvals": 2,
+            "rules": [
+                {
+                    "action": "ask",
+                    "commands": ["deploy*"],
+                    "escalate_to": "S0SRE",
+                    "escalate_channel": "C0INCIDENTS",
+                    "approvals": 3,
+                    "deny_vetoes": False,
+                },
+                # Its own escalation time, escalating to the top level's people.
+                {"action": "ask", "commands": ["migrate*"], "escalate_after": 60},
+            ],
+        },
+        source="t",
+    )
+    top = rules.team_for(rules.verdict(subject("exec", {"command": "ls"})))
+    assert (top.remind_after, top.reminders, top.escalate_after) == (600, 2, 1800)
+    assert top.escalate_users == ("U0LEAD", "W0GRID")
+    assert top.escalate_groups == ("S0ONCALL",)
+    assert (top.escalate_channel, top.approvals, top.veto) == (None, 2, True)
+    deploy = rules.team_for(rules.verdict(subject("exec", {"command": "deploy prod"})))
+    assert (deploy.escalate_users, deploy.escalate_groups) == (None, ("S0SRE",))
+    assert (deploy.escalate_channel, deploy.approvals, deploy.veto) == ("C0INCIDENTS", 3, False)
+    assert (deploy.remind_after, deploy.escalate_after) == (600, 1800)
+    migrate = rules.team_for(rules.verdict(subject("exec", {"command": "migrate up"})))
+    assert (migrate.escalate_after, migrate.escalate_groups) == (60, ("S0ONCALL",))
+    assert Rules().team_for(Rules().verdict(subject("exec", {"command": "ls"}))).veto is None
 
 
 # ---- describing a tool use --------------------------------------------------------------------
@@ -189,6 +258,58 @@ def test_the_question_offers_the_grants_the_rules_allow() -> None:
     assert "Claude Code (dev@box) wants to run a shell command" in item.question
     none = approval_question(request(session_grants=False, grant_minutes=0)).questions[0]
     assert none.labels == (ALLOW_ONCE, DENY)
+
+
+def test_a_quorum_offers_no_grants_and_one_deny_decides_unless_told_otherwise() -> None:
+    two = request(approvals=2, grant_minutes=15)
+    item = approval_question(two).questions[0]
+    assert item.labels == (ALLOW_ONCE, DENY)
+    assert (item.approvals_required, item.veto) == (2, (DENY,))
+    assert "2 people must allow" in str(item.options)
+    offer = two.offer("o")
+    assert (offer.session, offer.minutes) == (False, 0)
+    # Even an answer naming a grant label makes no grant.
+    _, kind = decide_answer(answer((ALLOW_SESSION,)), session=offer.session, minutes=offer.minutes)
+    assert kind is None
+    strict = approval_question(request(approvals=2, deny_vetoes=False)).questions[0]
+    assert strict.veto == ()  # not None: the relay's RELAY_VETO must not add one back
+    single = approval_question(request(approvals=1)).questions[0]
+    assert (single.approvals_required, single.veto) == (1, None)
+    assert single.labels == (ALLOW_ONCE, ALLOW_SESSION, "Allow for 30 minutes", DENY)
+    unset = approval_question(request()).questions[0]
+    assert (unset.approvals_required, unset.veto) == (None, None)
+
+
+def test_team_decisions_reach_both_the_slack_target_and_the_relays_body() -> None:
+    team = request(
+        remind_after=60.0,
+        reminders=3,
+        escalate_after=120.0,
+        escalate_groups=("S0SRE",),
+        escalate_channel="C0ONCALL",
+        approvals=2,
+        deny_vetoes=False,
+    )
+    target = target_for(team)
+    assert (target.remind_after, target.reminders, target.escalate_after) == (60.0, 3, 120.0)
+    assert (target.escalate_users, target.escalate_groups) == (None, ("S0SRE",))
+    assert target.escalate_channel == "C0ONCALL"
+    body = approval_body(team)
+    assert body["slack"] == {
+        "remind_after_s": 60.0,
+        "reminders": 3,
+        "escalate_after_s": 120.0,
+        "escalate_users": None,
+        "escalate_groups": ["S0SRE"],
+        "escalate_channel": "C0ONCALL",
+    }
+    assert (body["approvals_required"], body["deny_vetoes"]) == (2, False)
+    # Nothing set: the provider's (or relay's) defaults apply, untouched.
+    plain = target_for(request())
+    assert plain.remind_after is UNSET
+    assert plain.escalate_users is UNSET
+    assert "slack" not in approval_body(request())
+    assert "approvals_required" not in approval_body(request())
 
 
 def answer(selected: tuple[str, ...] = (), custom: str | None = None) -> AskUserQuestionAnswerItem:
