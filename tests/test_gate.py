@@ -121,6 +121,14 @@ def test_deny_beats_ask_beats_allow_whatever_the_order(tmp_path: Path) -> None:
             "rules[0].reminders needs remind_after",
         ),
         (
+            'escalate_after = 300\nescalate_to = "U0LEAD"\n',
+            "escalate_after leaves no time: escalate_after is 300 s, not before the ask's",
+        ),
+        (
+            'remind_after = 100\n[[rules]]\naction = "ask"\ntimeout = 60\n',
+            "rules[0].timeout leaves no time: remind_after is 100 s, not before the ask's",
+        ),
+        (
             '[[rules]]\naction = "deny"\napprovals = 2\n',
             "rules[0].approvals only applies to ask rules",
         ),
@@ -160,6 +168,7 @@ def test_an_ask_rule_may_name_its_own_approvers_and_timeout() -> None:
 def test_team_decisions_are_read_and_a_rules_value_wins_over_the_top_levels() -> None:
     rules = parse_rules(
         {
+            "timeout": 3600,
             "remind_after": 600,
             "reminders": 2,
             "escalate_after": 1800,

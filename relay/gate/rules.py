@@ -201,12 +201,13 @@ def parse_rules(data: Mapping[str, Any], *, source: str) -> Rules:
     channel = data.get("channel")
     if channel is not None and (not isinstance(channel, str) or not channel.strip()):
         raise reader.error("channel", "must be a channel id like C0123ABCD")
+    timeout = reader.seconds(data, "timeout", "") or 300.0
     team = read_team(data, "", reader.error)
-    check_team(team, TeamRules(), "", reader.error)
-    rules = tuple(reader.rule(i, r, team) for i, r in enumerate(raw_rules))
+    check_team(team, TeamRules(), "", reader.error, timeout=timeout)
+    rules = tuple(reader.rule(i, r, team, timeout) for i, r in enumerate(raw_rules))
     return Rules(
         source=source,
-        timeout=reader.seconds(data, "timeout", "") or 300.0,
+        timeout=timeout,
         channel=channel,
         approvers=reader.ids(data, "approvers", ""),
         approver_groups=reader.ids(data, "approver_groups", ""),
@@ -265,7 +266,7 @@ class _Reader:
             raise self.error(f"{where}{key}", "must be a positive number of seconds")
         return float(value)
 
-    def rule(self, index: int, data: object, top: TeamRules) -> Rule:
+    def rule(self, index: int, data: object, top: TeamRules, timeout: float) -> Rule:
         where = f"rules[{index}]."
         if not isinstance(data, Mapping):
             raise self.error(where.rstrip("."), "must be a table")
@@ -294,7 +295,8 @@ class _Reader:
             if named:
                 raise self.error(f"{where}{named[0]}", "only applies to ask rules (a human asked)")
         else:
-            check_team(team, top, where, self.error)
+            own = self.seconds(data, "timeout", where)
+            check_team(team, top, where, self.error, timeout=own or timeout)
         return Rule(
             index=index,
             action=action,

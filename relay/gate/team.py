@@ -109,8 +109,11 @@ def read_team(data: Mapping[str, Any], where: str, error: Error) -> TeamRules:
     )
 
 
-def check_team(mine: TeamRules, top: TeamRules, where: str, error: Error) -> None:
-    """Refuse what ``mine`` over ``top`` cannot do; the error names the key where it is set."""
+def check_team(
+    mine: TeamRules, top: TeamRules, where: str, error: Error, *, timeout: float
+) -> None:
+    """Refuse what ``mine`` over ``top`` cannot do within ``timeout`` (the ask's); the error
+    names the key where it is set."""
     team = mine.over(top)
 
     def at(*keys: str) -> str:
@@ -130,6 +133,16 @@ def check_team(mine: TeamRules, top: TeamRules, where: str, error: Error) -> Non
             at("escalate_after"),
             "needs someone to escalate to: set escalate_to (U…/S… ids) or escalate_channel",
         )
+    for key in ("remind_after", "escalate_after"):
+        value = getattr(team, key)
+        if value is not None and value >= timeout:
+            # Named where it is set here; a rule's own shorter timeout otherwise.
+            name = at(key) if getattr(mine, key) is not None or not where else f"{where}timeout"
+            raise error(
+                name,
+                f"leaves no time: {key} is {value:g} s, not before the ask's timeout of"
+                f" {timeout:g} s, so it would never happen (shorten it, or lengthen the timeout)",
+            )
 
 
 def _seconds(data: Mapping[str, Any], key: str, where: str, error: Error) -> float | None:
