@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import textwrap
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from relay.errors import UserInteractionError, ask_timed_out
+from relay.gate import rules as rules_module
 from relay.gate.approval import (
     ALLOW_ONCE,
     ALLOW_SESSION,
@@ -201,6 +204,15 @@ def test_team_decisions_are_read_and_a_rules_value_wins_over_the_top_levels() ->
     migrate = rules.team_for(rules.verdict(subject("exec", {"command": "migrate up"})))
     assert (migrate.escalate_after, migrate.escalate_groups) == (60, ("S0ONCALL",))
     assert Rules().team_for(Rules().verdict(subject("exec", {"command": "ls"}))).veto is None
+
+
+def test_the_modules_example_rules_file_loads() -> None:
+    doc = rules_module.__doc__ or ""
+    example = textwrap.dedent(doc.split("::\n", 1)[1].split("\nEach rule", 1)[0])
+    rules = parse_rules(tomllib.loads(example), source="docstring")
+    deploy = rules.team_for(rules.verdict(subject("exec", {"command": "./deploy.sh prod"})))
+    assert (deploy.approvals, deploy.veto, deploy.reminders) == (2, True, 2)
+    assert deploy.escalate_groups == ("S0ONCALL",)
 
 
 # ---- describing a tool use --------------------------------------------------------------------

@@ -9,6 +9,8 @@ A TOML file (read with ``tomllib``)::
     default = "ask"               # when no rule matches: ask, allow, deny, or pass
     session_grants = true         # offer "Allow for this session"
     grant_minutes = 30            # offer "Allow for 30 minutes" (0: don't)
+    remind_after = 120            # remind who may answer, every 120 s ...
+    reminders = 2                 # ... at most twice (1 to 10; needs remind_after)
 
     [[rules]]
     action = "deny"
@@ -16,11 +18,27 @@ A TOML file (read with ``tomllib``)::
     commands = ["rm -rf *", "* --force*"]
     reason = "force pushes and recursive deletes are never allowed"
 
+    [[rules]]
+    action = "ask"
+    commands = ["./deploy.sh prod*"]
+    approvals = 2                 # two different people must allow (1 to 25)
+    deny_vetoes = true            # one Deny decides at once (the default when approvals > 1)
+    escalate_after = 240          # unanswered after 240 s: escalate ...
+    escalate_to = ["U0LEAD", "S0ONCALL"]  # ... these users (U…/W…) and groups (S…) may answer
+    escalate_channel = "C0INCIDENTS"      # ... and are mentioned here (else in the thread)
+
 Each rule has an ``action`` and any of ``tools`` (globs on the tool name), ``commands``
 (globs) or ``command_regex``, ``paths`` (globs) or ``path_regex``; an ``ask`` rule may
-set its own ``approvers``, ``approver_groups`` and ``timeout``. Of the rules that match a
-use, ``deny`` wins over ``ask``, and ``ask`` over ``allow``, whatever their order.
-``pass`` (only as ``default``) lets the harness decide as it would without relay.
+set its own ``approvers``, ``approver_groups`` and ``timeout``, and the team decisions
+(``remind_after``, ``reminders``, ``escalate_after``, ``escalate_to``, ``escalate_channel``,
+``approvals``, ``deny_vetoes``; ``relay.gate.team``), each of which wins over the top
+level's, key by key (``escalate_to`` as a whole list). ``escalate_to`` or
+``escalate_channel`` without ``escalate_after`` (at either level) is an error, and so is the
+reverse; so is a reminder or escalation not before the ask's timeout. With ``approvals`` of
+2 or more no grant is offered: only *Allow once* (needing that many people) and *Deny*.
+Of the rules that match a use, ``deny`` wins over ``ask``, and ``ask`` over ``allow``,
+whatever their order. ``pass`` (only as ``default``) lets the harness decide as it would
+without relay.
 """
 
 from __future__ import annotations
