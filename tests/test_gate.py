@@ -206,6 +206,15 @@ def test_team_decisions_are_read_and_a_rules_value_wins_over_the_top_levels() ->
     assert Rules().team_for(Rules().verdict(subject("exec", {"command": "ls"}))).veto is None
 
 
+def test_the_relays_quorum_fills_in_where_the_file_sets_none() -> None:
+    filled = Rules().filled(channel=None, approvers=None, approver_groups=None, approvals=2)
+    assert filled.team.approvals == 2
+    own = parse_rules({"approvals": 1}, source="t")
+    assert own.filled(channel=None, approvers=None, approver_groups=None, approvals=3).team == (
+        own.team
+    )
+
+
 def test_the_modules_example_rules_file_loads() -> None:
     doc = rules_module.__doc__ or ""
     example = textwrap.dedent(doc.split("::\n", 1)[1].split("\nEach rule", 1)[0])

@@ -41,11 +41,16 @@ class Backend:
     channel: str | None = None
     allowed_users: tuple[str, ...] | None = None
     allowed_groups: tuple[str, ...] | None = None
+    approvals: int | None = None
 
     def fill(self, rules: Rules) -> Rules:
-        """``rules`` with this command's channel and allowlist where the file sets none."""
+        """``rules`` with this command's channel, allowlist and (asking Slack directly)
+        ``RELAY_APPROVALS_REQUIRED`` where the file sets none."""
         return rules.filled(
-            channel=self.channel, approvers=self.allowed_users, approver_groups=self.allowed_groups
+            channel=self.channel,
+            approvers=self.allowed_users,
+            approver_groups=self.allowed_groups,
+            approvals=self.approvals,
         )
 
 
@@ -112,6 +117,7 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
         )
     if not channel:
         raise CommandError(USAGE, "say where to ask: --channel C… (or RELAY_CHANNEL)")
+    team = TeamDefaults.from_env(env)
     slack = SlackProvider(
         client=AsyncWebClient(
             token=bot, base_url=env.get("SLACK_API_URL") or AsyncWebClient.BASE_URL
@@ -120,7 +126,7 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
         timeout=timeout if timeout is not None else 900.0,
         allowed_users=users,
         allowed_groups=groups,
-        **TeamDefaults.from_env(env).provider_kwargs(),
+        **team.provider_kwargs(),
     )
     try:
         await slack.connect_socket_mode(app)
@@ -131,4 +137,7 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
     service.register_provider(slack)
     # Asking Slack directly, this process is the relay: its grants live (only) here.
     approver = slack_approver(slack, MemoryGrants(), owner="local")
-    return Backend("slack", service, approver, slack.aclose, channel, users, groups)
+    # Its approvals are built knowing the quorum (then no grants), as a hosted relay's are.
+    return Backend(
+        "slack", service, approver, slack.aclose, channel, users, groups, team.approvals_required
+    )

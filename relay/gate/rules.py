@@ -162,10 +162,16 @@ class Rules:
         channel: str | None,
         approvers: tuple[str, ...] | None,
         approver_groups: tuple[str, ...] | None,
+        approvals: int | None = None,
     ) -> Rules:
-        """These rules with the command line's defaults where the file sets nothing."""
+        """These rules with the command line's defaults where the file sets nothing
+        (``approvals``: the top level's, from ``RELAY_APPROVALS_REQUIRED`` asking directly)."""
+        team = self.team
+        if team.approvals is None and approvals is not None:
+            team = replace(team, approvals=approvals)
         return replace(
             self,
+            team=team,
             channel=self.channel if self.channel is not None else channel,
             approvers=self.approvers if self.approvers is not None else approvers,
             approver_groups=(

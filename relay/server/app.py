@@ -12,6 +12,8 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from relay.gate.rules import Rules
+from relay.gate.team import TeamRules
 from relay.grants import GrantStore, MemoryGrants
 from relay.mcp.http import mount_mcp
 from relay.server.api import OWNER, AskApi
@@ -112,8 +114,8 @@ def build_app(
 ) -> web.Application:
     """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
-    ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people an approval whose
-    body sets ``approvals_required`` may need.
+    ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people any tool approval
+    needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -232,6 +234,8 @@ def build_app(
         provider=provider,
         grants=grant_store,
         auth=auth,
+        # approve_tool_use on /mcp: an approval needing several people, as on /v1/approvals.
+        rules=Rules(team=TeamRules(approvals=min_approvals)) if (min_approvals or 1) > 1 else None,
         progress_interval=mcp_progress_interval,
     )
     if serve_slack_events:

@@ -105,8 +105,8 @@ class ApprovalApi:
         body = await self._asks.json_body(request, hint="send less of the tool input")
         approval, target = _read_approval(body)
         subscription = self._asks.callback(body)  # checked before anything is posted
-        if approval.approvals is not None and self._min_approvals is not None:
-            approval = replace(approval, approvals=max(approval.approvals, self._min_approvals))
+        if self._min_approvals is not None and self._min_approvals > (approval.approvals or 1):
+            approval = replace(approval, approvals=self._min_approvals)
         headers: dict[str, str] = {}
         async with self._asks.keys.create(
             request, owner=owner, route="approvals", body=body

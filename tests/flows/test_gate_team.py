@@ -136,6 +136,13 @@ async def test_the_relays_quorum_is_a_floor_and_a_bad_quorum_is_a_400() -> None:
         body = await decided(relay, created["id"])
         assert body["decision"]["behavior"] == "deny"
 
+        # A body setting none gets the relay's quorum the same way: no grants, one Deny decides.
+        status, created = await relay.request("POST", "/v1/approvals", json=NPM)
+        assert status == 201, created
+        unset = await slack.wait_for_message(count=2, timeout=15)
+        assert "Needs 3 votes" in shown(unset)
+        assert "Allow for 30 minutes" not in shown(unset)
+
         for bad, says in [
             ({"approvals_required": 0}, "approvals_required must be a whole number from 1 to 25"),
             ({"deny_vetoes": "no"}, "deny_vetoes must be true or false"),
