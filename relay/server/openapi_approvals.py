@@ -68,9 +68,9 @@ def approval_schemas(slack: dict[str, Any]) -> dict[str, Any]:
                     "minimum": 1,
                     "maximum": MAX_APPROVALS,
                     "description": "Distinct people who must allow (default 1). At 2 or more"
-                    " no grant is offered (only Allow once and Deny), and a body asking for"
-                    " fewer than the relay's RELAY_APPROVALS_REQUIRED gets that many. Unset:"
-                    " the relay's RELAY_APPROVALS_REQUIRED applies as to any question.",
+                    " no grant is offered (only Allow once and Deny). The relay's"
+                    " RELAY_APPROVALS_REQUIRED is a floor: asking for fewer (or none) gets"
+                    " that many.",
                 },
                 "deny_vetoes": {
                     "type": ["boolean", "null"],

@@ -16,7 +16,7 @@ import pytest
 
 from relay.testing import FakeMessage, FakeSlack
 from tests.gate_env import write_rules
-from tests.mcp_env import result_json, stdio_client
+from tests.mcp_env import http_client, result_json, stdio_client
 from tests.server_env import BOT_TOKEN, CHANNEL, SECRET, TOKEN, relay_server
 from tests.test_approvals_api import NPM, decided
 
@@ -142,6 +142,16 @@ async def test_the_relays_quorum_is_a_floor_and_a_bad_quorum_is_a_400() -> None:
         unset = await slack.wait_for_message(count=2, timeout=15)
         assert "Needs 3 votes" in shown(unset)
         assert "Allow for 30 minutes" not in shown(unset)
+
+        # And so does approve_tool_use on the relay's own /mcp.
+        async with http_client(relay) as client:
+            args = {"tool_name": "Bash", "input": {"command": "make deploy"}}
+            call = asyncio.create_task(client.call_tool("approve_tool_use", args))
+            tool = await slack.wait_for_message(count=3, timeout=15)
+            assert "Needs 3 votes" in shown(tool)
+            assert "Allow for this session" not in shown(tool)
+            await slack.click(tool, "Deny", user="U0ALICE")
+            assert result_json(await asyncio.wait_for(call, 15))["behavior"] == "deny"
 
         for bad, says in [
             ({"approvals_required": 0}, "approvals_required must be a whole number from 1 to 25"),
