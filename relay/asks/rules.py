@@ -24,6 +24,7 @@ from relay.store.record import AskError, AskRecord, AskStatus, Target
 
 __all__ = [
     "LONGEST_TIMEOUT",
+    "MAX_REMINDERS",
     "REPAIR_AFTER",
     "Nudge",
     "QuestionDefaults",
@@ -45,6 +46,9 @@ __all__ = [
 # The longest timeout anything may set (a year): a deadline beyond it is no deadline a person
 # can act on, and past ~1e11 s it cannot even be shown as a date.
 LONGEST_TIMEOUT = 366 * 24 * 3600.0
+
+# The most reminders one ask may send (more is nagging, not reminding).
+MAX_REMINDERS = 10
 
 # A click on a question that ended longer ago than this came from a message whose final
 # update never landed (Slack refused it, or the replica died first): show it again.

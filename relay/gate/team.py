@@ -14,14 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from relay.asks.rules import LONGEST_TIMEOUT, MAX_REMINDERS
 from relay.questions import MAX_APPROVALS
 
 __all__ = ["MAX_REMINDERS", "TEAM_KEYS", "TeamRules", "check_team", "read_team"]
 
-# As many reminders as an ask may have (relay.slack.target.MAX_REMINDERS).
-MAX_REMINDERS = 10
-# The longest wait anything may set (relay.asks.rules.LONGEST_TIMEOUT): a year.
-_LONGEST = 365 * 24 * 3600.0
 TEAM_KEYS = frozenset(
     {
         "remind_after",
@@ -153,7 +150,7 @@ def _seconds(data: Mapping[str, Any], key: str, where: str, error: Error) -> flo
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or not 0 < value <= _LONGEST
+        or not 0 < value <= LONGEST_TIMEOUT
     ):
         raise error(f"{where}{key}", "must be a positive number of seconds (at most a year)")
     return float(value)

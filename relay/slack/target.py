@@ -12,16 +12,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from relay.asks.rules import capped, check_timeout
+from relay.asks.rules import MAX_REMINDERS, capped, check_timeout
 from relay.errors import RelayConfigError, bad_request
 from relay.questions import AskUserQuestionRequest
 from relay.slack.people import ids
 from relay.store.record import Target
 
 __all__ = ["MAX_REMINDERS", "UNSET", "Route", "SlackTarget", "TargetDefaults", "check_reminders"]
-
-# The most reminders one ask may send (more is nagging, not reminding).
-MAX_REMINDERS = 10
 
 
 def check_reminders(value: int) -> int:
