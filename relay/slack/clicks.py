@@ -73,6 +73,19 @@ class ClickIntake:
             if foreign != "foreign_app":  # another app's click is no message of ours
                 notify(click, notices.foreign_installation(), fallback=False)
             return
+        claims = self._life.claims
+        known = claims.known(ask_id=click.ask_id) if claims is not None else None
+        refusal: str | None = None
+        checked = False  # whether ``refusal`` says who may answer already
+        quick = (
+            known is not None
+            and click.index < len(known.request.questions)
+            and known.request.questions[click.index].quorum <= 1  # (votes: the full path)
+        )
+        if quick and known is not None:
+            refusal, checked = await self._gatekeeper.refusal(known.target, click.user_id), True
+            if refusal is None and await self._claim_at_once(known, click):
+                return
         try:
             record = await self._life.store.get(ask_id=click.ask_id)
         except Exception:
@@ -97,12 +110,59 @@ class ClickIntake:
                 notify(click, notices.no_longer_pending(record))
             self._repair_if_stale(record, click.index, existing)
             return
-        refusal = await self._gatekeeper.refusal(record.target, click.user_id)
+        if not checked:  # (the target never changes: a refusal found above stands)
+            refusal = await self._gatekeeper.refusal(record.target, click.user_id)
         if refusal is not None:
             events.emit("refused", record.id, user=click.user_id, why="not_allowed")
             notify(click, refusal)
             return
         await self._answer(record, click, expected)
+
+    async def _claim_at_once(self, record: AskRecord, click: Click) -> bool:
+        """Answer a click by someone who may, on an ask whose unchanging part this process
+        holds (``ClickClaims.known``): what the click answers is decided here, and the rest
+        (the click's message is the question's, the ask still pending, the question still
+        open) is checked by the store in the claim itself: one round trip on Redis.
+
+        ``False``, having done nothing, when the click needs the full path (``handle``): a
+        notice, or an answer the question does not allow, is only shown after the checks
+        on the record as it stands, as before.
+        """
+        notify = self._messages.notify
+        decision = decide(record.request.questions[click.index], click, at=utcnow())
+        if not isinstance(decision, AskUserQuestionAnswerItem):
+            return False
+        try:
+            result = await self._life.claim_click(
+                record,
+                click.index,
+                decision,
+                by=click.user_id,
+                message=(click.channel_id, click.message_ts),
+            )
+        except UserInteractionError:
+            return False  # (checked before anything was claimed)
+        except Exception:
+            _log.exception("store failed while recording an answer to ask %s", record.id)
+            notify(click, notices.cannot_record())
+            return True
+        current = result.record
+        if result.outcome == "message_mismatch":
+            self._life.events.emit("refused", record.id, user=click.user_id, why="message_mismatch")
+        elif result.outcome in ("accepted", "completed"):
+            # The store checked the click's message is the question's (or none is recorded).
+            message = MessageRef(click.channel_id or "", click.message_ts or "")
+            self._background.spawn(self._show_answer(record, click.index, decision, message))
+        elif current is None:
+            notify(click, notices.no_longer_pending(None))
+        else:
+            existing = current.responses[click.index]
+            if existing is not None:
+                notify(click, notices.already_answered(existing))
+            else:
+                notify(click, notices.no_longer_pending(current))
+            self._repair_if_stale(current, click.index, existing)
+        return True
 
     async def _answer(self, record: AskRecord, click: Click, expected: MessageRef | None) -> None:
         notify = self._messages.notify

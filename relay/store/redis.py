@@ -47,12 +47,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, Vote
-from relay.store.base import PendingLimitReached, StoreUnavailable
+from relay.store.base import ClickClaim, PendingLimitReached, StoreUnavailable
 from relay.store.idempotency import KeyClaim, KeyOutcome
 from relay.store.listing import Position
 from relay.store.outbox import ClaimedDelivery
 from relay.store.record import (
-    AnswerOutcome,
     AnswerResult,
     AskError,
     AskRecord,
@@ -140,13 +139,21 @@ return 1
 """
 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: index, item json,
-# finished_at, id, retention ms, channel
+# finished_at, id, retention ms, channel, and for a click (``claim_click``) the click's
+# message as JSON ``[channel, ts]``: a question posted to another message is refused first.
 _ANSWER = (
     """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
 local index = tonumber(ARGV[1])
 if index < 0 or index >= n then return {'bad_index'} end
+if ARGV[7] then
+  local posted = redis.call('HGET', KEYS[1], 'msg:' .. ARGV[1])
+  if posted then
+    local at, click = cjson.decode(posted), cjson.decode(ARGV[7])
+    if at[1] ~= click[1] or at[2] ~= click[2] then return {'message_mismatch'} end
+  end
+end
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
   return {'not_pending', redis.call('HGETALL', KEYS[1])}
 end
@@ -589,27 +596,66 @@ class RedisStore:
         self, *, ask_id: str, index: int, item: AskUserQuestionAnswerItem
     ) -> AnswerResult:
         """Claim question ``index``'s answer atomically; completes the ask on the last one."""
-        at = item.answered_at.isoformat() if item.answered_at else ""
-        reply = await self._answer(
-            keys=self._claim_keys(ask_id),
-            args=[
-                index,
-                json.dumps(item_to_json(item), separators=(",", ":")),
-                at,
-                ask_id,
-                self._retention_ms,
-                self._channel,
-            ],
+        outcome, record = await self._claim(ask_id, index, item, None)
+        return AnswerResult(outcome, record)  # type: ignore[arg-type]
+
+    def known(self, *, ask_id: str) -> AskRecord | None:
+        """The unchanging part of an ask this process created or read lately, or waits for
+        (``ClickClaims``): shown as pending, with no messages or answers; no I/O."""
+        watch = self._watches.get(ask_id)
+        core = watch.core if watch is not None and watch.core is not None else None
+        core = core or self._cores.of(ask_id)
+        if core is None:
+            return None
+        return AskRecord(
+            id=core.id,
+            request=core.request,
+            target=core.target,
+            created_at=core.created_at,
+            deadline=core.deadline,
+            owner=core.owner,
+            meta=dict(core.meta),
         )
-        if _text(reply[0]) == "bad_index":
+
+    @_translated
+    async def claim_click(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        message: tuple[str | None, str | None],
+    ) -> ClickClaim:
+        """A click's checks and claim in one script (``_ANSWER`` with the click's message):
+        one round trip, whose reply also settles this process's waiters."""
+        clicked = json.dumps(list(message), separators=(",", ":"))
+        outcome, record = await self._claim(ask_id, index, item, clicked)
+        return ClickClaim(outcome, record)  # type: ignore[arg-type]
+
+    async def _claim(
+        self, ask_id: str, index: int, item: AskUserQuestionAnswerItem, clicked: str | None
+    ) -> tuple[str, AskRecord | None]:
+        at = item.answered_at.isoformat() if item.answered_at else ""
+        args: list[Any] = [
+            index,
+            json.dumps(item_to_json(item), separators=(",", ":")),
+            at,
+            ask_id,
+            self._retention_ms,
+            self._channel,
+        ]
+        if clicked is not None:
+            args.append(clicked)
+        reply = await self._answer(keys=self._claim_keys(ask_id), args=args)
+        outcome = _text(reply[0])
+        if outcome == "bad_index":
             raise IndexError(f"ask {ask_id} has no question {index}")
-        outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
         if self._cluster and outcome in ("completed", "not_pending", "unknown"):
             await self._release(ask_id)
         record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
         if record is not None and not record.pending:
             self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters here
-        return AnswerResult(outcome, record)
+        return outcome, record
 
     @_translated
     async def finish(
@@ -657,6 +703,7 @@ class RedisStore:
         watch = self._watches.get(ask_id)
         if watch is None or watch.failed():
             watch = self._watches[ask_id] = _Watch(asyncio.get_running_loop())
+            watch.core = self._cores.of(ask_id)  # held while waited for: clicks claim at once
             # Subscribed before its first read, so an ending between the two is never missed.
             self._check(ask_id, watch, status_first=True)
         watch.waiters += 1
@@ -1276,10 +1323,11 @@ _OWNED_TRIM_SHARE = 0.25
 class _Watch:
     """The waiters of one ask: the future they share, and whether a read is on its way."""
 
-    __slots__ = ("again", "done", "reading", "waiters")
+    __slots__ = ("again", "core", "done", "reading", "waiters")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.done: asyncio.Future[AskRecord | None] = loop.create_future()
+        self.core: _Core | None = None  # the ask's unchanging part, if known here
         self.waiters = 0
         self.reading = False
         self.again = False
@@ -1328,11 +1376,16 @@ class _Cores:
     record its claim returns decode the request once, not twice; bounded (oldest first),
     small: it serves reads made moments apart, not the pending asks."""
 
-    __slots__ = ("_by_text", "_size")
+    __slots__ = ("_by_id", "_by_text", "_size")
 
     def __init__(self, size: int = _CORE_CACHE) -> None:
         self._by_text: dict[str, _Core] = {}
+        self._by_id: dict[str, _Core] = {}
         self._size = size
+
+    def of(self, ask_id: str) -> _Core | None:
+        """The core of ask ``ask_id`` if it is among the recent ones."""
+        return self._by_id.get(ask_id)
 
     def get(self, text: str) -> _Core:
         core = self._by_text.get(text)
@@ -1354,6 +1407,10 @@ class _Cores:
         if len(self._by_text) >= self._size:
             del self._by_text[next(iter(self._by_text))]
         self._by_text[text] = core
+        self._by_id.pop(core.id, None)
+        if len(self._by_id) >= self._size:
+            del self._by_id[next(iter(self._by_id))]
+        self._by_id[core.id] = core
 
 
 def _decode(fields: dict[Any, Any], cores: _Cores | None = None) -> AskRecord | None:
