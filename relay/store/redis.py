@@ -37,7 +37,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
@@ -447,6 +447,8 @@ class RedisStore:
         self._index_release = self._redis.register_script(_INDEX_RELEASE)
         self._cores = _Cores()
         self._watches: dict[str, _Watch] = {}
+        self._in_flight: dict[str, int] = {}  # ask id -> claims of ours on their way
+        self._woken: set[str] = set()  # of those, woken by pub/sub meanwhile
         self._reads: dict[str, asyncio.Future[AskRecord | None]] = {}
         self._listener: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
@@ -557,6 +559,7 @@ class RedisStore:
                 deadline=record.deadline,
                 owner=record.owner,
                 meta=dict(record.meta),
+                digest=hash(text),
             ),
         )
 
@@ -602,9 +605,7 @@ class RedisStore:
     def known(self, *, ask_id: str) -> AskRecord | None:
         """The unchanging part of an ask this process created or read lately, or waits for
         (``ClickClaims``): shown as pending, with no messages or answers; no I/O."""
-        watch = self._watches.get(ask_id)
-        core = watch.core if watch is not None and watch.core is not None else None
-        core = core or self._cores.of(ask_id)
+        core = self._known_core(ask_id)
         if core is None:
             return None
         return AskRecord(
@@ -616,6 +617,12 @@ class RedisStore:
             owner=core.owner,
             meta=dict(core.meta),
         )
+
+    def _known_core(self, ask_id: str) -> _Core | None:
+        watch = self._watches.get(ask_id)
+        if watch is not None and watch.core is not None:
+            return watch.core
+        return self._cores.of(ask_id)
 
     @_translated
     async def claim_click(
@@ -646,13 +653,15 @@ class RedisStore:
         ]
         if clicked is not None:
             args.append(clicked)
-        reply = await self._answer(keys=self._claim_keys(ask_id), args=args)
+        with self._claiming(ask_id):
+            reply = await self._answer(keys=self._claim_keys(ask_id), args=args)
         outcome = _text(reply[0])
         if outcome == "bad_index":
             raise IndexError(f"ask {ask_id} has no question {index}")
         if self._cluster and outcome in ("completed", "not_pending", "unknown"):
             await self._release(ask_id)
-        record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
+        known = self._known_core(ask_id)
+        record = _decode(_pairs(reply[1]), self._cores, known) if len(reply) > 1 else None
         if record is not None and not record.pending:
             self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters here
         return outcome, record
@@ -669,17 +678,18 @@ class RedisStore:
             error_json = json.dumps(
                 {"code": error.code, "message": error.message, "reason": error.reason}
             )
-        reply = await self._finish(
-            keys=self._claim_keys(ask_id),
-            args=[
-                status.value,
-                error_json,
-                at.isoformat(),
-                ask_id,
-                self._retention_ms,
-                self._channel,
-            ],
-        )
+        with self._claiming(ask_id):
+            reply = await self._finish(
+                keys=self._claim_keys(ask_id),
+                args=[
+                    status.value,
+                    error_json,
+                    at.isoformat(),
+                    ask_id,
+                    self._retention_ms,
+                    self._channel,
+                ],
+            )
         record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
         if self._cluster:
             await self._release(ask_id)  # won: its index entry goes; lost: a stale one, if any
@@ -691,8 +701,8 @@ class RedisStore:
     async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
         """Wait for the ask to end (woken by pub/sub from any replica) or ``within`` seconds.
 
-        Waiters of one ask share one ``_Watch``, a future and nothing else while the ask is
-        pending: one read of the ask's status when the first waiter comes; one read of the
+        Waiters of one ask share one ``_Watch`` (each holds a future of its own) while the ask
+        is pending: one read of the ask's status when the first waiter comes; one read of the
         whole record when pub/sub says it ended, for all of them; none at all when it ended
         through this store (the claim's own reply settles it). Waiters whose time is up
         share one read of the record as it stands, too.
@@ -701,23 +711,43 @@ class RedisStore:
             return await self.get(ask_id=ask_id)
         await self._ensure_listening()
         watch = self._watches.get(ask_id)
-        if watch is None or watch.failed():
-            watch = self._watches[ask_id] = _Watch(asyncio.get_running_loop())
+        if watch is None or watch.failure is not None:
+            watch = self._watches[ask_id] = _Watch()
             watch.core = self._cores.of(ask_id)  # held while waited for: clicks claim at once
             # Subscribed before its first read, so an ending between the two is never missed.
             self._check(ask_id, watch, status_first=True)
-        watch.waiters += 1
+        elif watch.ended:
+            return watch.result  # (its waiters are on their way out)
+        waiter: asyncio.Future[AskRecord | None] = asyncio.get_running_loop().create_future()
+        watch.waiters.append(waiter)
         try:
             if within is None:
-                return await asyncio.shield(watch.done)  # (no timeout object per ask())
+                return await waiter  # (no timeout object per ask())
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(within):  # (wait_for could swallow a cancel)
-                    return await asyncio.shield(watch.done)
+                    return await waiter
             return await self._read_shared(ask_id)
         finally:
-            watch.waiters -= 1
+            watch.waiters.remove(waiter)
             if not watch.waiters and self._watches.get(ask_id) is watch:
                 del self._watches[ask_id]
+
+    @contextlib.contextmanager
+    def _claiming(self, ask_id: str) -> Iterator[None]:
+        """A claim of this store's on ``ask_id`` is on its way: its reply settles the waiters
+        here, so the pub/sub wake-up its own script published (which can arrive first) reads
+        nothing. Woken meanwhile, the waiters read the ask after it, unless it settled them."""
+        self._in_flight[ask_id] = self._in_flight.get(ask_id, 0) + 1
+        try:
+            yield
+        finally:
+            if self._in_flight[ask_id] > 1:
+                self._in_flight[ask_id] -= 1
+            else:
+                del self._in_flight[ask_id]
+                if ask_id in self._woken:
+                    self._woken.discard(ask_id)
+                    self._wake(ask_id)  # (nothing, if the reply settled them: see _check)
 
     def _settle_local(self, ask_id: str, record: AskRecord) -> None:
         watch = self._watches.get(ask_id)
@@ -730,7 +760,7 @@ class RedisStore:
         it. Queued reads go to Redis pipelined, in batches: ten thousand long-polls arriving
         at once are twenty round trips on one connection, not ten thousand commands each
         waiting for a connection of its own."""
-        if watch.done.done():
+        if watch.ended:
             return
         if watch.reading:
             watch.again = True
@@ -888,6 +918,9 @@ class RedisStore:
 
     def _wake(self, ask_id: str) -> None:
         # Pub/sub says the ask ended: read the record straight away (no status read first).
+        if ask_id in self._in_flight:
+            self._woken.add(ask_id)  # after the claim on its way here (see _claiming)
+            return
         watch = self._watches.get(ask_id)
         if watch is not None:
             self._check(ask_id, watch, status_first=False)
@@ -1321,28 +1354,35 @@ _OWNED_TRIM_SHARE = 0.25
 
 
 class _Watch:
-    """The waiters of one ask: the future they share, and whether a read is on its way."""
+    """The waiters of one ask (each its own future, woken directly: no shield, no shared
+    future), whether a read is on its way, and how the ask ended once it has."""
 
-    __slots__ = ("again", "core", "done", "reading", "waiters")
+    __slots__ = ("again", "core", "ended", "failure", "reading", "result", "waiters")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.done: asyncio.Future[AskRecord | None] = loop.create_future()
+    def __init__(self) -> None:
+        self.waiters: list[asyncio.Future[AskRecord | None]] = []
         self.core: _Core | None = None  # the ask's unchanging part, if known here
-        self.waiters = 0
         self.reading = False
         self.again = False
+        self.ended = False  # settled or failed: no more reads, later waiters return at once
+        self.result: AskRecord | None = None
+        self.failure: Exception | None = None
 
     def settle(self, record: AskRecord | None) -> None:
-        if not self.done.done():
-            self.done.set_result(record)
+        if self.ended:
+            return
+        self.ended, self.result = True, record
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_result(record)
 
     def fail(self, exc: Exception) -> None:
-        if not self.done.done():
-            self.done.set_exception(exc)
-            self.done.exception()  # retrieved: each waiter re-raises it
-
-    def failed(self) -> bool:
-        return self.done.done() and self.done.exception() is not None
+        if self.ended:
+            return
+        self.ended, self.failure = True, exc
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_exception(exc)
 
 
 def _message_json(message: MessageRef) -> str:
@@ -1369,6 +1409,7 @@ class _Core:
     deadline: float | None
     owner: str | None
     meta: dict[str, Any]
+    digest: int = -1  # hash() of its JSON text (never -1): whether a reply's core is this one
 
 
 class _Cores:
@@ -1399,6 +1440,7 @@ class _Cores:
                 deadline=data.get("deadline"),
                 owner=data.get("owner"),
                 meta=data.get("meta") or {},
+                digest=hash(text),
             )
             self.put(text, core)
         return core
@@ -1413,14 +1455,19 @@ class _Cores:
         self._by_id[core.id] = core
 
 
-def _decode(fields: dict[Any, Any], cores: _Cores | None = None) -> AskRecord | None:
+def _decode(
+    fields: dict[Any, Any], cores: _Cores | None = None, known: _Core | None = None
+) -> AskRecord | None:
     if not fields:
         return None
     data = {_text(k): _text(v) for k, v in fields.items()}
     if "core" not in data:
         return None
     text = data["core"]
-    core = (cores or _Cores(1)).get(text)
+    if known is not None and known.digest == hash(text):
+        core = known  # (the same ask's, held here: nothing to decode)
+    else:
+        core = (cores or _Cores(1)).get(text)
     n = int(data["n"])
     messages: list[MessageRef | None] = [None] * n
     responses: list[AskUserQuestionAnswerItem | None] = [None] * n
