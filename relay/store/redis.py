@@ -390,12 +390,16 @@ def _translated(
         try:
             return await method(*args, **kwargs)
         except (RedisError, OSError) as exc:
-            raise StoreUnavailable(
-                f"Redis is unreachable: {exc}; check that it is running and that REDIS_URL"
-                " points at it, then retry (the relay resumes once Redis answers)"
-            ) from exc
+            raise _unreachable(exc) from exc
 
     return wrapper
+
+
+def _unreachable(exc: Exception) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"Redis is unreachable: {exc}; check that it is running and that REDIS_URL"
+        " points at it, then retry (the relay resumes once Redis answers)"
+    )
 
 
 class RedisStore:
@@ -558,7 +562,7 @@ class RedisStore:
                 created_at=record.created_at,
                 deadline=record.deadline,
                 owner=record.owner,
-                meta=dict(record.meta),
+                meta=dict(record.meta) if record.meta else _NO_META,
                 digest=hash(text),
             ),
         )
@@ -697,7 +701,6 @@ class RedisStore:
             self._settle_local(ask_id, record)
         return bool(int(reply[0])), record
 
-    @_translated
     async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
         """Wait for the ask to end (woken by pub/sub from any replica) or ``within`` seconds.
 
@@ -707,30 +710,34 @@ class RedisStore:
         through this store (the claim's own reply settles it). Waiters whose time is up
         share one read of the record as it stands, too.
         """
-        if within is not None and within <= 0:
-            return await self.get(ask_id=ask_id)
-        await self._ensure_listening()
-        watch = self._watches.get(ask_id)
-        if watch is None or watch.failure is not None:
-            watch = self._watches[ask_id] = _Watch()
-            watch.core = self._cores.of(ask_id)  # held while waited for: clicks claim at once
-            # Subscribed before its first read, so an ending between the two is never missed.
-            self._check(ask_id, watch, status_first=True)
-        elif watch.ended:
-            return watch.result  # (its waiters are on their way out)
-        waiter: asyncio.Future[AskRecord | None] = asyncio.get_running_loop().create_future()
-        watch.waiters.append(waiter)
+        # (Not ``_translated``: that would be a second coroutine per waiting ask, held as
+        # long as it waits; every call below raises ``StoreUnavailable`` already or here.)
         try:
-            if within is None:
-                return await waiter  # (no timeout object per ask())
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(within):  # (wait_for could swallow a cancel)
-                    return await waiter
-            return await self._read_shared(ask_id)
-        finally:
-            watch.waiters.remove(waiter)
-            if not watch.waiters and self._watches.get(ask_id) is watch:
-                del self._watches[ask_id]
+            if within is not None and within <= 0:
+                return await self.get(ask_id=ask_id)
+            await self._ensure_listening()
+            watch = self._watches.get(ask_id)
+            if watch is None or watch.failure is not None:
+                watch = self._watches[ask_id] = _Watch()
+                watch.core = self._cores.of(ask_id)  # held while waited for: clicks claim at once
+                # Subscribed before its first read, so an ending between the two is never missed.
+                self._check(ask_id, watch, status_first=True)
+            elif watch.ended:
+                return watch.result  # (its waiters are on their way out)
+            waiter: asyncio.Future[AskRecord | None] = asyncio.get_running_loop().create_future()
+            watch.add(waiter)
+            try:
+                if within is None:
+                    return await waiter  # (no timeout object per ask())
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(within):  # (wait_for could swallow a cancel)
+                        return await waiter
+                return await self._read_shared(ask_id)
+            finally:
+                if not watch.remove(waiter) and self._watches.get(ask_id) is watch:
+                    del self._watches[ask_id]
+        except (RedisError, OSError) as exc:
+            raise _unreachable(exc) from exc
 
     @contextlib.contextmanager
     def _claiming(self, ask_id: str) -> Iterator[None]:
@@ -1357,10 +1364,11 @@ class _Watch:
     """The waiters of one ask (each its own future, woken directly: no shield, no shared
     future), whether a read is on its way, and how the ask ended once it has."""
 
-    __slots__ = ("again", "core", "ended", "failure", "reading", "result", "waiters")
+    __slots__ = ("again", "core", "ended", "failure", "first", "more", "reading", "result")
 
     def __init__(self) -> None:
-        self.waiters: list[asyncio.Future[AskRecord | None]] = []
+        self.first: asyncio.Future[AskRecord | None] | None = None  # (most asks have one)
+        self.more: list[asyncio.Future[AskRecord | None]] | None = None
         self.core: _Core | None = None  # the ask's unchanging part, if known here
         self.reading = False
         self.again = False
@@ -1368,11 +1376,30 @@ class _Watch:
         self.result: AskRecord | None = None
         self.failure: Exception | None = None
 
+    def add(self, waiter: asyncio.Future[AskRecord | None]) -> None:
+        if self.first is None:
+            self.first = waiter
+        elif self.more is None:
+            self.more = [waiter]
+        else:
+            self.more.append(waiter)
+
+    def remove(self, waiter: asyncio.Future[AskRecord | None]) -> bool:
+        """Forget ``waiter``; whether any waiter is left."""
+        if self.first is waiter:
+            self.first = None
+        elif self.more is not None:
+            self.more.remove(waiter)
+        return self.first is not None or bool(self.more)
+
+    def _waiters(self) -> list[asyncio.Future[AskRecord | None]]:
+        return ([self.first] if self.first is not None else []) + (self.more or [])
+
     def settle(self, record: AskRecord | None) -> None:
         if self.ended:
             return
         self.ended, self.result = True, record
-        for waiter in self.waiters:
+        for waiter in self._waiters():
             if not waiter.done():
                 waiter.set_result(record)
 
@@ -1380,7 +1407,7 @@ class _Watch:
         if self.ended:
             return
         self.ended, self.failure = True, exc
-        for waiter in self.waiters:
+        for waiter in self._waiters():
             if not waiter.done():
                 waiter.set_exception(exc)
 
@@ -1396,6 +1423,9 @@ def _text(value: Any) -> str:
 def _pairs(flat: list[Any]) -> dict[str, str]:
     it = iter(flat)
     return {_text(k): _text(v) for k, v in zip(it, it, strict=True)}
+
+
+_NO_META: dict[str, Any] = {}  # every core without meta shares it (never changed: records copy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1439,7 +1469,7 @@ class _Cores:
                 created_at=datetime.fromisoformat(data["created_at"]),
                 deadline=data.get("deadline"),
                 owner=data.get("owner"),
-                meta=data.get("meta") or {},
+                meta=data.get("meta") or _NO_META,
                 digest=hash(text),
             )
             self.put(text, core)
