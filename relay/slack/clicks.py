@@ -4,6 +4,11 @@ The intake checks what only Slack knows (which installation and message the clic
 from, who clicked and whether they may answer), reads the click as an answer (``decide``,
 pure), and hands it to ``AskLifecycle.answer``; then it shows what happened: the answered
 message, or a private notice saying why nothing was recorded.
+
+When the store holds the ask's unchanging part in this process (``ClickClaims.known``), the
+click is one store step instead (``_claim_at_once``): the store checks the message, the
+status and the question in the claim itself (on Redis, one script). Anything that would end
+in a notice before the claim takes the full path, so every refusal reads as before.
 """
 
 from __future__ import annotations
