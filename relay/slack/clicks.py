@@ -161,7 +161,8 @@ class ClickIntake:
         elif current is None:
             notify(click, notices.no_longer_pending(None))
         else:
-            existing = current.responses[click.index]
+            index = click.index
+            existing = current.responses[index] if index < len(current.responses) else None
             if existing is not None:
                 notify(click, notices.already_answered(existing))
             else:
