@@ -41,6 +41,7 @@ from relay.store import (
     VoteResult,
     utcnow,
 )
+from relay.store.base import ClickClaim, ClickClaims
 from relay.waits import Released, Waits
 
 __all__ = ["AskLifecycle"]
@@ -70,6 +71,8 @@ class AskLifecycle:
         settling: Settling | None = None,
     ) -> None:
         self.store = store
+        self.claims: ClickClaims | None = store if isinstance(store, ClickClaims) else None
+        """The store, when it checks and claims a click in one step (see ``claim_click``)."""
         self.events = events
         self._on_end = on_end
         self._on_remind = on_remind
@@ -224,6 +227,34 @@ class AskLifecycle:
             self._expiry.settle_later()
         if done is not None and done.defaulted:
             # Defaults took the other questions while this one was open: show them too.
+            self._on_end(done)
+        if result.outcome in ("accepted", "completed"):
+            self._answered(record, question.id, item, by=by, last=result.outcome == "completed")
+        return result
+
+    async def claim_click(
+        self,
+        record: AskRecord,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        *,
+        by: str | None,
+        message: tuple[str | None, str | None],
+    ) -> ClickClaim:
+        """``answer``, in the one step of a ``ClickClaims`` store (``claims``), refused as
+        ``message_mismatch`` if question ``index`` was posted to another ``message``.
+
+        ``record`` need only be right in what never changes (``ClickClaims.known``).
+        """
+        if self.claims is None:
+            raise TypeError("this store does not claim clicks in one step")
+        question = record.request.questions[index]
+        validate_answer_item(question, item, index=index)
+        result = await self.claims.claim_click(
+            ask_id=record.id, index=index, item=item, message=message
+        )
+        done = result.record if result.outcome == "completed" else None
+        if done is not None and done.defaulted:
             self._on_end(done)
         if result.outcome in ("accepted", "completed"):
             self._answered(record, question.id, item, by=by, last=result.outcome == "completed")

@@ -4,6 +4,11 @@ The intake checks what only Slack knows (which installation and message the clic
 from, who clicked and whether they may answer), reads the click as an answer (``decide``,
 pure), and hands it to ``AskLifecycle.answer``; then it shows what happened: the answered
 message, or a private notice saying why nothing was recorded.
+
+When the store holds the ask's unchanging part in this process (``ClickClaims.known``), the
+click is one store step instead (``_claim_at_once``): the store checks the message, the
+status and the question in the claim itself (on Redis, one script). Anything that would end
+in a notice before the claim takes the full path, so every refusal reads as before.
 """
 
 from __future__ import annotations
@@ -75,6 +80,20 @@ class ClickIntake:
             if foreign != "foreign_app":  # another app's click is no message of ours
                 notify(click, notices.foreign_installation(), fallback=False)
             return
+        claims = self._life.claims
+        known = claims.known(ask_id=click.ask_id) if claims is not None else None
+        refusal: str | None = None
+        checked = False  # whether ``refusal`` says who may answer already
+        quick = (
+            known is not None
+            and click.index < len(known.request.questions)
+            and known.request.questions[click.index].quorum <= 1  # (votes: the full path)
+        )
+        if quick and known is not None:
+            allowed = widened(known, now=time.time())
+            refusal, checked = await self._gatekeeper.refusal(allowed, click.user_id), True
+            if refusal is None and await self._claim_at_once(known, click):
+                return
         try:
             record = await self._life.store.get(ask_id=click.ask_id)
         except Exception:
@@ -99,12 +118,62 @@ class ClickIntake:
                 notify(click, notices.no_longer_pending(record))
             self._repair_if_stale(record, click.index, existing)
             return
-        refusal = await self._gatekeeper.refusal(widened(record, now=time.time()), click.user_id)
+        if not checked:  # (who may answer changes only by the clock: one look per click)
+            refusal = await self._gatekeeper.refusal(
+                widened(record, now=time.time()), click.user_id
+            )
         if refusal is not None:
             events.emit("refused", record.id, user=click.user_id, why="not_allowed")
             notify(click, refusal)
             return
         await self._answer(record, click, expected)
+
+    async def _claim_at_once(self, record: AskRecord, click: Click) -> bool:
+        """Answer a click by someone who may, on an ask whose unchanging part this process
+        holds (``ClickClaims.known``): what the click answers is decided here, and the rest
+        (the click's message is the question's, the ask still pending, the question still
+        open) is checked by the store in the claim itself: one round trip on Redis.
+
+        ``False``, having done nothing, when the click needs the full path (``handle``): a
+        notice, or an answer the question does not allow, is only shown after the checks
+        on the record as it stands, as before.
+        """
+        notify = self._messages.notify
+        decision = decide(record.request.questions[click.index], click, at=utcnow())
+        if not isinstance(decision, AskUserQuestionAnswerItem):
+            return False
+        try:
+            result = await self._life.claim_click(
+                record,
+                click.index,
+                decision,
+                by=click.user_id,
+                message=(click.channel_id, click.message_ts),
+            )
+        except UserInteractionError:
+            return False  # (checked before anything was claimed)
+        except Exception:
+            _log.exception("store failed while recording an answer to ask %s", record.id)
+            notify(click, notices.cannot_record())
+            return True
+        current = result.record
+        if result.outcome == "message_mismatch":
+            self._life.events.emit("refused", record.id, user=click.user_id, why="message_mismatch")
+        elif result.outcome in ("accepted", "completed"):
+            # The store checked the click's message is the question's (or none is recorded).
+            message = MessageRef(click.channel_id or "", click.message_ts or "")
+            self._background.spawn(self._show_answer(record, click.index, decision, message))
+        elif current is None:
+            notify(click, notices.no_longer_pending(None))
+        else:
+            index = click.index
+            existing = current.responses[index] if index < len(current.responses) else None
+            if existing is not None:
+                notify(click, notices.already_answered(existing))
+            else:
+                notify(click, notices.no_longer_pending(current))
+            self._repair_if_stale(current, click.index, existing)
+        return True
 
     async def _answer(self, record: AskRecord, click: Click, expected: MessageRef | None) -> None:
         notify = self._messages.notify

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from relay.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.record import (
@@ -15,7 +16,14 @@ from relay.store.record import (
     VoteResult,
 )
 
-__all__ = ["AskStore", "PendingLimitReached", "StoreUnavailable"]
+__all__ = [
+    "AskStore",
+    "ClickClaim",
+    "ClickClaims",
+    "ClickOutcome",
+    "PendingLimitReached",
+    "StoreUnavailable",
+]
 
 
 class StoreUnavailable(Exception):
@@ -161,4 +169,45 @@ class AskStore(Protocol):
 
     async def next_unsettled(self, *, grace: float) -> float | None:
         """When the earliest unsettled ask (or lapsed claim) can be claimed, if any."""
+        ...
+
+
+ClickOutcome = Literal[
+    "accepted", "completed", "already_answered", "not_pending", "unknown", "message_mismatch"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ClickClaim:
+    """What ``ClickClaims.claim_click`` did: ``AnswerResult``'s outcomes, or
+    ``message_mismatch`` (the click came from another message than the question's, and
+    nothing was read back); the record as it stands after (``None`` for ``unknown`` and
+    ``message_mismatch``)."""
+
+    outcome: ClickOutcome
+    record: AskRecord | None
+
+
+@runtime_checkable
+class ClickClaims(Protocol):
+    """An optional part of a store: a click checked and claimed in one step (on Redis, one
+    script, one round trip), for a caller that already knows the ask's unchanging part."""
+
+    def known(self, *, ask_id: str) -> AskRecord | None:
+        """The ask as this process holds it, without any I/O, or ``None`` if it holds none.
+
+        Its request, target, owner and times are right (they never change); its status,
+        messages and answers may be out of date: ``claim_click`` checks those itself."""
+        ...
+
+    async def claim_click(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        message: tuple[str | None, str | None],
+    ) -> ClickClaim:
+        """``answer``, refused first as ``message_mismatch`` if question ``index``'s message
+        is recorded and is not ``message`` (the click's channel and ts)."""
         ...

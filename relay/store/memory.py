@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from relay.questions import AskUserQuestionAnswerItem, Vote
-from relay.store.base import PendingLimitReached
+from relay.store.base import ClickClaim, PendingLimitReached
 from relay.store.idempotency import KeyClaim
 from relay.store.listing import Position
 from relay.store.outbox import ClaimedDelivery
@@ -155,6 +155,29 @@ class MemoryStore:
         record = record.with_(responses=tuple(responses))
         self._records[ask_id] = record
         return AnswerResult("accepted", record)
+
+    def known(self, *, ask_id: str) -> AskRecord | None:
+        """The ask as it stands (``ClickClaims``: this store holds every ask, no I/O)."""
+        return self._lookup(ask_id)
+
+    async def claim_click(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        message: tuple[str | None, str | None],
+    ) -> ClickClaim:
+        """``answer``, refused if question ``index`` was posted to another message."""
+        record = self._lookup(ask_id)
+        if record is None:
+            return ClickClaim("unknown", None)
+        _check_index(record, index)
+        posted = record.messages[index] if index < len(record.messages) else None
+        if posted is not None and (posted.channel, posted.ts) != message:
+            return ClickClaim("message_mismatch", None)
+        result = await self.answer(ask_id=ask_id, index=index, item=item)  # (never suspends)
+        return ClickClaim(result.outcome, result.record)
 
     async def finish(
         self, *, ask_id: str, status: AskStatus, error: AskError | None, at: datetime

@@ -39,7 +39,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
@@ -49,12 +49,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, Vote
-from relay.store.base import PendingLimitReached, StoreUnavailable
+from relay.store.base import ClickClaim, PendingLimitReached, StoreUnavailable
 from relay.store.idempotency import KeyClaim, KeyOutcome
 from relay.store.listing import Position
 from relay.store.outbox import ClaimedDelivery
 from relay.store.record import (
-    AnswerOutcome,
     AnswerResult,
     AskError,
     AskRecord,
@@ -143,21 +142,30 @@ return 1
 
 
 # Appended to a claim that ends the ask: index it as unsettled (see ``settled``) at the
-# end time, the last ARGV (KEYS[4], the unsettled zset; on a cluster ``_unsettle`` does it).
-def _unsettle_on_end(ask_id: str) -> str:
+# end time ``at`` (KEYS[4], the unsettled zset; on a cluster ``_unsettle`` does it).
+def _unsettle_on_end(ask_id: str, at: str) -> str:
     return f"""
-if KEYS[4] then redis.call('ZADD', KEYS[4], 'NX', ARGV[#ARGV], {ask_id}) end
+if KEYS[4] then redis.call('ZADD', KEYS[4], 'NX', {at}, {ask_id}) end
 """
 
 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: index, item json,
-# finished_at, id, retention ms, channel, end time (epoch)
+# finished_at, id, retention ms, channel, end time (epoch), and for a click (``claim_click``)
+# the click's message as JSON ``[channel, ts]``: a question posted to another message is
+# refused first.
 _ANSWER = (
     """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
 local index = tonumber(ARGV[1])
 if index < 0 or index >= n then return {'bad_index'} end
+if ARGV[8] then
+  local posted = redis.call('HGET', KEYS[1], 'msg:' .. ARGV[1])
+  if posted then
+    local at, click = cjson.decode(posted), cjson.decode(ARGV[8])
+    if at[1] ~= click[1] or at[2] ~= click[2] then return {'message_mismatch'} end
+  end
+end
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
   return {'not_pending', redis.call('HGETALL', KEYS[1])}
 end
@@ -175,7 +183,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
 """
     + _RELEASE_OWNER
-    + _unsettle_on_end("ARGV[4]")
+    + _unsettle_on_end("ARGV[4]", "ARGV[7]")
     + """
 return {'completed', redis.call('HGETALL', KEYS[1])}
 """
@@ -195,7 +203,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PUBLISH', ARGV[6], ARGV[4])
 """
     + _RELEASE_OWNER
-    + _unsettle_on_end("ARGV[4]")
+    + _unsettle_on_end("ARGV[4]", "ARGV[7]")
     + """
 return {1, redis.call('HGETALL', KEYS[1])}
 """
@@ -348,7 +356,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[10])
 redis.call('PUBLISH', ARGV[11], ARGV[9])
 """
     + _RELEASE_OWNER
-    + _unsettle_on_end("ARGV[9]")
+    + _unsettle_on_end("ARGV[9]", "ARGV[12]")
     + """
 return {'completed', redis.call('HGETALL', KEYS[1]), raw}
 """
@@ -444,12 +452,16 @@ def _translated(
         try:
             return await method(*args, **kwargs)
         except (RedisError, OSError) as exc:
-            raise StoreUnavailable(
-                f"Redis is unreachable: {exc}; check that it is running and that REDIS_URL"
-                " points at it, then retry (the relay resumes once Redis answers)"
-            ) from exc
+            raise _unreachable(exc) from exc
 
     return wrapper
+
+
+def _unreachable(exc: Exception) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"Redis is unreachable: {exc}; check that it is running and that REDIS_URL"
+        " points at it, then retry (the relay resumes once Redis answers)"
+    )
 
 
 class RedisStore:
@@ -503,6 +515,8 @@ class RedisStore:
         self._index_release = self._redis.register_script(_INDEX_RELEASE)
         self._cores = _Cores()
         self._watches: dict[str, _Watch] = {}
+        self._in_flight: dict[str, int] = {}  # ask id -> claims of ours on their way
+        self._woken: set[str] = set()  # of those, woken by pub/sub meanwhile
         self._reads: dict[str, asyncio.Future[AskRecord | None]] = {}
         self._listener: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
@@ -612,7 +626,8 @@ class RedisStore:
                 created_at=record.created_at,
                 deadline=record.deadline,
                 owner=record.owner,
-                meta=dict(record.meta),
+                meta=dict(record.meta) if record.meta else _NO_META,
+                digest=hash(text),
             ),
         )
 
@@ -652,30 +667,75 @@ class RedisStore:
         self, *, ask_id: str, index: int, item: AskUserQuestionAnswerItem
     ) -> AnswerResult:
         """Claim question ``index``'s answer atomically; completes the ask on the last one."""
-        at = item.answered_at.isoformat() if item.answered_at else ""
-        reply = await self._answer(
-            keys=self._claim_keys(ask_id),
-            args=[
-                index,
-                json.dumps(item_to_json(item), separators=(",", ":")),
-                at,
-                ask_id,
-                self._retention_ms,
-                self._channel,
-                _epoch(item.answered_at),
-            ],
+        outcome, record = await self._claim(ask_id, index, item, None)
+        return AnswerResult(outcome, record)  # type: ignore[arg-type]
+
+    def known(self, *, ask_id: str) -> AskRecord | None:
+        """The unchanging part of an ask this process created or read lately, or waits for
+        (``ClickClaims``): shown as pending, with no messages or answers; no I/O."""
+        core = self._known_core(ask_id)
+        if core is None:
+            return None
+        return AskRecord(
+            id=core.id,
+            request=core.request,
+            target=core.target,
+            created_at=core.created_at,
+            deadline=core.deadline,
+            owner=core.owner,
+            meta=dict(core.meta),
         )
-        if _text(reply[0]) == "bad_index":
+
+    def _known_core(self, ask_id: str) -> _Core | None:
+        watch = self._watches.get(ask_id)
+        if watch is not None and watch.core is not None:
+            return watch.core
+        return self._cores.of(ask_id)
+
+    @_translated
+    async def claim_click(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        message: tuple[str | None, str | None],
+    ) -> ClickClaim:
+        """A click's checks and claim in one script (``_ANSWER`` with the click's message):
+        one round trip, whose reply also settles this process's waiters."""
+        clicked = json.dumps(list(message), separators=(",", ":"))
+        outcome, record = await self._claim(ask_id, index, item, clicked)
+        return ClickClaim(outcome, record)  # type: ignore[arg-type]
+
+    async def _claim(
+        self, ask_id: str, index: int, item: AskUserQuestionAnswerItem, clicked: str | None
+    ) -> tuple[str, AskRecord | None]:
+        at = item.answered_at.isoformat() if item.answered_at else ""
+        args: list[Any] = [
+            index,
+            json.dumps(item_to_json(item), separators=(",", ":")),
+            at,
+            ask_id,
+            self._retention_ms,
+            self._channel,
+            _epoch(item.answered_at),
+        ]
+        if clicked is not None:
+            args.append(clicked)
+        with self._claiming(ask_id):
+            reply = await self._answer(keys=self._claim_keys(ask_id), args=args)
+        outcome = _text(reply[0])
+        if outcome == "bad_index":
             raise IndexError(f"ask {ask_id} has no question {index}")
-        outcome: AnswerOutcome = _text(reply[0])  # type: ignore[assignment]
         if self._cluster and outcome in ("completed", "not_pending", "unknown"):
             await self._release(ask_id)
             if outcome == "completed":
                 await self._unsettle(ask_id, _epoch(item.answered_at))
-        record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
+        known = self._known_core(ask_id)
+        record = _decode(_pairs(reply[1]), self._cores, known) if len(reply) > 1 else None
         if record is not None and not record.pending:
             self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters here
-        return AnswerResult(outcome, record)
+        return outcome, record
 
     @_translated
     async def finish(
@@ -689,18 +749,19 @@ class RedisStore:
             error_json = json.dumps(
                 {"code": error.code, "message": error.message, "reason": error.reason}
             )
-        reply = await self._finish(
-            keys=self._claim_keys(ask_id),
-            args=[
-                status.value,
-                error_json,
-                at.isoformat(),
-                ask_id,
-                self._retention_ms,
-                self._channel,
-                _epoch(at),
-            ],
-        )
+        with self._claiming(ask_id):
+            reply = await self._finish(
+                keys=self._claim_keys(ask_id),
+                args=[
+                    status.value,
+                    error_json,
+                    at.isoformat(),
+                    ask_id,
+                    self._retention_ms,
+                    self._channel,
+                    _epoch(at),
+                ],
+            )
         record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
         if self._cluster:
             await self._release(ask_id)  # won: its index entry goes; lost: a stale one, if any
@@ -710,36 +771,60 @@ class RedisStore:
             self._settle_local(ask_id, record)
         return bool(int(reply[0])), record
 
-    @_translated
     async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
         """Wait for the ask to end (woken by pub/sub from any replica) or ``within`` seconds.
 
-        Waiters of one ask share one ``_Watch``, a future and nothing else while the ask is
-        pending: one read of the ask's status when the first waiter comes; one read of the
+        Waiters of one ask share one ``_Watch`` (each holds a future of its own) while the ask
+        is pending: one read of the ask's status when the first waiter comes; one read of the
         whole record when pub/sub says it ended, for all of them; none at all when it ended
         through this store (the claim's own reply settles it). Waiters whose time is up
         share one read of the record as it stands, too.
         """
-        if within is not None and within <= 0:
-            return await self.get(ask_id=ask_id)
-        await self._ensure_listening()
-        watch = self._watches.get(ask_id)
-        if watch is None or watch.failed():
-            watch = self._watches[ask_id] = _Watch(asyncio.get_running_loop())
-            # Subscribed before its first read, so an ending between the two is never missed.
-            self._check(ask_id, watch, status_first=True)
-        watch.waiters += 1
+        # (Not ``_translated``: that would be a second coroutine per waiting ask, held as
+        # long as it waits; every call below raises ``StoreUnavailable`` already or here.)
         try:
-            if within is None:
-                return await asyncio.shield(watch.done)  # (no timeout object per ask())
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(within):  # (wait_for could swallow a cancel)
-                    return await asyncio.shield(watch.done)
-            return await self._read_shared(ask_id)
+            if within is not None and within <= 0:
+                return await self.get(ask_id=ask_id)
+            await self._ensure_listening()
+            watch = self._watches.get(ask_id)
+            if watch is None or watch.failure is not None:
+                watch = self._watches[ask_id] = _Watch()
+                watch.core = self._cores.of(ask_id)  # held while waited for: clicks claim at once
+                # Subscribed before its first read, so an ending between the two is never missed.
+                self._check(ask_id, watch, status_first=True)
+            elif watch.ended:
+                return watch.result  # (its waiters are on their way out)
+            waiter: asyncio.Future[AskRecord | None] = asyncio.get_running_loop().create_future()
+            watch.add(waiter)
+            try:
+                if within is None:
+                    return await waiter  # (no timeout object per ask())
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(within):  # (wait_for could swallow a cancel)
+                        return await waiter
+                return await self._read_shared(ask_id)
+            finally:
+                if not watch.remove(waiter) and self._watches.get(ask_id) is watch:
+                    del self._watches[ask_id]
+        except (RedisError, OSError) as exc:
+            raise _unreachable(exc) from exc
+
+    @contextlib.contextmanager
+    def _claiming(self, ask_id: str) -> Iterator[None]:
+        """A claim of this store's on ``ask_id`` is on its way: its reply settles the waiters
+        here, so the pub/sub wake-up its own script published (which can arrive first) reads
+        nothing. Woken meanwhile, the waiters read the ask after it, unless it settled them."""
+        self._in_flight[ask_id] = self._in_flight.get(ask_id, 0) + 1
+        try:
+            yield
         finally:
-            watch.waiters -= 1
-            if not watch.waiters and self._watches.get(ask_id) is watch:
-                del self._watches[ask_id]
+            if self._in_flight[ask_id] > 1:
+                self._in_flight[ask_id] -= 1
+            else:
+                del self._in_flight[ask_id]
+                if ask_id in self._woken:
+                    self._woken.discard(ask_id)
+                    self._wake(ask_id)  # (nothing, if the reply settled them: see _check)
 
     def _settle_local(self, ask_id: str, record: AskRecord) -> None:
         watch = self._watches.get(ask_id)
@@ -752,7 +837,7 @@ class RedisStore:
         it. Queued reads go to Redis pipelined, in batches: ten thousand long-polls arriving
         at once are twenty round trips on one connection, not ten thousand commands each
         waiting for a connection of its own."""
-        if watch.done.done():
+        if watch.ended:
             return
         if watch.reading:
             watch.again = True
@@ -910,6 +995,9 @@ class RedisStore:
 
     def _wake(self, ask_id: str) -> None:
         # Pub/sub says the ask ended: read the record straight away (no status read first).
+        if ask_id in self._in_flight:
+            self._woken.add(ask_id)  # after the claim on its way here (see _claiming)
+            return
         watch = self._watches.get(ask_id)
         if watch is not None:
             self._check(ask_id, watch, status_first=False)
@@ -1384,27 +1472,55 @@ _OWNED_TRIM_SHARE = 0.25
 
 
 class _Watch:
-    """The waiters of one ask: the future they share, and whether a read is on its way."""
+    """The waiters of one ask (each its own future, woken directly: no shield, no shared
+    future), whether a read is on its way, and how the ask ended once it has."""
 
-    __slots__ = ("again", "done", "reading", "waiters")
+    __slots__ = ("again", "core", "ended", "failure", "first", "more", "reading", "result")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.done: asyncio.Future[AskRecord | None] = loop.create_future()
-        self.waiters = 0
+    def __init__(self) -> None:
+        self.first: asyncio.Future[AskRecord | None] | None = None  # (most asks have one)
+        self.more: list[asyncio.Future[AskRecord | None]] | None = None
+        self.core: _Core | None = None  # the ask's unchanging part, if known here
         self.reading = False
         self.again = False
+        self.ended = False  # settled or failed: no more reads, later waiters return at once
+        self.result: AskRecord | None = None
+        self.failure: Exception | None = None
+
+    def add(self, waiter: asyncio.Future[AskRecord | None]) -> None:
+        if self.first is None:
+            self.first = waiter
+        elif self.more is None:
+            self.more = [waiter]
+        else:
+            self.more.append(waiter)
+
+    def remove(self, waiter: asyncio.Future[AskRecord | None]) -> bool:
+        """Forget ``waiter``; whether any waiter is left."""
+        if self.first is waiter:
+            self.first = None
+        elif self.more is not None:
+            self.more.remove(waiter)
+        return self.first is not None or bool(self.more)
+
+    def _waiters(self) -> list[asyncio.Future[AskRecord | None]]:
+        return ([self.first] if self.first is not None else []) + (self.more or [])
 
     def settle(self, record: AskRecord | None) -> None:
-        if not self.done.done():
-            self.done.set_result(record)
+        if self.ended:
+            return
+        self.ended, self.result = True, record
+        for waiter in self._waiters():
+            if not waiter.done():
+                waiter.set_result(record)
 
     def fail(self, exc: Exception) -> None:
-        if not self.done.done():
-            self.done.set_exception(exc)
-            self.done.exception()  # retrieved: each waiter re-raises it
-
-    def failed(self) -> bool:
-        return self.done.done() and self.done.exception() is not None
+        if self.ended:
+            return
+        self.ended, self.failure = True, exc
+        for waiter in self._waiters():
+            if not waiter.done():
+                waiter.set_exception(exc)
 
 
 def _epoch(at: datetime | None) -> float:
@@ -1425,6 +1541,9 @@ def _pairs(flat: list[Any]) -> dict[str, str]:
     return {_text(k): _text(v) for k, v in zip(it, it, strict=True)}
 
 
+_NO_META: dict[str, Any] = {}  # every core without meta shares it (never changed: records copy)
+
+
 @dataclass(frozen=True, slots=True)
 class _Core:
     """The part of a record that never changes, decoded."""
@@ -1436,6 +1555,7 @@ class _Core:
     deadline: float | None
     owner: str | None
     meta: dict[str, Any]
+    digest: int = -1  # hash() of its JSON text (never -1): whether a reply's core is this one
 
 
 class _Cores:
@@ -1443,11 +1563,16 @@ class _Cores:
     record its claim returns decode the request once, not twice; bounded (oldest first),
     small: it serves reads made moments apart, not the pending asks."""
 
-    __slots__ = ("_by_text", "_size")
+    __slots__ = ("_by_id", "_by_text", "_size")
 
     def __init__(self, size: int = _CORE_CACHE) -> None:
         self._by_text: dict[str, _Core] = {}
+        self._by_id: dict[str, _Core] = {}
         self._size = size
+
+    def of(self, ask_id: str) -> _Core | None:
+        """The core of ask ``ask_id`` if it is among the recent ones."""
+        return self._by_id.get(ask_id)
 
     def get(self, text: str) -> _Core:
         core = self._by_text.get(text)
@@ -1460,7 +1585,8 @@ class _Cores:
                 created_at=datetime.fromisoformat(data["created_at"]),
                 deadline=data.get("deadline"),
                 owner=data.get("owner"),
-                meta=data.get("meta") or {},
+                meta=data.get("meta") or _NO_META,
+                digest=hash(text),
             )
             self.put(text, core)
         return core
@@ -1469,16 +1595,25 @@ class _Cores:
         if len(self._by_text) >= self._size:
             del self._by_text[next(iter(self._by_text))]
         self._by_text[text] = core
+        self._by_id.pop(core.id, None)
+        if len(self._by_id) >= self._size:
+            del self._by_id[next(iter(self._by_id))]
+        self._by_id[core.id] = core
 
 
-def _decode(fields: dict[Any, Any], cores: _Cores | None = None) -> AskRecord | None:
+def _decode(
+    fields: dict[Any, Any], cores: _Cores | None = None, known: _Core | None = None
+) -> AskRecord | None:
     if not fields:
         return None
     data = {_text(k): _text(v) for k, v in fields.items()}
     if "core" not in data:
         return None
     text = data["core"]
-    core = (cores or _Cores(1)).get(text)
+    if known is not None and known.digest == hash(text):
+        core = known  # (the same ask's, held here: nothing to decode)
+    else:
+        core = (cores or _Cores(1)).get(text)
     n = int(data["n"])
     messages: list[MessageRef | None] = [None] * n
     responses: list[AskUserQuestionAnswerItem | None] = [None] * n
