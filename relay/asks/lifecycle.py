@@ -17,11 +17,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable, Set
 
 from relay.asks.expiry import Expiry, Settling
-from relay.asks.rules import default_answers, ended_event, next_reminder_at, nudges
+from relay.asks.followups import FollowUps
+from relay.asks.rules import default_answers, ended_event
 from relay.errors import (
     ErrorCode,
     UserInteractionError,
@@ -75,10 +75,15 @@ class AskLifecycle:
         """The store, when it checks and claims a click in one step (see ``claim_click``)."""
         self.events = events
         self._on_end = on_end
-        self._on_remind = on_remind
-        self._on_escalate = on_escalate
-        self._on_unsettled = on_unsettled
-        self._settling = settling if settling is not None else Settling()
+        self.follow_ups = FollowUps(
+            store=store,
+            events=events,
+            wake=lambda at: self._expiry.add(at),
+            on_remind=on_remind,
+            on_escalate=on_escalate,
+            on_unsettled=on_unsettled,
+            settling=settling if settling is not None else Settling(),
+        )
         self.waiting: set[str] = set()
         # Every wait() in progress: stopping answers them at once (see stop).
         self._waits = Waits()
@@ -86,10 +91,10 @@ class AskLifecycle:
             store=store,
             expire=self.expire,
             sweep_interval=sweep_interval,
-            remind=self.remind if on_remind is not None else None,
+            remind=self.follow_ups.remind if on_remind is not None else None,
             reminder_lease=reminder_lease,
-            resettle=self.resettle if on_unsettled is not None else None,
-            settling=self._settling,
+            resettle=self.follow_ups.resettle if on_unsettled is not None else None,
+            settling=self.follow_ups.settling,
         )
         self.closed = False
 
@@ -125,66 +130,7 @@ class AskLifecycle:
     async def arm_reminders(self, record: AskRecord) -> None:
         """Schedule the (posted, pending) ask's first nudge (a reminder or its escalation),
         if it has any."""
-        at = next_reminder_at(record, sent=0)
-        if at is not None and self._on_remind is not None:
-            await self.store.schedule_reminder(ask_id=record.id, at=at)
-            self._expiry.add(at)
-
-    async def remind(self, ask_id: str, sent: int) -> None:
-        """Send the claimed nudge number ``sent`` + 1 of a pending ask (``on_remind`` for a
-        reminder, ``on_escalate`` for its escalation), then record it and schedule the next;
-        nothing once the ask has ended."""
-        record = await self.store.get(ask_id=ask_id)
-        steps = nudges(record) if record is not None else []
-        if record is None or not record.pending or self._on_remind is None or sent >= len(steps):
-            await self.store.reminded(ask_id=ask_id, sent=sent, next_at=None)
-            return
-        step = steps[sent]
-        if step.kind == "escalate":
-            if self._on_escalate is not None:
-                await self._on_escalate(record)
-        else:
-            await self._on_remind(record, step.number - 1)
-        nxt = steps[sent + 1].at if sent + 1 < len(steps) else None
-        if await self.store.reminded(ask_id=ask_id, sent=sent, next_at=nxt):
-            if step.kind == "escalate":
-                target = record.target
-                self.events.emit(
-                    "escalated",
-                    ask_id,
-                    users=len(target.escalate_users or ()),
-                    groups=len(target.escalate_groups or ()),
-                    channel=target.escalate_channel,
-                )
-            else:
-                self.events.emit("reminded", ask_id, reminder=step.number)
-            if nxt is not None:
-                self._expiry.add(nxt)
-
-    async def resettle(self, ask_id: str) -> None:
-        """Retry the final update of the ended ask's messages that never landed (claimed by
-        the sweep); past ``Settling.window`` after it ended, give up with one warning."""
-        record = await self.store.get(ask_id=ask_id)
-        if record is not None and record.pending:
-            return  # (only an ended ask is indexed; its open questions are no business here)
-        stale = await self.store.unsettled(ask_id=ask_id) if record is not None else None
-        if record is None or not stale or self._on_unsettled is None:
-            await self.store.settled(ask_id=ask_id)  # gone, or nothing left to show
-            return
-        ended = record.finished_at.timestamp() if record.finished_at else time.time()
-        window = self._settling.window
-        if time.time() - ended > window:
-            _log.warning(
-                "gave up updating %d message(s) of ask %s: their final update has not landed"
-                " in the %g s since it ended, so they may still show live buttons (a click on"
-                " one is answered privately that the ask is over)",
-                len(stale),
-                ask_id,
-                window,
-            )
-            await self.store.settled(ask_id=ask_id)
-            return
-        await self._on_unsettled(record, stale)
+        await self.follow_ups.arm(record)
 
     def release(self, ask_id: str) -> None:
         """No ``ask()`` here waits for ``ask_id`` any more."""
@@ -222,14 +168,7 @@ class AskLifecycle:
         question = record.request.questions[index]
         validate_answer_item(question, item, index=index)
         result = await self.store.answer(ask_id=record.id, index=index, item=item)
-        done = result.record if result.outcome == "completed" else None
-        if done is not None:
-            self._expiry.settle_later()
-        if done is not None and done.defaulted:
-            # Defaults took the other questions while this one was open: show them too.
-            self._on_end(done)
-        if result.outcome in ("accepted", "completed"):
-            self._answered(record, question.id, item, by=by, last=result.outcome == "completed")
+        self._claimed(record, question.id, item, result.outcome, result.record, by=by)
         return result
 
     async def claim_click(
@@ -253,12 +192,28 @@ class AskLifecycle:
         result = await self.claims.claim_click(
             ask_id=record.id, index=index, item=item, message=message
         )
-        done = result.record if result.outcome == "completed" else None
-        if done is not None and done.defaulted:
-            self._on_end(done)
-        if result.outcome in ("accepted", "completed"):
-            self._answered(record, question.id, item, by=by, last=result.outcome == "completed")
+        self._claimed(record, question.id, item, result.outcome, result.record, by=by)
         return result
+
+    def _claimed(
+        self,
+        record: AskRecord,
+        question: str,
+        item: AskUserQuestionAnswerItem,
+        outcome: str,
+        current: AskRecord | None,
+        *,
+        by: str | None,
+    ) -> None:
+        """After an answer's claim: the event, and for the one that completed the ask the
+        sweep of its messages (and, when defaults took the other questions, their update)."""
+        if outcome == "completed" and current is not None:
+            self._expiry.settle_later()
+            if current.defaulted:
+                # Defaults took the other questions while this one was open: show them too.
+                self._on_end(current)
+        if outcome in ("accepted", "completed"):
+            self._answered(record, question, item, by=by, last=outcome == "completed")
 
     def _answered(
         self,
