@@ -29,8 +29,7 @@ from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages, final_of
 from relay.slack.parse import Click, ClickKind, Notice, decide
 from relay.slack.people import Gatekeeper
-from relay.slack.reminders import escalation_note
-from relay.slack.render import render_outcome, render_question
+from relay.slack.render import render_outcome
 from relay.store import AskRecord, MessageRef, StoreUnavailable, utcnow
 
 __all__ = ["ClickIntake"]
@@ -250,17 +249,8 @@ class ClickIntake:
         message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
         count = len(record.request.questions)
         if result.outcome == "counted":
-            live = render_question(
-                question,
-                ask_id=record.id,
-                index=click.index,
-                count=count,
-                agent=record.request.agent,
-                deadline=record.deadline,
-                votes=result.votes,
-                note=escalation_note(record, now=time.time()),
-            )
-            self._background.spawn(self._messages.update(record.id, message, live))
+            shown = self._messages.show_live(record, click.index, message, result.votes)
+            self._background.spawn(shown)
             notify(click, notices.vote_counted(question, decision.selected[0], len(result.votes)))
         elif result.outcome in ("decided", "completed") and result.record is not None:
             final = render_outcome(

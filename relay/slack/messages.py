@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -22,6 +22,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from relay.asks.rules import outcome_of
 from relay.errors import ErrorCode, UserInteractionError
 from relay.events import Events
+from relay.questions import Vote
 from relay.slack.background import Background
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.parse import Click
@@ -308,42 +309,50 @@ class SlackMessages:
 
     async def _note_escalation(self, record: AskRecord, now: float) -> None:
         """Re-show every unanswered question of the ask with the note that it was escalated."""
-        note = escalation_note(record, now=now)
-        votes = await self._store.votes(ask_id=record.id)
-        count = len(record.request.questions)
-        noted: list[int] = []
-        for index, (question, message) in enumerate(
-            zip(record.request.questions, record.messages, strict=False)
-        ):
+        for index, message in enumerate(record.messages):
             answered = index < len(record.responses) and record.responses[index] is not None
-            if message is None or answered:
-                continue
-            noted.append(index)
+            if message is not None and not answered:
+                await self.show_live(record, index, message)
+
+    async def show_live(
+        self,
+        record: AskRecord,
+        index: int,
+        message: MessageRef,
+        votes: Sequence[Vote] | None = None,
+    ) -> None:
+        """Show question ``index`` still open: its tally (``votes``, or the store's) and
+        whether it was escalated. Then read the ask again: an update that landed after the
+        question's final one would bring its buttons back, so the final one is shown again;
+        one that landed after a newer vote's shows the newer tally (votes only grow)."""
+        if votes is None:
+            cast = await self._store.votes(ask_id=record.id)
+            votes = cast[index] if index < len(cast) else ()
+        shown = tuple(votes)
+        for _ in range(3):  # (a tally that keeps growing is shown by the newer votes' updates)
             live = render_question(
-                question,
+                record.request.questions[index],
                 ask_id=record.id,
                 index=index,
-                count=count,
+                count=len(record.request.questions),
                 agent=record.request.agent,
                 deadline=record.deadline,
-                votes=votes[index] if index < len(votes) else (),
-                note=note,
+                votes=shown,
+                note=escalation_note(record, now=time.time()),
             )
             await self.update(record.id, message, live)
-        await self._settle_noted(record.id, noted)
-
-    async def _settle_noted(self, ask_id: str, noted: list[int]) -> None:
-        """A question answered (or an ask ended) while its note went out may have had its
-        final update overwritten by the note: show the outcome again."""
-        current = await self._store.get(ask_id=ask_id)
-        if current is None:
-            return
-        for index in noted:
+            current = await self._store.get(ask_id=record.id)
+            if current is None:
+                return
             item = current.responses[index] if index < len(current.responses) else None
-            message = current.messages[index] if index < len(current.messages) else None
-            if message is None or (item is None and current.pending):
-                continue
-            await self.update(ask_id, message, final_of(current, index), index=index)
+            if item is not None or not current.pending:
+                await self.update(record.id, message, final_of(current, index), index=index)
+                return
+            cast = await self._store.votes(ask_id=record.id)
+            latest = cast[index] if index < len(cast) else ()
+            if len(latest) <= len(shown):
+                return
+            shown = tuple(latest)
 
     def notify(self, click: Click, text: str, *, fallback: bool = True) -> None:
         """Tell the clicker ``text`` privately, in the background."""

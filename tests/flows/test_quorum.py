@@ -48,6 +48,31 @@ async def test_two_approvals_from_different_people_decide_and_each_vote_is_recor
         assert not [b for b in message.blocks if b["type"] in ("actions", "input")]
 
 
+async def test_a_slow_tally_update_never_leaves_an_old_tally_or_brings_buttons_back() -> None:
+    async with slack_env() as env:
+        task = env.ask(question("go", "Ship 1.4?", "Approve", "Reject", approvals_required=3))
+        message = await env.message()
+        # Alice's tally update is slow: Bob's (two votes) lands first, then hers (one vote).
+        env.slack.fail("chat.update", delay=0.5, times=1)
+        await env.slack.click(message, "Approve", user="U0ALICE")
+        await env.slack.wait_for_arrival("chat.update")
+        await env.slack.click(message, "Approve", user="U0BOB")
+        await env.slack.wait_until(lambda: len(env.slack.calls_to("chat.update")) >= 2, timeout=5)
+        await env.provider.drain()
+        assert "voted: <@U0ALICE> *Approve*, <@U0BOB> *Approve*" in str(message.blocks)
+
+        # A vote's tally update held back until after the deciding vote's final update: the
+        # slow tally must not bring the buttons back over the outcome.
+        env.slack.fail("chat.update", delay=0.5, times=1)
+        await env.slack.click(message, "Reject", user="U0EVE")  # a vote that decides nothing
+        await env.slack.wait_for_arrival("chat.update", count=4)
+        await env.slack.click(message, "Approve", user="U0CAROL")  # the third approval
+        assert (await asyncio.wait_for(task, 5)).answers[0].selected == ("Approve",)
+        await env.provider.drain()
+        assert not any(b.get("type") == "actions" for b in message.blocks)
+        assert "Approve" in str(message.blocks)
+
+
 async def test_a_veto_decides_at_once() -> None:
     async with slack_env() as env:
         task = env.ask(approval(veto=("Reject",)))
