@@ -269,9 +269,10 @@ redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 return 1
 """
 
-# KEYS: outbox zset. ARGV: now, lease until, limit. Moves each due delivery's time to the
-# end of the lease: no other replica takes it meanwhile.
-_HOOK_CLAIM = """
+# KEYS: a zset of due times (the webhook outbox, the unsettled asks). ARGV: due by, lease
+# until, limit. Moves each due member's time to the end of the lease: no other replica takes
+# it meanwhile, and one whose claimer died falls due again after it.
+_LEASE_DUE = """
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 for _, id in ipairs(ids) do
   redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
@@ -426,16 +427,6 @@ if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[2]) end
 return 1
 """
 )
-
-# KEYS: unsettled zset. ARGV: ended before, claimed until (less the grace), limit. As the
-# outbox's claim: each claimed ask moves to the end of its lease, so no other replica takes it.
-_CLAIM_UNSETTLED = """
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, id in ipairs(ids) do
-  redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
-end
-return ids
-"""
 
 
 P = ParamSpec("P")
@@ -1235,7 +1226,7 @@ class RedisStore:
     @_translated
     async def hook_claim(self, *, now: float, lease: float, limit: int) -> list[ClaimedDelivery]:
         """Lease up to ``limit`` due deliveries (atomically: one replica gets each)."""
-        script = self._redis.register_script(_HOOK_CLAIM)
+        script = self._redis.register_script(_LEASE_DUE)
         ids = [
             _text(i)
             for i in await script(
@@ -1414,7 +1405,7 @@ class RedisStore:
         self, *, now: float, grace: float, lease: float, limit: int = 100
     ) -> list[str]:
         """Claim unsettled asks in one script on the index: two replicas never both do."""
-        ids = await self._redis.register_script(_CLAIM_UNSETTLED)(
+        ids = await self._redis.register_script(_LEASE_DUE)(
             keys=[self._unsettled_index], args=[repr(now - grace), repr(now + lease - grace), limit]
         )
         return [_text(i) for i in ids]
