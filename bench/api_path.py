@@ -47,9 +47,9 @@ from bench.common import (
     pin_to_cpu,
     print_table,
     question,
+    report_targets,
     serve,
     stores_of,
-    verdict,
     write_json,
 )
 from bench.replicas import API_TOKEN, Replica, one_sample, start_replica, stop_replica
@@ -410,15 +410,7 @@ def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
             0.0,
             errors == 0,
         )
-    print_table(
-        "Targets",
-        ["target", "measured", "limit", "verdict"],
-        [[n, v, lim, verdict(None if smoke else ok)] for n, (v, lim, ok) in targets.items()],
-    )
-    return {
-        name: {"measured": v, "limit": lim, "met": None if smoke else ok}
-        for name, (v, lim, ok) in targets.items()
-    }
+    return report_targets(targets, smoke=smoke)
 
 
 def _options(parser: argparse.ArgumentParser) -> None:

@@ -247,6 +247,22 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[obje
     print(line, flush=True)
 
 
+def report_targets(
+    targets: dict[str, tuple[float, float, bool]], *, smoke: bool, measured: str = "measured"
+) -> dict[str, Any]:
+    """Print the ``targets`` (name -> measured, limit, met) as a table, and return them as
+    the results file holds them (no verdict in a smoke run)."""
+    print_table(
+        "Targets",
+        ["target", measured, "limit", "verdict"],
+        [[n, v, lim, verdict(None if smoke else ok)] for n, (v, lim, ok) in targets.items()],
+    )
+    return {
+        name: {"measured": v, "limit": lim, "met": None if smoke else ok}
+        for name, (v, lim, ok) in targets.items()
+    }
+
+
 def _cell(value: object) -> str:
     if isinstance(value, float):
         if math.isnan(value):

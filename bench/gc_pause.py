@@ -29,9 +29,9 @@ from bench.common import (
     pin_to_cpu,
     print_table,
     raw_request,
+    report_targets,
     send_all,
     stores_of,
-    verdict,
     write_json,
 )
 from bench.server import Child
@@ -146,15 +146,7 @@ def report(runs: list[dict[str, Any]], *, smoke: bool) -> dict[str, Any]:
         ],
         rows,
     )
-    print_table(
-        "Targets",
-        ["target", "longest ms", "limit", "verdict"],
-        [[n, v, lim, verdict(None if smoke else ok)] for n, (v, lim, ok) in targets.items()],
-    )
-    return {
-        name: {"measured": v, "limit": lim, "met": None if smoke else ok}
-        for name, (v, lim, ok) in targets.items()
-    }
+    return report_targets(targets, smoke=smoke, measured="longest ms")
 
 
 def _options(parser: argparse.ArgumentParser) -> None:

@@ -33,8 +33,8 @@ from bench.common import (
     arguments,
     pin_to_cpu,
     print_table,
+    report_targets,
     stores_of,
-    verdict,
     write_json,
 )
 from bench.server import Child
@@ -173,15 +173,7 @@ def report(runs: list[dict[str, Any]], *, smoke: bool) -> dict[str, Any]:
             memory / KB,
             redis <= memory,
         )
-    print_table(
-        "Targets",
-        ["target", "measured", "limit", "verdict"],
-        [[name, v, lim, verdict(None if smoke else ok)] for name, (v, lim, ok) in targets.items()],
-    )
-    return {
-        name: {"measured": v, "limit": lim, "met": None if smoke else ok}
-        for name, (v, lim, ok) in targets.items()
-    }
+    return report_targets(targets, smoke=smoke)
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
