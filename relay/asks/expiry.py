@@ -118,12 +118,25 @@ class Expiry:
                 # Still due after a pass: it could not be settled just now. Retry it in a
                 # while, not in a busy loop.
                 delay = max(delay, _RETRY_STUCK)
-            if delay > 0:
-                # asyncio.timeout, not wait_for: on 3.11 wait_for turns a cancellation that
-                # lands as its timer fires into a TimeoutError, and aclose would wait forever.
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(None if math.isinf(delay) else delay):
-                        await self._wake.wait()
+            await self._sleep(delay)
+
+    async def _sleep(self, delay: float) -> None:
+        """Sleep ``delay`` seconds, or less when ``add`` brings an earlier time: a wake-up
+        shortens the sleep, and the next pass runs when that time comes, not at once (an ask
+        ending on every click would otherwise cost a pass over the store per click)."""
+        until = time.time() + delay
+        while not self._stopping:
+            remaining = until - time.time()
+            if remaining <= 0:
+                return
+            # asyncio.timeout, not wait_for: on 3.11 wait_for turns a cancellation that
+            # lands as its timer fires into a TimeoutError, and aclose would wait forever.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(None if math.isinf(remaining) else remaining):
+                    await self._wake.wait()
+            if self._wake.is_set():
+                self._wake.clear()
+                until = min(until, self._next)
 
     async def _expire_due(self) -> None:
         while True:
