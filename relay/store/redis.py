@@ -504,6 +504,7 @@ class RedisStore:
         self._set_message = self._redis.register_script(_SET_MESSAGE)
         self._index_add = self._redis.register_script(_INDEX_ADD)
         self._index_release = self._redis.register_script(_INDEX_RELEASE)
+        self._scripts: dict[str, Any] = {}  # source -> its Script (see _script)
         self._cores = _Cores()
         self._watches: dict[str, _Watch] = {}
         self._in_flight: dict[str, int] = {}  # ask id -> claims of ours on their way
@@ -517,6 +518,13 @@ class RedisStore:
         self._gets: list[tuple[str, asyncio.Future[dict[Any, Any]]]] = []
         self._direct = False  # a get() is on its way outside the batches
         self._closed = False
+
+    def _script(self, source: str) -> Any:
+        """``source`` as a Script, made once (its SHA1 is computed when it is made)."""
+        script = self._scripts.get(source)
+        if script is None:
+            script = self._scripts[source] = self._redis.register_script(source)
+        return script
 
     def _key(self, ask_id: str) -> str:
         return self._keys.ask(ask_id)
@@ -1058,7 +1066,7 @@ class RedisStore:
     @_translated
     async def claim_key(self, *, owner: str, key: str, fingerprint: str, lease: float) -> KeyClaim:
         """Claim ``key`` for ``fingerprint`` atomically, across every replica."""
-        script = self._redis.register_script(_KEY_CLAIM)
+        script = self._script(_KEY_CLAIM)
         reply = await script(
             keys=[self._idem_key(owner, key)], args=[fingerprint, max(1, math.ceil(lease * 1000))]
         )
@@ -1070,7 +1078,7 @@ class RedisStore:
         self, *, owner: str, key: str, fingerprint: str, ask_id: str, window: float
     ) -> None:
         """Point the claimed key at ``ask_id`` for ``window`` seconds."""
-        script = self._redis.register_script(_KEY_BIND)
+        script = self._script(_KEY_BIND)
         await script(
             keys=[self._idem_key(owner, key)],
             args=[fingerprint, ask_id, max(1, math.ceil(window * 1000))],
@@ -1079,7 +1087,7 @@ class RedisStore:
     @_translated
     async def release_key(self, *, owner: str, key: str, fingerprint: str) -> None:
         """Drop an unbound claim."""
-        script = self._redis.register_script(_KEY_RELEASE)
+        script = self._script(_KEY_RELEASE)
         await script(keys=[self._idem_key(owner, key)], args=[fingerprint])
 
     # The audit index (relay.store.listing): ``{prefix}owned:{owner}``, a sorted set of the
@@ -1185,7 +1193,7 @@ class RedisStore:
     @_translated
     async def hook_subscribe(self, *, ask_id: str, subscription: str, ttl: float) -> None:
         """Remember ``ask_id``'s subscription for ``ttl`` seconds, and watch the ask."""
-        script = self._redis.register_script(_HOOK_SUBSCRIBE)
+        script = self._script(_HOOK_SUBSCRIBE)
         await script(
             keys=[self._hook_key(ask_id), self._keys.hooks("hooks:watch")],
             args=[ask_id, subscription, max(1, math.ceil(ttl * 1000)), time.time()],
@@ -1211,7 +1219,7 @@ class RedisStore:
         self, *, event_id: str, ask_id: str, delivery: str, due: float, final: bool
     ) -> bool:
         """Owe ``delivery`` unless ``event_id`` was enqueued before (on any replica)."""
-        script = self._redis.register_script(_HOOK_ENQUEUE)
+        script = self._script(_HOOK_ENQUEUE)
         done = await script(
             keys=[
                 self._delivery_key(event_id),
@@ -1226,7 +1234,7 @@ class RedisStore:
     @_translated
     async def hook_claim(self, *, now: float, lease: float, limit: int) -> list[ClaimedDelivery]:
         """Lease up to ``limit`` due deliveries (atomically: one replica gets each)."""
-        script = self._redis.register_script(_LEASE_DUE)
+        script = self._script(_LEASE_DUE)
         ids = [
             _text(i)
             for i in await script(
@@ -1252,7 +1260,7 @@ class RedisStore:
         self, *, event_id: str, outcome: str, error: str | None, keep: float
     ) -> None:
         """End a delivery; its id is kept ``keep`` seconds (so it is not enqueued again)."""
-        script = self._redis.register_script(_HOOK_SETTLE)
+        script = self._script(_HOOK_SETTLE)
         await script(
             keys=[self._delivery_key(event_id), self._keys.hooks("outbox")],
             args=[event_id, outcome, error or "", max(1, math.ceil(keep * 1000))],
@@ -1261,7 +1269,7 @@ class RedisStore:
     @_translated
     async def hook_retry(self, *, event_id: str, due: float, error: str) -> None:
         """Try the delivery again from ``due``."""
-        script = self._redis.register_script(_HOOK_RETRY)
+        script = self._script(_HOOK_RETRY)
         await script(
             keys=[self._delivery_key(event_id), self._keys.hooks("outbox")],
             args=[event_id, repr(due), error],
@@ -1289,7 +1297,7 @@ class RedisStore:
         """Count one person's vote atomically (one Lua script, so two replicas' votes each
         count once); the vote that reaches the quorum claims the question's answer."""
         vote = vote_of(item)
-        reply = await self._redis.register_script(_VOTE)(
+        reply = await self._script(_VOTE)(
             keys=self._claim_keys(ask_id),
             args=[
                 index,
@@ -1351,7 +1359,7 @@ class RedisStore:
         claim the same one. The sorted set only says where to look, and is set right here."""
         index = self._reminder_index
         due = await self._redis.zrangebyscore(index, "-inf", repr(now), 0, limit)
-        claim = self._redis.register_script(_CLAIM_REMINDER)
+        claim = self._script(_CLAIM_REMINDER)
         claimed: list[tuple[str, int]] = []
         for raw in due:
             ask_id = _text(raw)
@@ -1369,7 +1377,7 @@ class RedisStore:
     @_translated
     async def reminded(self, *, ask_id: str, sent: int, next_at: float | None) -> bool:
         """Record reminder number ``sent`` as sent, once; schedule the next one."""
-        done = await self._redis.register_script(_REMINDED)(
+        done = await self._script(_REMINDED)(
             keys=[self._key(ask_id)], args=[sent, "" if next_at is None else repr(next_at)]
         )
         if int(done) == 1 and next_at is not None:
@@ -1397,7 +1405,7 @@ class RedisStore:
     @_translated
     async def unsettled(self, *, ask_id: str) -> frozenset[int]:
         """The posted questions not yet settled (one script on the ask's hash)."""
-        found = await self._redis.register_script(_UNSETTLED)(keys=[self._key(ask_id)])
+        found = await self._script(_UNSETTLED)(keys=[self._key(ask_id)])
         return frozenset(int(i) for i in found)
 
     @_translated
@@ -1405,7 +1413,7 @@ class RedisStore:
         self, *, now: float, grace: float, lease: float, limit: int = 100
     ) -> list[str]:
         """Claim unsettled asks in one script on the index: two replicas never both do."""
-        ids = await self._redis.register_script(_LEASE_DUE)(
+        ids = await self._script(_LEASE_DUE)(
             keys=[self._unsettled_index], args=[repr(now - grace), repr(now + lease - grace), limit]
         )
         return [_text(i) for i in ids]
