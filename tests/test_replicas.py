@@ -237,3 +237,36 @@ async def test_a_replica_killed_before_its_update_landed_is_swept_once_by_the_ot
         await store.aclose()
     # Exactly once: the held call from A never landed, B's did.
     assert [c.ok for c in cluster.slack.calls_to("chat.update")] == [True]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+async def test_reminders_and_escalation_go_out_once_from_the_other_replica(
+    cluster: Cluster, sig: int
+) -> None:
+    slack = {
+        "allowed_users": ["U0ALICE"],
+        "timeout_s": 30,
+        "remind_after_s": 1.0,
+        "escalate_after_s": 1.5,
+        "escalate_users": ["U0BOB"],
+        "escalate_channel": "C0ONCALL",
+    }
+    _, created = await cluster.a.request("POST", "/v1/asks", json={**ASK, "slack": slack})
+    message = await cluster.slack.wait_for_message()
+    await cluster.a.stop(sig)  # a rollout (SIGTERM) or a crash (SIGKILL): the ask stays
+    escalation = await cluster.slack.wait_for_message(
+        count=1, where=lambda m: m.channel == "C0ONCALL", timeout=15
+    )
+    assert "<@U0BOB>" in escalation.text
+    reminder = await cluster.slack.wait_for_message(
+        count=1, where=lambda m: m.thread_ts == message.ts and m.ts != message.ts, timeout=15
+    )
+    assert reminder.text.startswith(":alarm_clock: Reminder 1 of 1.")
+    # Bob, added by the escalation, answers (clicks land on B); nothing more is posted for it.
+    await cluster.slack.click(message, "yes", user="U0BOB")
+    _, record = await cluster.b.request("GET", f"/v1/asks/{created['id']}?wait=10")
+    assert record["status"] == "answered"
+    assert record["answered_by"]["id"] == "U0BOB"
+    assert len([m for m in cluster.slack.messages if m.channel == "C0ONCALL"]) == 1
+    replies = [m for m in cluster.slack.messages if m.thread_ts == message.ts != m.ts]
+    assert len(replies) == 1
