@@ -1187,6 +1187,51 @@ async def test_the_memory_store_encodes_finished_asks_off_the_click_that_ends_th
     assert await store.get(ask_id=done.id) == result.record
 
 
+async def test_the_memory_store_keeps_cold_pending_asks_out_of_the_collectors_reach() -> None:
+    # With many asks pending only the last few hundred touched are objects; the rest are
+    # bytes, which the collector never walks, and every operation works on them as before.
+    import gc
+
+    store = MemoryStore()
+    asks = [new_ask(deadline=None if n % 2 else 1e12) for n in range(3_000)]
+    gc.collect()
+    before = len(gc.get_objects())
+    for record in asks:
+        await store.create(record=record)
+        await store.set_message(ask_id=record.id, index=0, message=MessageRef("C0123", record.id))
+    del record
+    gc.collect()
+    tracked = (len(gc.get_objects()) - before) / len(asks)
+    assert tracked < 0.5, f"{tracked:.2f} tracked objects per pending ask"  # (~8 as objects)
+    assert isinstance(store._records[asks[0].id], bytes)
+
+    coldest = asks[0]
+    posted = coldest.with_(messages=(MessageRef("C0123", coldest.id),))
+    assert await store.get(ask_id=coldest.id) == posted
+    assert await store.wait(ask_id=asks[1].id, within=0) == asks[1].with_(
+        messages=(MessageRef("C0123", asks[1].id),)
+    )
+    claim = await store.claim_click(
+        ask_id=asks[2].id, index=0, item=reply(0), message=("C0123", asks[2].id)
+    )
+    assert claim.outcome == "completed"
+    assert (
+        await store.claim_click(ask_id=asks[4].id, index=0, item=reply(0), message=("C0", "1"))
+    ).outcome == "message_mismatch"
+    won, ended = await store.finish(
+        ask_id=asks[3].id, status=AskStatus.ABORTED, error=aborted(), at=utcnow()
+    )
+    assert won
+    assert ended is not None
+    assert ended.status is AskStatus.ABORTED
+    await store.schedule_reminder(ask_id=asks[5].id, at=1.0)
+    assert await store.claim_reminders(now=2.0, lease=5) == [(asks[5].id, 0)]
+    assert await store.reminded(ask_id=asks[5].id, sent=0, next_at=3.0)
+    due = await store.due(now=math.inf, limit=5_000)  # (every pending ask, dated or not)
+    assert sorted(due) == sorted(r.id for r in asks if r.id not in (asks[2].id, asks[3].id))
+    assert await store.count_pending() == 2_998
+
+
 # ---- unsettled messages (an ended ask whose final update has not landed) -----------------------
 
 

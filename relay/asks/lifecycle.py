@@ -136,15 +136,15 @@ class AskLifecycle:
         """No ``ask()`` here waits for ``ask_id`` any more."""
         self.waiting.discard(ask_id)
 
-    async def outcome(self, ask_id: str) -> AskRecord:
-        """Wait, however long it takes, for a held ask's outcome (``ask()``'s wait).
+    def outcome(self, ask_id: str) -> Awaitable[AskRecord | None]:
+        """The wait, however long it takes, for a held ask's outcome (``ask()``'s wait): the
+        store's own coroutine, with none of this layer's held per waiting ask for the
+        collector to walk. The caller checks the result with ``known`` and ``release``s the
+        ask once the wait ends, however it ends.
 
         Not released by ``stop``: stopping ends a held ask itself.
         """
-        try:
-            return known(ask_id, await self.store.wait(ask_id=ask_id, within=None))
-        finally:
-            self.waiting.discard(ask_id)
+        return self.store.wait(ask_id=ask_id, within=None)
 
     async def wait(self, ask_id: str, *, within: float | None = None) -> AskRecord:
         """Wait until the ask is final (or ``within`` seconds pass); the record as it stands.

@@ -9,14 +9,14 @@ aiohttp apps (``app``) and Socket Mode (``socket_mode``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.asks.expiry import Settling
-from relay.asks.lifecycle import AskLifecycle
+from relay.asks.lifecycle import AskLifecycle, known
 from relay.asks.rules import LONGEST_TIMEOUT, QuestionDefaults, answer_of, capped, check_timeout
 from relay.errors import RelayConfigError, ask_aborted, ask_closed
 from relay.events import Events
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from aiohttp import web
     from slack_bolt.async_app import AsyncApp
 
+    from relay.abort import AbortSignal
     from relay.slack.socket_mode import SocketMode
 
 # SlackProvider and SlackTarget, and the names other modules and users import from here.
@@ -188,21 +189,24 @@ class SlackProvider:
         # Only the id is kept while waiting: on a shared store the record _start returns is
         # a copy read back from the store, which nothing needs once the wait ends it.
         ask_id = (await self._start(request, target=None, owner=None, held=True)).id
-        remove = (
-            signal.add_listener(lambda: self._background.spawn(self.abort(ask_id)))
-            if signal is not None
-            else None
-        )
+        remove = self._abort_on(signal, ask_id) if signal is not None else None
         try:
             # Not wait(): stop_asking ends this ask itself rather than release its waiter.
             final = await self._life.outcome(ask_id)
         except asyncio.CancelledError:
+            self._life.release(ask_id)
             await self.abort(ask_id)
             raise
         finally:
+            self._life.release(ask_id)
             if remove is not None:
                 remove()
-        return answer_of(final)
+        return answer_of(known(ask_id, final))
+
+    def _abort_on(self, signal: AbortSignal, ask_id: str) -> Callable[[], None]:
+        # Its own frame: a lambda in ask() would give every waiting ask() two cells more
+        # for the collector to walk, signal or not.
+        return signal.add_listener(lambda: self._background.spawn(self.abort(ask_id)))
 
     async def start(
         self,

@@ -37,10 +37,13 @@ class MemoryStore:
     under ``retention_bytes`` (the oldest finished go first; pending asks are never
     dropped). ``max_pending_per_owner`` bounds the asks one owner has pending at once.
 
-    A finished ask is kept encoded (one ``bytes`` object, which the cycle collector does not
-    track), so that the hundreds of thousands a day's retention holds cost no collector
-    time; reading one back decodes it. Encoding waits for the next create (or a batch of
-    256 ends), so that the click that ends an ask does not pay for it.
+    Asks are kept encoded (one ``bytes`` object each, which the cycle collector does not
+    track), so that neither the hundreds of thousands a day's retention holds nor a hundred
+    thousand pending cost collector time; reading one back decodes it (~20 µs). A finished
+    ask is encoded at the next create (or once a batch of 256 ends), so that the click that
+    ends it does not pay for it. A pending ask stays an object while it is among the last
+    256 pending asks created, changed or read (the one a click reads is the one it claims),
+    and each such touch encodes at most one older one: no pass over many asks at once.
     """
 
     durable = False
@@ -52,10 +55,12 @@ class MemoryStore:
         retention_bytes: int | None = None,
         max_pending_per_owner: int | None = None,
     ) -> None:
-        self._records: dict[str, AskRecord] = {}  # pending
+        self._records: dict[str, AskRecord | bytes] = {}  # pending; the coldest encoded
+        self._warm: deque[str] = deque()  # pending asks held as objects, oldest first
         self._ended: dict[str, bytes | AskRecord] = {}  # finished, encoded (see _encode)
         self._unencoded: list[str] = []  # finished since the last create, not encoded yet
-        self._waiters: dict[str, list[asyncio.Future[AskRecord | None]]] = {}
+        # One waiter's future alone, several's in a list (most asks have one waiter or none).
+        self._waiters: dict[str, _Future | list[_Future]] = {}
         self._deadlines: list[tuple[float, str]] = []
         self._finished: deque[tuple[float, str]] = deque()
         self._retention = retention
@@ -86,11 +91,34 @@ class MemoryStore:
         return len(self._records) + len(self._ended)
 
     def _lookup(self, ask_id: str) -> AskRecord | None:
-        record = self._records.get(ask_id)
+        record = self._pending_record(ask_id)
         if record is not None:
             return record
         ended = self._ended.get(ask_id)
         return _decode(ended) if ended is not None else None
+
+    def _pending_record(self, ask_id: str) -> AskRecord | None:
+        """The pending ask ``ask_id`` as an object (decoded, and kept so, if it was cold)."""
+        kept = self._records.get(ask_id)
+        if not isinstance(kept, bytes):
+            return kept
+        record = _decode(kept)
+        self._keep(ask_id, record, warm=False)
+        return record
+
+    def _keep(self, ask_id: str, record: AskRecord, *, warm: bool) -> None:
+        """Hold pending ``record`` as an object; ``warm``: it is one already (it is queued)."""
+        self._records[ask_id] = record
+        if warm:
+            return
+        self._warm.append(ask_id)
+        if len(self._warm) > _WARM:
+            self._cool(self._warm.popleft())
+
+    def _cool(self, ask_id: str) -> None:
+        kept = self._records.get(ask_id)
+        if isinstance(kept, AskRecord):
+            self._records[ask_id] = _encode(kept)
 
     async def create(self, *, record: AskRecord) -> None:
         """Store a new pending ask."""
@@ -104,7 +132,7 @@ class MemoryStore:
             if self._max_pending is not None and held >= self._max_pending:
                 raise PendingLimitReached(owner, self._max_pending)
             self._by_owner[owner] = held + 1
-        self._records[record.id] = record
+        self._keep(record.id, record, warm=False)
         self._sizes[record.id] = _size(record)
         self._pending += 1
         self._index_owned(record)
@@ -126,7 +154,7 @@ class MemoryStore:
         messages[index] = message
         record = record.with_(messages=tuple(messages))
         if record.pending:
-            self._records[ask_id] = record
+            self._keep(ask_id, record, warm=True)  # (_lookup left it warm)
         else:
             self._ended[ask_id] = _encode(record)
 
@@ -153,7 +181,7 @@ class MemoryStore:
             self._settle(record)
             return AnswerResult("completed", record)
         record = record.with_(responses=tuple(responses))
-        self._records[ask_id] = record
+        self._keep(ask_id, record, warm=True)  # (_lookup left it warm)
         return AnswerResult("accepted", record)
 
     def known(self, *, ask_id: str) -> AskRecord | None:
@@ -185,7 +213,7 @@ class MemoryStore:
         """Claim a final outcome; the first claim wins."""
         if status is AskStatus.PENDING:
             raise ValueError("finish needs a final status, not pending")
-        record = self._records.get(ask_id)
+        record = self._pending_record(ask_id)
         if record is None:
             return False, self._lookup(ask_id)
         if not record.pending:
@@ -196,12 +224,16 @@ class MemoryStore:
 
     async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
         """Wait until the ask is final or ``within`` seconds pass."""
-        record = self._records.get(ask_id)
-        if record is None or not record.pending or (within is not None and within <= 0):
-            return record if record is not None else self._lookup(ask_id)
-        future: asyncio.Future[AskRecord | None] = asyncio.get_running_loop().create_future()
-        waiters = self._waiters.setdefault(ask_id, [])
-        waiters.append(future)
+        if ask_id not in self._records or (within is not None and within <= 0):
+            return self._lookup(ask_id)
+        future: _Future = asyncio.get_running_loop().create_future()
+        held = self._waiters.get(ask_id)
+        if held is None:
+            self._waiters[ask_id] = future
+        elif isinstance(held, list):
+            held.append(future)
+        else:
+            self._waiters[ask_id] = [held, future]
         try:
             if within is None:
                 await future  # (no timeout object: this waits for every pending ask())
@@ -213,13 +245,19 @@ class MemoryStore:
         finally:
             if not future.done():
                 future.cancel()
-            if future in waiters:
-                waiters.remove(future)
-            if not waiters:
-                self._waiters.pop(ask_id, None)
+            self._unwait(ask_id, future)
         if not future.cancelled() and (final := future.result()) is not None:
             return final  # the record it ended with: nothing to decode
         return self._lookup(ask_id)
+
+    def _unwait(self, ask_id: str, future: _Future) -> None:
+        held = self._waiters.get(ask_id)
+        if held is future:
+            del self._waiters[ask_id]
+        elif isinstance(held, list) and future in held:
+            held.remove(future)
+            if not held:
+                del self._waiters[ask_id]
 
     async def due(self, *, now: float, limit: int = 100) -> list[str]:
         """Pending asks whose deadline has passed."""
@@ -230,7 +268,7 @@ class MemoryStore:
                 found.append(ask_id)
         if math.isinf(now) and len(found) < limit:
             # Asks with no deadline are due only "at infinity" (when everything is closed).
-            found.extend(r.id for r in self._records.values() if r.deadline is None)
+            found.extend(i for i, kept in self._records.items() if _decode(kept).deadline is None)
             del found[limit:]
         return found
 
@@ -252,8 +290,8 @@ class MemoryStore:
 
     async def aclose(self) -> None:
         """Wake every waiter; nothing else to release."""
-        for waiters in self._waiters.values():
-            for future in waiters:
+        for held in self._waiters.values():
+            for future in held if isinstance(held, list) else (held,):
                 if not future.done():
                     future.set_result(None)
 
@@ -318,8 +356,7 @@ class MemoryStore:
             at, ask_id = heapq.heappop(queue)
             if self._reminders.get(ask_id) != at:
                 continue
-            record = self._records.get(ask_id)
-            if record is None or not record.pending:
+            if ask_id not in self._records:  # (every record there is pending)
                 del self._reminders[ask_id]
                 continue
             claimed.append((ask_id, self._reminders_sent.get(ask_id, 0)))
@@ -332,8 +369,7 @@ class MemoryStore:
         if self._reminders_sent.get(ask_id, 0) != sent:
             return False
         self._reminders_sent[ask_id] = sent + 1
-        record = self._records.get(ask_id)
-        if next_at is None or record is None or not record.pending:
+        if next_at is None or ask_id not in self._records:
             self._reminders.pop(ask_id, None)
         else:
             await self.schedule_reminder(ask_id=ask_id, at=next_at)
@@ -357,7 +393,8 @@ class MemoryStore:
         ended = record.finished_at.timestamp() if record.finished_at else time.time()
         self._unsettle(record.id, ended)
         self.finished_bytes += self._sizes.get(record.id, 0)
-        for future in self._waiters.pop(record.id, ()):
+        held = self._waiters.pop(record.id, ())
+        for future in held if isinstance(held, list | tuple) else (held,):
             if not future.done():
                 future.set_result(record)
         if self._retention_bytes is not None:
@@ -598,6 +635,9 @@ class MemoryStore:
         return queue[0][0] + grace if queue else None
 
 
+_Future = asyncio.Future[AskRecord | None]
+
+
 @dataclass(slots=True)
 class _Delivery:
     delivery: str
@@ -615,13 +655,16 @@ class _Key:
     expires: float  # time.monotonic()
 
 
+# Pending asks held as objects at most: the last created, changed or read.
+_WARM = 256
+
 # Finished asks left as objects at most (the collector walks them until they are encoded).
 _ENCODE_BATCH = 256
 
 
 def _encode(record: AskRecord) -> bytes | AskRecord:
-    """A finished record as one untracked ``bytes`` (a record whose ``meta`` holds
-    something pickle cannot take is kept as it is)."""
+    """A record as one untracked ``bytes`` (a record whose ``meta`` holds something pickle
+    cannot take is kept as it is)."""
     try:
         return pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # meta is the caller's: keeping the object is correct too
