@@ -9,7 +9,8 @@ answers one JSON line per command line read:
 - ``ask N``: N more agents call ``ask()`` (in waves; the bare program's await a future);
   answered once all N are posted;
 - ``stats``: CPU seconds, RSS, asks answered and pending, timers and tasks of the loop;
-- ``gc``: a full collection; ``idle S``: CPU used while sleeping S seconds;
+- ``gc``: a full collection (and the seconds it took); ``idle S``: CPU used while sleeping
+  S seconds;
 - ``gc_reset``: forget the collector's passes so far (``stats`` has their count, total and
   longest pause per generation); ``tracked``: how many objects the collector tracks (and
   how many are frozen, out of its reach);
@@ -259,8 +260,9 @@ async def obey(command: str, args: list[str], agents: Waiters | None) -> dict[st
             COLLECTIONS.reset()
         return {"reset": True}
     if command == "gc":
+        began = time.perf_counter()
         gc.collect()
-        return {"rss": rss_bytes()}
+        return {"rss": rss_bytes(), "seconds": time.perf_counter() - began}
     if command == "idle":
         seconds = float(args[0])
         cpu = time.process_time()
