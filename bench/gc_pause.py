@@ -24,13 +24,22 @@ the oldest pending asks are clicked (signed Slack clicks over 8 keep-alive conne
 as many new ones are created (``relay serve``: ``POST /v1/asks`` on the same connections,
 one create after each click; the others: agents started in the process). ``gc.callbacks``
 in the program times every pass: the table has the passes and the longest pause per
-generation, the objects the collector tracks (``gc.get_objects()``) and, from the count
-before the fill (frozen objects included, after a full collection), per pending ask.
+generation, then a full pass forced once the phase is over (a window may hold no pass at
+``relay serve``'s thresholds; in steady state a full one comes round), the objects the
+collector tracks (``gc.get_objects()``) and, from the count before the fill (frozen ones
+included, both after a full collection), per pending ask; "relay's per ask" is all of it
+for ``relay serve`` and the embedding program's less the bare program's.
+
+Targets: no pause over 50 ms for ``relay serve`` (both settings, both stores; and the forced
+full pass); for the embedding program, its longest pause (and its full pass) at most 50 ms
+over the bare program's with the same settings.
 
     .venv/bin/python -m bench.gc_pause [--smoke] [--store memory|redis|both] [--pending N]
         [--churn N]
 
-Fills print progress on stderr every 10,000 asks.
+``--churn`` defaults to 6,000, at most ``--pending``. Fills print progress on stderr every
+10,000 asks; one takes 10–30 s per 10,000 on a 2-vCPU machine (``relay serve`` the fastest:
+its creates come 64 at once, an embedding program's posts queue on its one channel).
 """
 
 from __future__ import annotations
@@ -340,11 +349,19 @@ def report(runs: list[dict[str, Any]], sizes: Sizes, *, smoke: bool) -> dict[str
                 )
             elif program == EMBEDDING:
                 relays_share = p["tracked_per_ask"] - bare[mode]["tracked_per_ask"]
+                name = f"{program}, {store}, {LABELS[mode]}"
                 over = longest - max(bare[mode]["longest_ms"])
-                targets[
-                    f"{program}, {store}, {LABELS[mode]}: longest pause over the bare"
-                    f" program's <= {LIMIT_MS:g} ms"
-                ] = (over, LIMIT_MS, over <= LIMIT_MS)
+                targets[f"{name}: longest pause over the bare program's <= {LIMIT_MS:g} ms"] = (
+                    over,
+                    LIMIT_MS,
+                    over <= LIMIT_MS,
+                )
+                over = p["full_pass_ms"] - bare[mode]["full_pass_ms"]
+                targets[f"{name}: ... a full pass (forced) over the bare program's"] = (
+                    over,
+                    LIMIT_MS,
+                    over <= LIMIT_MS,
+                )
             rows.append(
                 [
                     program,
