@@ -223,7 +223,7 @@ async def relay_serve(sizes: Sizes, redis_url: str | None) -> dict[str, Any]:
                 if statuses != {201: len(numbers)}:
                     raise RuntimeError(f"unexpected responses while filling: {statuses}")
 
-            filled = await fill(SERVE, sizes.pending, step)
+            filled = await fill(f"{SERVE}, {_store(redis_url)}", sizes.pending, step)
             phases: dict[str, Any] = {}
             number, clicked = sizes.pending, 0
             for mode in MODES:
@@ -266,7 +266,8 @@ async def in_process(sizes: Sizes, kind: str, redis_url: str | None) -> dict[str
             async def step(numbers: range) -> None:
                 await child.command("ask", len(numbers))
 
-            filled = await fill(program, sizes.pending, step)
+            label = program if kind == "bare" else f"{program}, {_store(redis_url)}"
+            filled = await fill(label, sizes.pending, step)
             phases: dict[str, Any] = {}
             clicked = 0
             for mode in MODES:
@@ -296,6 +297,10 @@ async def in_process(sizes: Sizes, kind: str, redis_url: str | None) -> dict[str
         finally:
             await child.stop()
     return {"program": program, "idle": dataclasses.asdict(idle), "fill": filled, "phases": phases}
+
+
+def _store(redis_url: str | None) -> str:
+    return "memory" if redis_url is None else "redis"
 
 
 async def measure(sizes: Sizes, stores: list[str]) -> list[dict[str, Any]]:
@@ -368,6 +373,7 @@ def report(runs: list[dict[str, Any]], sizes: Sizes, *, smoke: bool) -> dict[str
                     store,
                     LABELS[mode],
                     p["gc_threshold"][0],
+                    sizes.churn / p["seconds"],
                     "/".join(map(str, p["passes"])),
                     *p["longest_ms"],
                     sum(p["total_ms"]),
@@ -386,6 +392,7 @@ def report(runs: list[dict[str, Any]], sizes: Sizes, *, smoke: bool) -> dict[str
             "store",
             "collector settings",
             "threshold",
+            "clicks/s",
             "passes 0/1/2",
             "longest gen0 ms",
             "gen1 ms",
