@@ -12,7 +12,7 @@ Redis on CPU 1), on the in-memory store and on a ``redis-server`` this benchmark
    token, its rate limit raised; asks spread over 32 channels, as the relay posts one at a
    time per channel), nothing waits in the process for them;
 2. **embedding program** (``bench.server relay``): N agents blocked in ``provider.ask()``
-   inside the process;
+   inside the process, their asks routed to the same 32 channels;
 3. **bare program** (``bench.server bare``, ``bench.bare_program``, run once): N asyncio
    tasks each holding a request and awaiting a future, answered by a signed click: the
    collector's cost of a program's own N waiting tasks, so that the relay's share shows.
@@ -38,8 +38,7 @@ over the bare program's with the same settings.
         [--churn N]
 
 ``--churn`` defaults to 6,000, at most ``--pending``. Fills print progress on stderr every
-10,000 asks; one takes 10–30 s per 10,000 on a 2-vCPU machine (``relay serve`` the fastest:
-its creates come 64 at once, an embedding program's posts queue on its one channel).
+10,000 asks.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.api_path import HEADERS, body
+from bench.api_path import CHANNELS, HEADERS, body
 from bench.bare_program import bare_click_body
 from bench.common import (
     SECRET,
@@ -256,7 +255,9 @@ async def in_process(sizes: Sizes, kind: str, redis_url: str | None) -> dict[str
     in the process, started by it."""
     program = EMBEDDING if kind == "relay" else BARE
     async with FakeSlack(signing_secret=SECRET) as slack:
-        child = await Child.start(kind, slack_url=slack.base_url, cpu=0, redis_url=redis_url)
+        child = await Child.start(
+            kind, slack_url=slack.base_url, cpu=0, redis_url=redis_url, channels=len(CHANNELS)
+        )
         try:
             # relay serve's settings from the start: tune_gc freezes what exists when it
             # runs, which must be the start-up heap, not the pending asks.

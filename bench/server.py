@@ -1,10 +1,11 @@
 """The server under test in a process of its own, driven by its parent over stdin/stdout.
 
-``python -m bench.server relay|bolt|floor|bare --slack-url URL [--cpu N] [--redis-url URL]``
-serves a ``SlackProvider``'s aiohttp app (on a ``RedisStore`` with ``--redis-url``, else the
-in-memory store; or bare Bolt, or the floor, or the bare program of ``bench.bare_program``:
-agents awaiting futures, no relay) on a free loopback port, prints ``{"port": …}`` and then
-answers one JSON line per command line read:
+``python -m bench.server relay|bolt|floor|bare --slack-url URL [--cpu N] [--redis-url URL]
+[--channels K]`` serves a ``SlackProvider``'s aiohttp app (on a ``RedisStore`` with
+``--redis-url``, else the in-memory store; its asks to one channel, or spread over K routed
+by the question's number, as K agents' would be; or bare Bolt, or the floor, or the bare
+program of ``bench.bare_program``: agents awaiting futures, no relay) on a free loopback
+port, prints ``{"port": …}`` and then answers one JSON line per command line read:
 
 - ``ask N``: N more agents call ``ask()`` (in waves; the bare program's await a future);
   answered once all N are posted;
@@ -53,8 +54,10 @@ from bench.common import (
     rss_bytes,
     serve,
 )
+from relay import AskUserQuestionRequest
 from relay.events import AskEvent
 from relay.slack import SlackProvider
+from relay.slack.target import Route, SlackTarget
 from relay.tuning import tune_gc
 
 _WAVE = 200
@@ -173,7 +176,20 @@ class Agents:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-async def run(kind: str, slack_url: str, redis_url: str | None = None) -> None:
+def spread_over(channels: int) -> Route:
+    """A route that sends ask number n (its question id is ``q<n>``) to channel n mod
+    ``channels``: the relay posts one message at a time per channel."""
+    names = [f"{CHANNEL}{n:02d}" for n in range(channels)]
+
+    def route(ask: AskUserQuestionRequest) -> SlackTarget:
+        return SlackTarget(channel=names[int(ask.questions[0].id[1:]) % channels])
+
+    return route
+
+
+async def run(
+    kind: str, slack_url: str, redis_url: str | None = None, *, channels: int = 1
+) -> None:
     """Serve, then obey commands until ``quit`` or end of input."""
     client = AsyncWebClient(token=BOT_TOKEN, base_url=slack_url)
     provider: SlackProvider | None = None
@@ -185,7 +201,13 @@ async def run(kind: str, slack_url: str, redis_url: str | None = None) -> None:
             from relay.store.redis import RedisStore
 
             store = RedisStore(url=redis_url)
-        provider = SlackProvider(client=client, signing_secret=SECRET, channel=CHANNEL, store=store)
+        provider = SlackProvider(
+            client=client,
+            signing_secret=SECRET,
+            channel=CHANNEL,
+            route=spread_over(channels) if channels > 1 else None,
+            store=store,
+        )
         # Smaller waves on Redis: redis-py's pool held 100 connections (issue 17's "before").
         agents = Agents(provider, wave=_WAVE if redis_url is None else 50)
         app = provider.web_app()
@@ -326,12 +348,13 @@ def main() -> None:
     parser.add_argument("--slack-url", required=True)
     parser.add_argument("--cpu", type=int, default=None)
     parser.add_argument("--redis-url", default=None)
+    parser.add_argument("--channels", type=int, default=1)
     args = parser.parse_args()
     if args.cpu is not None:
         pin_to_cpu(args.cpu)
     install_collections()
     tune_gc()  # as relay serve does (``gc_mode python`` undoes it)
-    asyncio.run(run(args.kind, args.slack_url, args.redis_url))
+    asyncio.run(run(args.kind, args.slack_url, args.redis_url, channels=args.channels))
 
 
 class Child:
@@ -349,6 +372,7 @@ class Child:
         slack_url: str,
         cpu: int | None = None,
         redis_url: str | None = None,
+        channels: int = 1,
         cwd: str | None = None,
     ) -> Child:
         """Start a server process and wait for its port (``cwd``: run another source tree's
@@ -358,6 +382,8 @@ class Child:
             command += ["--cpu", str(cpu)]
         if redis_url is not None:
             command += ["--redis-url", redis_url]
+        if channels > 1:
+            command += ["--channels", str(channels)]
         return await cls.spawn(command, cwd=cwd)
 
     @classmethod
