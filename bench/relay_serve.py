@@ -51,6 +51,7 @@ async def run(settings: Settings) -> None:
     serving = asyncio.create_task(serve(settings, ready=ready))
     waiting = asyncio.create_task(ready.wait())
     await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
     if serving.done():
         serving.result()  # it stopped before listening: say why
     reply({"port": settings.port})
