@@ -1,15 +1,20 @@
 """The server under test in a process of its own, driven by its parent over stdin/stdout.
 
-``python -m bench.server relay|bolt|floor --slack-url URL [--cpu N] [--redis-url URL]``
-serves a ``SlackProvider``'s aiohttp app (on a ``RedisStore`` with ``--redis-url``, else the
-in-memory store; or bare Bolt, or the floor) on a free loopback port, prints
-``{"port": …}`` and then answers one JSON line per command line read:
+``python -m bench.server relay|bolt|floor|bare --slack-url URL [--cpu N] [--redis-url URL]
+[--channels K]`` serves a ``SlackProvider``'s aiohttp app (on a ``RedisStore`` with
+``--redis-url``, else the in-memory store; its asks to one channel, or spread over K routed
+by the question's number, as K agents' would be; or bare Bolt, or the floor, or the bare
+program of ``bench.bare_program``: agents awaiting futures, no relay) on a free loopback
+port, prints ``{"port": …}`` and then answers one JSON line per command line read:
 
-- ``ask N``: N more agents call ``ask()`` (in waves); answered once all N are posted;
+- ``ask N``: N more agents call ``ask()`` (in waves; the bare program's await a future);
+  answered once all N are posted;
 - ``stats``: CPU seconds, RSS, asks answered and pending, timers and tasks of the loop;
-- ``gc``: a full collection; ``idle S``: CPU used while sleeping S seconds;
+- ``gc``: a full collection (and the seconds it took); ``idle S``: CPU used while sleeping
+  S seconds;
 - ``gc_reset``: forget the collector's passes so far (``stats`` has their count, total and
-  longest pause per generation); ``tracked``: how many objects the collector tracks;
+  longest pause per generation); ``tracked``: how many objects the collector tracks (and
+  how many are frozen, out of its reach);
 - ``gc_mode relay|python``: the collector settings ``relay serve`` starts with
   (``relay.tuning.tune_gc``, the default here for every kind of server) or CPython's own;
 - ``slack_url URL``: send further Web API calls to URL;
@@ -33,10 +38,11 @@ import sys
 import time
 import tracemalloc
 from collections import Counter
-from typing import Any
+from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bench.bare_program import WaitingAgents, bare_program_app
 from bench.common import (
     BOT_TOKEN,
     CHANNEL,
@@ -48,8 +54,10 @@ from bench.common import (
     rss_bytes,
     serve,
 )
+from relay import AskUserQuestionRequest
 from relay.events import AskEvent
 from relay.slack import SlackProvider
+from relay.slack.target import Route, SlackTarget
 from relay.tuning import tune_gc
 
 _WAVE = 200
@@ -84,6 +92,33 @@ class Collections:
 
 
 COLLECTIONS: Collections | None = None  # set in the server process only
+
+
+def install_collections() -> Collections:
+    """Time the collector's passes in this process from now on (``stats`` reports them)."""
+    global COLLECTIONS
+    COLLECTIONS = Collections()
+    return COLLECTIONS
+
+
+class Waiters(Protocol):
+    """Agents waiting in this process: the relay's in ``ask()``, or the bare program's."""
+
+    answered: int
+    failed: int
+
+    @property
+    def posted(self) -> int:
+        """Agents whose question was posted."""
+        ...
+
+    async def ask(self, count: int) -> float:
+        """Start ``count`` more agents; the seconds until all of them were posted."""
+        ...
+
+    async def count_pending(self) -> int:
+        """Asks pending."""
+        ...
 
 
 class Agents:
@@ -132,26 +167,53 @@ class Agents:
             await asyncio.wait_for(self._wave_done.wait(), timeout=120)
         return time.perf_counter() - began
 
+    async def count_pending(self) -> int:
+        """Asks pending in the provider's store."""
+        return await self.provider.store.count_pending()
+
     async def close(self) -> None:
         """Let every agent finish (the provider's close ends the pending asks)."""
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-async def run(kind: str, slack_url: str, redis_url: str | None = None) -> None:
+def spread_over(channels: int) -> Route:
+    """A route that sends ask number n (its question id is ``q<n>``) to channel n mod
+    ``channels``: the relay posts one message at a time per channel."""
+    names = [f"{CHANNEL}{n:02d}" for n in range(channels)]
+
+    def route(ask: AskUserQuestionRequest) -> SlackTarget:
+        return SlackTarget(channel=names[int(ask.questions[0].id[1:]) % channels])
+
+    return route
+
+
+async def run(
+    kind: str, slack_url: str, redis_url: str | None = None, *, channels: int = 1
+) -> None:
     """Serve, then obey commands until ``quit`` or end of input."""
     client = AsyncWebClient(token=BOT_TOKEN, base_url=slack_url)
     provider: SlackProvider | None = None
     agents: Agents | None = None
+    waiting: WaitingAgents | None = None
     if kind == "relay":
         store = None
         if redis_url is not None:
             from relay.store.redis import RedisStore
 
             store = RedisStore(url=redis_url)
-        provider = SlackProvider(client=client, signing_secret=SECRET, channel=CHANNEL, store=store)
+        provider = SlackProvider(
+            client=client,
+            signing_secret=SECRET,
+            channel=CHANNEL,
+            route=spread_over(channels) if channels > 1 else None,
+            store=store,
+        )
         # Smaller waves on Redis: redis-py's pool held 100 connections (issue 17's "before").
         agents = Agents(provider, wave=_WAVE if redis_url is None else 50)
         app = provider.web_app()
+    elif kind == "bare":
+        waiting = WaitingAgents()
+        app = bare_program_app(waiting)
     elif kind == "bolt":
         app = bare_bolt_app(client).web_app(path="/slack/events")
     else:
@@ -168,16 +230,18 @@ async def run(kind: str, slack_url: str, redis_url: str | None = None) -> None:
                 client.base_url = rest[0]
                 reply({"slack_url": rest[0]})
                 continue
-            reply(await obey(command, rest, agents))
+            reply(await obey(command, rest, agents or waiting))
     finally:
         if provider is not None:
             await provider.aclose()
         if agents is not None:
             await agents.close()
+        if waiting is not None:
+            await waiting.close()
         await runner.cleanup()
 
 
-async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str, Any]:
+async def obey(command: str, args: list[str], agents: Waiters | None) -> dict[str, Any]:
     """Carry out one command; its answer."""
     if command == "stats":
         loop = asyncio.get_running_loop()
@@ -202,7 +266,7 @@ async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str
                 answered=agents.answered,
                 failed=agents.failed,
                 posted=agents.posted,
-                pending=await agents.provider.store.count_pending(),
+                pending=await agents.count_pending(),
             )
         return out
     if command == "gc_mode":
@@ -212,14 +276,15 @@ async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str
             tune_gc()
         return {"gc_threshold": list(gc.get_threshold())}
     if command == "tracked":
-        return {"objects": len(gc.get_objects())}
+        return {"objects": len(gc.get_objects()), "frozen": gc.get_freeze_count()}
     if command == "gc_reset":
         if COLLECTIONS is not None:
             COLLECTIONS.reset()
         return {"reset": True}
     if command == "gc":
+        began = time.perf_counter()
         gc.collect()
-        return {"rss": rss_bytes()}
+        return {"rss": rss_bytes(), "seconds": time.perf_counter() - began}
     if command == "idle":
         seconds = float(args[0])
         cpu = time.process_time()
@@ -242,14 +307,14 @@ async def obey(command: str, args: list[str], agents: Agents | None) -> dict[str
         count = int(args[0])
         gc.collect()
         tracemalloc.start(1)
-        before = tracemalloc.take_snapshot()
+        snapshot = tracemalloc.take_snapshot()
         seconds = await agents.ask(count)
         await asyncio.sleep(0.5)  # let connections to the fake settle back into the pool
         gc.collect()
         after = tracemalloc.take_snapshot()
         tracemalloc.stop()
         by_file: Counter[str] = Counter()
-        for stat in after.compare_to(before, "filename"):
+        for stat in after.compare_to(snapshot, "filename"):
             by_file[_short(stat.traceback[0].filename)] += stat.size_diff
         return {
             "seconds": seconds,
@@ -279,17 +344,17 @@ def reply(data: dict[str, Any]) -> None:
 def main() -> None:
     """Parse the command line and serve."""
     parser = argparse.ArgumentParser(description="a server under test (see bench/server.py)")
-    parser.add_argument("kind", choices=["relay", "bolt", "floor"])
+    parser.add_argument("kind", choices=["relay", "bolt", "floor", "bare"])
     parser.add_argument("--slack-url", required=True)
     parser.add_argument("--cpu", type=int, default=None)
     parser.add_argument("--redis-url", default=None)
+    parser.add_argument("--channels", type=int, default=1)
     args = parser.parse_args()
     if args.cpu is not None:
         pin_to_cpu(args.cpu)
-    global COLLECTIONS
-    COLLECTIONS = Collections()
+    install_collections()
     tune_gc()  # as relay serve does (``gc_mode python`` undoes it)
-    asyncio.run(run(args.kind, args.slack_url, args.redis_url))
+    asyncio.run(run(args.kind, args.slack_url, args.redis_url, channels=args.channels))
 
 
 class Child:
@@ -307,17 +372,31 @@ class Child:
         slack_url: str,
         cpu: int | None = None,
         redis_url: str | None = None,
+        channels: int = 1,
         cwd: str | None = None,
     ) -> Child:
         """Start a server process and wait for its port (``cwd``: run another source tree's
         ``bench.server`` and relay, a checkout of an earlier commit say)."""
-        command = [sys.executable, "-m", "bench.server", kind, "--slack-url", slack_url]
+        command = ["bench.server", kind, "--slack-url", slack_url]
         if cpu is not None:
             command += ["--cpu", str(cpu)]
         if redis_url is not None:
             command += ["--redis-url", redis_url]
+        if channels > 1:
+            command += ["--channels", str(channels)]
+        return await cls.spawn(command, cwd=cwd)
+
+    @classmethod
+    async def spawn(cls, module: list[str], *, cwd: str | None = None) -> Child:
+        """Run ``python -m`` with ``module`` (a module that speaks this one's protocol, and
+        its arguments) and wait for its port."""
         process = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=cwd
+            sys.executable,
+            "-m",
+            *module,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=cwd,
         )
         child = cls(process, 0)
         child.port = int((await child._read())["port"])
