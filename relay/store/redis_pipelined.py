@@ -98,37 +98,48 @@ class PipelinedScripts:
 class _Line:
     """One connection: written by the callers, read by its reader task, in the same order."""
 
-    __slots__ = ("_idle", "_reader", "_waiting", "connection", "lost")
+    __slots__ = ("_idle", "_loop", "_reader", "_unsent", "_waiting", "connection", "lost")
 
     def __init__(self, connection: AbstractConnection) -> None:
         self.connection = connection
         self.lost = False
+        self._loop = asyncio.get_running_loop()
         self._waiting: deque[asyncio.Future[Any]] = deque()
+        self._unsent: list[bytes] = []
         self._idle: asyncio.Future[None] | None = None
-        self._reader = asyncio.get_running_loop().create_task(
-            self._read(), name="relay-redis-claims"
-        )
+        self._reader = self._loop.create_task(self._read(), name="relay-redis-claims")
 
     def send(self, sha: str, keys: Sequence[str], args: Sequence[Any]) -> asyncio.Future[Any]:
-        """Write the command now; the future gets its reply."""
-        # redis-py has no public write that neither awaits nor runs a task per call
-        # (``send_packed_command`` wraps its write in ``wait_for``): its stream writer is the
-        # one the connection itself writes with. No await between queueing the future and
-        # writing keeps the queue in the order Redis reads the commands.
+        """Queue the command, written before the loop next waits; the future gets its reply.
+
+        No await between queueing the future and queueing the bytes keeps the replies in the
+        order Redis reads the commands; the commands queued in one turn of the loop go out in
+        one write (one system call, not one per claim)."""
         writer = self.connection._writer
         if self.lost or writer is None or writer.is_closing():
             raise RedisConnectionError("the connection for claims was lost")
         packed = self.connection.pack_command("EVALSHA", sha, len(keys), *keys, *args)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = self._loop.create_future()
         self._waiting.append(future)
-        writer.writelines(packed)
+        if not self._unsent:
+            self._loop.call_soon(self._flush)
+        self._unsent.extend(packed)
         idle = self._idle
         if idle is not None and not idle.done():
             idle.set_result(None)
         return future
 
+    def _flush(self) -> None:
+        # redis-py has no public write that neither awaits nor runs a task per call
+        # (``send_packed_command`` wraps its write in ``wait_for``): its stream writer is the
+        # one the connection itself writes with.
+        unsent, self._unsent = self._unsent, []
+        writer = self.connection._writer
+        if not self.lost and writer is not None:  # (else the reader fails their callers)
+            writer.writelines(unsent)
+
     async def _read(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         waiting = self._waiting
         try:
             while True:
