@@ -25,7 +25,8 @@ Redis (and behind Sentinel) the names and the single atomic scripts stay as they
 
 Every claim is one Lua script, so "first claim wins" holds across replicas; a per-question
 ``HSETNX`` makes two clicks on two replicas race safely. A Redis that cannot be reached raises
-``StoreUnavailable``, never a raw ``redis`` exception.
+``StoreUnavailable``, never a raw ``redis`` exception. Off a cluster the claims, the hot path,
+are pipelined on a connection of their own (``relay.store.redis_pipelined``).
 """
 
 from __future__ import annotations
@@ -460,7 +461,9 @@ class RedisStore:
     """Asks in Redis, shared by every replica; claims are atomic Lua scripts.
 
     At most ``max_connections`` connections are open at once (one of them for pub/sub); a
-    command that finds them all busy waits up to ``pool_timeout`` seconds for one.
+    command that finds them all busy waits up to ``pool_timeout`` seconds for one. Claims on
+    one Redis (and behind Sentinel) go pipelined on one more connection of their own
+    (``relay.store.redis_pipelined``); on a cluster they take the pool's like the rest.
     """
 
     durable = True

@@ -135,8 +135,14 @@ class _Line:
         # one the connection itself writes with.
         unsent, self._unsent = self._unsent, []
         writer = self.connection._writer
-        if not self.lost and writer is not None:  # (else the reader fails their callers)
+        if self.lost or writer is None:
+            return  # (the reader fails their callers)
+        try:
             writer.writelines(unsent)
+        except Exception:
+            # A transport that broke under us: stopping the reader fails every waiting call
+            # with ConnectionError, rather than leaving them to the read timeout.
+            self._reader.cancel()
 
     async def _read(self) -> None:
         loop = self._loop
