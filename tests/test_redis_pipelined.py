@@ -237,6 +237,21 @@ async def test_claims_in_flight_when_their_connection_is_killed_run_once_on_a_fr
     assert not store._pipelined._line.lost
 
 
+async def test_a_claims_connection_redis_closed_while_idle_costs_the_next_claim_nothing(
+    store: RedisStore, admin: aioredis.Redis
+) -> None:
+    # Redis's ``timeout`` setting, a restart or a proxy can close a connection nobody is
+    # reading: the next claim finds out on it, and is sent again on a fresh one.
+    ids = await pending_asks(store, 3)
+    assert_its_own(ids[0], await click(store, ids[0]), "accepted")
+    assert store._pipelined is not None
+    first = store._pipelined._line
+    await admin.client_kill_filter(_type="normal")
+    assert_its_own(ids[1], await click(store, ids[1]), "accepted")
+    assert_its_own(ids[2], await click(store, ids[2]), "accepted")
+    assert store._pipelined._line is not first  # a new connection for the claims after it
+
+
 async def test_claims_in_flight_when_redis_stops_are_unavailable_and_not_applied(
     redis_server: RedisServer, store: RedisStore
 ) -> None:
