@@ -1325,9 +1325,10 @@ class RedisStore:
         """Count one person's vote atomically (one Lua script, so two replicas' votes each
         count once); the vote that reaches the quorum claims the question's answer."""
         vote = vote_of(item)
-        reply = await self._script(_VOTE)(
-            keys=self._claim_keys(ask_id),
-            args=[
+        reply = await self._run(
+            self._script(_VOTE),
+            self._claim_keys(ask_id),
+            [
                 index,
                 vote.by.id,
                 json.dumps(vote.to_dict(), separators=(",", ":")),
