@@ -110,7 +110,7 @@ class _Line:
         self._reader = self._loop.create_task(self._read(), name="relay-redis-claims")
 
     def send(self, sha: str, keys: Sequence[str], args: Sequence[Any]) -> asyncio.Future[Any]:
-        """Queue the command, written before the loop next waits; the future gets its reply.
+        """Queue the command, written at the loop's next turn; the future gets its reply.
 
         No await between queueing the future and queueing the bytes keeps the replies in the
         order Redis reads the commands; the commands queued in one turn of the loop go out in
