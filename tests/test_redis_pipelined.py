@@ -237,6 +237,33 @@ async def test_claims_in_flight_when_their_connection_is_killed_run_once_on_a_fr
     assert not store._pipelined._line.lost
 
 
+async def test_a_connection_killed_right_after_a_burst_of_claims_reports_none_wrongly(
+    store: RedisStore, admin: aioredis.Redis
+) -> None:
+    # Whenever the kill lands (before Redis read a claim, or after it ran one whose reply was
+    # then lost), a claim sent again comes second to itself at worst ("already_answered", as a
+    # retry on the client's path would say): none is told another ask's outcome, and every
+    # ask holds the one click. (Which of those happened depends on timing; all must hold.)
+    ids = await pending_asks(store, 600)
+    assert_its_own(ids[0], await click(store, ids[0]), "accepted")
+    tasks = [asyncio.create_task(click(store, ask_id)) for ask_id in ids[1:]]
+    # Two turns of the loop: every claim queued, then written (one write).
+    for _ in range(2):
+        await asyncio.sleep(0)
+    assert in_flight(store) == len(tasks)
+    await admin.client_kill_filter(_type="normal")
+    got = await asyncio.wait_for(asyncio.gather(*tasks), 30)
+    outcomes = {claim.outcome for claim in got}
+    assert outcomes <= {"accepted", "already_answered"}
+    for ask_id, claim in zip(ids[1:], got, strict=True):
+        assert claim.record is not None
+        assert claim.record.id == ask_id
+        first = claim.record.responses[0]
+        assert first is not None
+        assert first.answered_by is not None
+        assert first.answered_by.id == "U0CLICK"
+
+
 async def test_a_claims_connection_redis_closed_while_idle_costs_the_next_claim_nothing(
     store: RedisStore, admin: aioredis.Redis
 ) -> None:
