@@ -115,7 +115,8 @@ class _Line:
         No await between queueing the future and queueing the bytes keeps the replies in the
         order Redis reads the commands; the commands queued in one turn of the loop go out in
         one write (one system call, not one per claim)."""
-        writer = self.connection._writer
+        # (A redis-py without ``_writer`` sends every claim the client's way: still right.)
+        writer: asyncio.StreamWriter | None = getattr(self.connection, "_writer", None)
         if self.lost or writer is None or writer.is_closing():
             raise RedisConnectionError("the connection for claims was lost")
         packed = self.connection.pack_command("EVALSHA", sha, len(keys), *keys, *args)
@@ -134,7 +135,7 @@ class _Line:
         # (``send_packed_command`` wraps its write in ``wait_for``): its stream writer is the
         # one the connection itself writes with.
         unsent, self._unsent = self._unsent, []
-        writer = self.connection._writer
+        writer: asyncio.StreamWriter | None = getattr(self.connection, "_writer", None)
         if self.lost or writer is None:
             return  # (the reader fails their callers)
         try:
