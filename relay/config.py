@@ -69,7 +69,7 @@ ENV_VARS: dict[str, str] = {
     "RELAY_REDIS_CERT_FILE": "PEM client certificate to present to Redis (rediss only)",
     "RELAY_REDIS_KEY_FILE": "PEM private key of RELAY_REDIS_CERT_FILE (rediss only)",
     "RELAY_REDIS_MAX_CONNECTIONS": "most connections to Redis at once, per replica; commands"
-    " beyond them wait their turn (default 64)",
+    " beyond them wait their turn (default 64; claims have one more of their own)",
     "RELAY_LOG_LEVEL": "debug, info, warning or error (default info)",
     "RELAY_MCP_PROGRESS_INTERVAL": "seconds between MCP progress notifications while a human"
     " thinks (default 10)",

@@ -25,7 +25,8 @@ Redis (and behind Sentinel) the names and the single atomic scripts stay as they
 
 Every claim is one Lua script, so "first claim wins" holds across replicas; a per-question
 ``HSETNX`` makes two clicks on two replicas race safely. A Redis that cannot be reached raises
-``StoreUnavailable``, never a raw ``redis`` exception.
+``StoreUnavailable``, never a raw ``redis`` exception. Off a cluster the claims, the hot path,
+are pipelined on a connection of their own (``relay.store.redis_pipelined``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, Vote
 from relay.store.base import ClickClaim, PendingLimitReached, StoreUnavailable
@@ -73,6 +74,7 @@ from relay.store.redis_connect import (
     RedisTLS,
     connect,
 )
+from relay.store.redis_pipelined import PipelinedScripts
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "RedisStore"]
 
@@ -459,7 +461,9 @@ class RedisStore:
     """Asks in Redis, shared by every replica; claims are atomic Lua scripts.
 
     At most ``max_connections`` connections are open at once (one of them for pub/sub); a
-    command that finds them all busy waits up to ``pool_timeout`` seconds for one.
+    command that finds them all busy waits up to ``pool_timeout`` seconds for one. Claims on
+    one Redis (and behind Sentinel) go pipelined on one more connection of their own
+    (``relay.store.redis_pipelined``); on a cluster they take the pool's like the rest.
     """
 
     durable = True
@@ -501,6 +505,12 @@ class RedisStore:
         self._create = self._redis.register_script(_CREATE)
         self._answer = self._redis.register_script(_ANSWER)
         self._finish = self._redis.register_script(_FINISH)
+        # Claims, the hot path, skip the client on one Redis (a cluster's keys span nodes).
+        self._pipelined = (
+            None
+            if isinstance(self._redis, RedisCluster)
+            else PipelinedScripts(pool=self._redis.connection_pool)
+        )
         self._set_message = self._redis.register_script(_SET_MESSAGE)
         self._index_add = self._redis.register_script(_INDEX_ADD)
         self._index_release = self._redis.register_script(_INDEX_RELEASE)
@@ -525,6 +535,19 @@ class RedisStore:
         if script is None:
             script = self._scripts[source] = self._redis.register_script(source)
         return script
+
+    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """``script``'s reply, pipelined with the other claims when it can be (one
+        ``EVALSHA``). When that cannot tell (the connection was lost, with the script run or
+        not, or Redis forgot the script), the client runs it as it always did: on a fresh
+        connection, loading the script, retrying and raising as before. (A script that ran
+        once already answers the second run as a claim that came second.)"""
+        if self._pipelined is None:
+            return await script(keys=keys, args=args)
+        try:
+            return await self._pipelined.evalsha(script.sha, keys, args)
+        except (NoScriptError, RedisConnectionError):
+            return await script(keys=keys, args=args)
 
     def _key(self, ask_id: str) -> str:
         return self._keys.ask(ask_id)
@@ -721,19 +744,21 @@ class RedisStore:
         ]
         if clicked is not None:
             args.append(clicked)
+        # Settled inside ``_claiming``: a pub/sub wake-up that came before the caller resumed
+        # then finds the waiters settled and reads nothing.
         with self._claiming(ask_id):
-            reply = await self._answer(keys=self._claim_keys(ask_id), args=args)
-        outcome = _text(reply[0])
-        if outcome == "bad_index":
-            raise IndexError(f"ask {ask_id} has no question {index}")
-        if self._cluster and outcome in ("completed", "not_pending", "unknown"):
-            await self._release(ask_id)
-            if outcome == "completed":
-                await self._unsettle(ask_id, _epoch(item.answered_at))
-        known = self._known_core(ask_id)
-        record = _decode(_pairs(reply[1]), self._cores, known) if len(reply) > 1 else None
-        if record is not None and not record.pending:
-            self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters here
+            reply = await self._run(self._answer, self._claim_keys(ask_id), args)
+            outcome = _text(reply[0])
+            if outcome == "bad_index":
+                raise IndexError(f"ask {ask_id} has no question {index}")
+            if self._cluster and outcome in ("completed", "not_pending", "unknown"):
+                await self._release(ask_id)
+                if outcome == "completed":
+                    await self._unsettle(ask_id, _epoch(item.answered_at))
+            known = self._known_core(ask_id)
+            record = _decode(_pairs(reply[1]), self._cores, known) if len(reply) > 1 else None
+            if record is not None and not record.pending:
+                self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters
         return outcome, record
 
     @_translated
@@ -749,9 +774,10 @@ class RedisStore:
                 {"code": error.code, "message": error.message, "reason": error.reason}
             )
         with self._claiming(ask_id):
-            reply = await self._finish(
-                keys=self._claim_keys(ask_id),
-                args=[
+            reply = await self._run(
+                self._finish,
+                self._claim_keys(ask_id),
+                [
                     status.value,
                     error_json,
                     at.isoformat(),
@@ -761,13 +787,13 @@ class RedisStore:
                     _epoch(at),
                 ],
             )
-        record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
-        if self._cluster:
-            await self._release(ask_id)  # won: its index entry goes; lost: a stale one, if any
-            if int(reply[0]):
-                await self._unsettle(ask_id, _epoch(at))
-        if record is not None and not record.pending:
-            self._settle_local(ask_id, record)
+            record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
+            if self._cluster:
+                await self._release(ask_id)  # won: its index entry goes; lost: a stale one
+                if int(reply[0]):
+                    await self._unsettle(ask_id, _epoch(at))
+            if record is not None and not record.pending:
+                self._settle_local(ask_id, record)  # (settled inside _claiming, as in _claim)
         return bool(int(reply[0])), record
 
     async def wait(self, *, ask_id: str, within: float | None) -> AskRecord | None:
@@ -1054,6 +1080,8 @@ class RedisStore:
                 watch.settle(await self.get(ask_id=ask_id))
             except StoreUnavailable as exc:
                 watch.fail(exc)
+        if self._pipelined is not None:
+            await self._pipelined.aclose()
         await self._connection.aclose()
 
     # Idempotency keys (relay.store.idempotency): ``{prefix}idem:{owner}:{sha256(key)}``, a
@@ -1297,9 +1325,10 @@ class RedisStore:
         """Count one person's vote atomically (one Lua script, so two replicas' votes each
         count once); the vote that reaches the quorum claims the question's answer."""
         vote = vote_of(item)
-        reply = await self._script(_VOTE)(
-            keys=self._claim_keys(ask_id),
-            args=[
+        reply = await self._run(
+            self._script(_VOTE),
+            self._claim_keys(ask_id),
+            [
                 index,
                 vote.by.id,
                 json.dumps(vote.to_dict(), separators=(",", ":")),

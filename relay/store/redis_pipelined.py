@@ -1,0 +1,190 @@
+"""Scripts pipelined on a connection of their own: the claims' short path to one Redis.
+
+A click on Redis is one ``EVALSHA``. Sent through redis-py's client, each one also pays for
+the client's retry wrapper, the blocking pool's checkout and its argument filtering, about a
+third of the relay's CPU per click. ``PipelinedScripts`` sends the scripts on one connection
+of its own instead, made as the pool makes its connections (so TLS, credentials, database and
+the Sentinels' master are the same), packed by redis-py and read back by redis-py's parser.
+Each call is written at once and waits for its reply; Redis answers a connection's commands
+in the order they came, so one reader task hands the replies out first in, first out, and
+concurrent claims share round trips instead of queueing for connections.
+
+What can go wrong, and who sees it (the caller decides what to do next, see
+``RedisStore._run``):
+
+- an error reply (``NOSCRIPT``, ``READONLY`` from a plain Redis, a script's own error) is
+  that call's alone, raised as redis-py raises it; the connection stays in step;
+- a lost connection (reset, Redis restarted, a Sentinel master demoted to a replica, which
+  redis-py's Sentinel connection turns into a ``ConnectionError``) fails every call waiting
+  on it with that ``ConnectionError``, whether or not its script ran; the next call connects
+  afresh;
+- a reply that does not come within the socket timeout fails every waiting call with
+  redis-py's ``TimeoutError`` and drops the connection, as the client's own path does;
+- a caller that gives up (is cancelled) keeps its place in line: its reply is read and
+  dropped, so the replies of the others stay theirs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio.connection import AbstractConnection, ConnectionPool
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+
+__all__ = ["PipelinedScripts"]
+
+
+class PipelinedScripts:
+    """``EVALSHA`` pipelined on one connection of its own, made like ``pool``'s when first
+    needed (and again after it was lost); it does not count against the pool's limit."""
+
+    def __init__(self, *, pool: ConnectionPool) -> None:
+        """Nothing is connected until the first ``evalsha``."""
+        self._pool = pool
+        self._line: _Line | None = None
+        self._opening: asyncio.Future[_Line] | None = None
+        self._closed = False
+
+    async def evalsha(self, sha: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """The script's reply, as redis-py's ``evalsha`` returns it; redis-py's errors as the
+        module docstring says (``ConnectionError`` also once closed)."""
+        line = self._line
+        if line is None or line.lost:
+            line = await self._open()
+        return await line.send(sha, keys, args)
+
+    async def _open(self) -> _Line:
+        if self._closed:
+            raise RedisConnectionError("the Redis store closed")
+        if self._opening is None:
+            # Calls that come while it connects share the one connection.
+            self._opening = asyncio.ensure_future(self._connect())
+            self._opening.add_done_callback(self._opened)
+        return await asyncio.shield(self._opening)
+
+    async def _connect(self) -> _Line:
+        connection: AbstractConnection = self._pool.make_connection()  # type: ignore[no-untyped-call]
+        try:
+            await connection.connect()  # type: ignore[no-untyped-call]
+        except BaseException:
+            await connection.disconnect(nowait=True)
+            raise
+        line = self._line = _Line(connection)
+        return line
+
+    def _opened(self, future: asyncio.Future[_Line]) -> None:
+        self._opening = None
+        if not future.cancelled():
+            future.exception()  # each caller re-raises it; none is left unretrieved
+
+    async def aclose(self) -> None:
+        """Close the connection; calls still waiting fail with ``ConnectionError``."""
+        self._closed = True
+        opening = self._opening
+        if opening is not None:
+            opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await opening
+        line, self._line = self._line, None
+        if line is not None:
+            await line.close()
+
+
+class _Line:
+    """One connection: written by the callers, read by its reader task, in the same order."""
+
+    __slots__ = ("_idle", "_loop", "_reader", "_unsent", "_waiting", "connection", "lost")
+
+    def __init__(self, connection: AbstractConnection) -> None:
+        self.connection = connection
+        self.lost = False
+        self._loop = asyncio.get_running_loop()
+        self._waiting: deque[asyncio.Future[Any]] = deque()
+        self._unsent: list[bytes] = []
+        self._idle: asyncio.Future[None] | None = None
+        self._reader = self._loop.create_task(self._read(), name="relay-redis-claims")
+
+    def send(self, sha: str, keys: Sequence[str], args: Sequence[Any]) -> asyncio.Future[Any]:
+        """Queue the command, written at the loop's next turn; the future gets its reply.
+
+        No await between queueing the future and queueing the bytes keeps the replies in the
+        order Redis reads the commands; the commands queued in one turn of the loop go out in
+        one write (one system call, not one per claim)."""
+        # (A redis-py without ``_writer`` sends every claim the client's way: still right.)
+        writer: asyncio.StreamWriter | None = getattr(self.connection, "_writer", None)
+        if self.lost or writer is None or writer.is_closing():
+            raise RedisConnectionError("the connection for claims was lost")
+        packed = self.connection.pack_command("EVALSHA", sha, len(keys), *keys, *args)
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._waiting.append(future)
+        if not self._unsent:
+            self._loop.call_soon(self._flush)
+        self._unsent.extend(packed)
+        idle = self._idle
+        if idle is not None and not idle.done():
+            idle.set_result(None)
+        return future
+
+    def _flush(self) -> None:
+        # redis-py has no public write that neither awaits nor runs a task per call
+        # (``send_packed_command`` wraps its write in ``wait_for``): its stream writer is the
+        # one the connection itself writes with.
+        unsent, self._unsent = self._unsent, []
+        writer: asyncio.StreamWriter | None = getattr(self.connection, "_writer", None)
+        if self.lost or writer is None:
+            return  # (the reader fails their callers)
+        try:
+            writer.writelines(unsent)
+        except Exception:
+            # A transport that broke under us: stopping the reader fails every waiting call
+            # with ConnectionError, rather than leaving them to the read timeout.
+            self._reader.cancel()
+
+    async def _read(self) -> None:
+        loop = self._loop
+        waiting = self._waiting
+        try:
+            while True:
+                if not waiting:
+                    # Nothing is owed: a read now would only time out.
+                    self._idle = loop.create_future()
+                    await self._idle
+                    continue
+                try:
+                    reply: Any = await self.connection.read_response()
+                except ResponseError as error:  # one reply, read whole: still in step
+                    reply = error
+                future = waiting.popleft()
+                if future.done():  # its caller gave up; the reply was still its own
+                    continue
+                if isinstance(reply, ResponseError):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)
+        except BaseException as exc:
+            self.lost = True
+            failure = (
+                exc
+                if isinstance(exc, Exception)
+                else RedisConnectionError("the connection for claims closed")
+            )
+            while waiting:
+                future = waiting.popleft()
+                if not future.done():
+                    future.set_exception(failure)
+            await self.connection.disconnect(nowait=True)
+            if not isinstance(exc, Exception):
+                raise
+
+    async def close(self) -> None:
+        """Stop reading and disconnect."""
+        self.lost = True
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+        await self.connection.disconnect()
