@@ -574,6 +574,25 @@ async def test_aclose_wakes_waiters_with_the_record_as_it_stands(stores: Stores)
     await store.aclose()  # idempotent
 
 
+async def test_an_owner_name_that_is_not_utf8_is_an_owner_like_any_other(stores: Stores) -> None:
+    # os.environ turns bytes that are not UTF-8 (a token's owner in RELAY_API_TOKENS, say)
+    # into lone surrogates, which UTF-8 cannot encode: Redis refused such an ask (and its
+    # idempotency key) with a UnicodeEncodeError; it is one owner, apart from its look-alikes.
+    store = stores.open(max_pending_per_owner=1)
+    odd, plain = "ops\udcff", "ops\\udcff"
+    mine, theirs = new_ask(owner=odd), new_ask(owner=plain)
+    await store.create(record=mine)
+    await store.create(record=theirs)
+    with pytest.raises(PendingLimitReached):
+        await store.create(record=new_ask(owner=odd))
+    assert [r.id for r in await store.list_owned(owner=odd)] == [mine.id]
+    assert [r.id for r in await store.list_owned(owner=plain)] == [theirs.id]
+    claim = await store.claim_key(owner=odd, key="k\udcff", fingerprint="f", lease=30)
+    assert claim.outcome == "new"
+    again = await store.claim_key(owner=plain, key="k\udcff", fingerprint="g", lease=30)
+    assert again.outcome == "new"
+
+
 async def test_an_owner_past_its_pending_limit_is_refused_and_nothing_is_stored(
     stores: Stores,
 ) -> None:

@@ -567,7 +567,7 @@ class RedisStore:
         added = int(
             await self._index_add(
                 keys=self._index_keys(),
-                args=[score, record.id, record.owner or "", self._max_pending or 0],
+                args=[score, record.id, _wire(record.owner or ""), self._max_pending or 0],
             )
         )
         if added < 0 and record.owner is not None and self._max_pending is not None:
@@ -617,7 +617,7 @@ class RedisStore:
                         score,
                         record.id,
                         text,
-                        record.owner or "",
+                        _wire(record.owner or ""),
                         self._max_pending or 0,
                         *fields,
                     ],
@@ -1087,9 +1087,9 @@ class RedisStore:
     # Idempotency keys (relay.store.idempotency): ``{prefix}idem:{owner}:{sha256(key)}``, a
     # hash of the request's fingerprint and the ask id it created ('' while in flight).
 
-    def _idem_key(self, owner: str, key: str) -> str:
-        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
-        return f"{self._prefix}idem:{owner}:{digest}"
+    def _idem_key(self, owner: str, key: str) -> str | bytes:
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return _wire(f"{self._prefix}idem:{owner}:{digest}")
 
     @_translated
     async def claim_key(self, *, owner: str, key: str, fingerprint: str, lease: float) -> KeyClaim:
@@ -1123,8 +1123,8 @@ class RedisStore:
     # meets it, and a few of the oldest are checked now and then on create, so the index
     # stays about as long as retention keeps the asks.
 
-    def _owned_key(self, owner: str) -> str:
-        return self._keys.owned(owner)
+    def _owned_key(self, owner: str) -> str | bytes:
+        return _wire(self._keys.owned(owner))
 
     async def _index_owned(self, record: AskRecord) -> None:
         if record.owner is None:
@@ -1141,7 +1141,7 @@ class RedisStore:
             _, oldest = await pipe.execute()
         await self._drop_gone(key, [_text(i) for i in oldest])
 
-    async def _drop_gone(self, key: str, ids: list[str]) -> set[str]:
+    async def _drop_gone(self, key: str | bytes, ids: list[str]) -> set[str]:
         """Remove from index ``key`` the ids whose asks expired; returns those removed."""
         if not ids:
             return set()
@@ -1494,6 +1494,17 @@ class _Keys:
         return f"{self._prefix}{name}"
 
 
+def _wire(text: str) -> str | bytes:
+    """``text`` as Redis takes it: as it is, or, if it holds a lone surrogate (which UTF-8
+    cannot encode, and which ``os.environ`` makes of bytes that are not UTF-8), its UTF-8
+    bytes with the surrogates passed through: one name per text, whatever it holds."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
 # How many of an owner's oldest indexed asks a create checks for expiry, and how often.
 _OWNED_TRIM = 8
 _OWNED_TRIM_SHARE = 0.25
@@ -1561,7 +1572,8 @@ def _message_json(message: MessageRef) -> str:
 
 
 def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    # (surrogatepass: the text ``_wire`` sent comes back as it was)
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else str(value)
 
 
 def _pairs(flat: list[Any]) -> dict[str, str]:

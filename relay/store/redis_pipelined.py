@@ -49,10 +49,13 @@ class PipelinedScripts:
         self._line: _Line | None = None
         self._opening: asyncio.Future[_Line] | None = None
         self._closed = False
+        self._unsupported = False  # this redis-py's connection has no stream writer to share
 
     async def evalsha(self, sha: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """The script's reply, as redis-py's ``evalsha`` returns it; redis-py's errors as the
         module docstring says (``ConnectionError`` also once closed)."""
+        if self._unsupported:
+            raise RedisConnectionError("claims take the client's path with this redis-py")
         line = self._line
         if line is None or line.lost:
             line = await self._open()
@@ -74,6 +77,11 @@ class PipelinedScripts:
         except BaseException:
             await connection.disconnect(nowait=True)
             raise
+        if getattr(connection, "_writer", None) is None:
+            # (A redis-py that renamed it: every claim takes the client's path, still right.)
+            self._unsupported = True
+            await connection.disconnect(nowait=True)
+            raise RedisConnectionError("claims take the client's path with this redis-py")
         line = self._line = _Line(connection)
         return line
 
@@ -115,9 +123,11 @@ class _Line:
         No await between queueing the future and queueing the bytes keeps the replies in the
         order Redis reads the commands; the commands queued in one turn of the loop go out in
         one write (one system call, not one per claim)."""
-        # (A redis-py without ``_writer`` sends every claim the client's way: still right.)
         writer: asyncio.StreamWriter | None = getattr(self.connection, "_writer", None)
         if self.lost or writer is None or writer.is_closing():
+            # Closed while idle (Redis dropped it, say): the next call connects afresh.
+            self.lost = True
+            self._reader.cancel()
             raise RedisConnectionError("the connection for claims was lost")
         packed = self.connection.pack_command("EVALSHA", sha, len(keys), *keys, *args)
         future: asyncio.Future[Any] = self._loop.create_future()
