@@ -42,8 +42,8 @@ class MemoryStore:
     thousand pending cost collector time; reading one back decodes it (~20 µs). A finished
     ask is encoded at the next create (or once a batch of 256 ends), so that the click that
     ends it does not pay for it. A pending ask stays an object while it is among the last
-    256 pending asks created, changed or read (the one a click reads is the one it claims),
-    and each such touch encodes at most one older one: no pass over many asks at once.
+    256 pending asks created, changed or read (the one a click reads is the one it claims);
+    the older ones are encoded once the loop has done what the touch was for.
     """
 
     durable = False
@@ -57,6 +57,7 @@ class MemoryStore:
     ) -> None:
         self._records: dict[str, AskRecord | bytes] = {}  # pending; the coldest encoded
         self._warm: deque[str] = deque()  # pending asks held as objects, oldest first
+        self._cooling = False  # an encoding pass is scheduled
         self._ended: dict[str, bytes | AskRecord] = {}  # finished, encoded (see _encode)
         self._unencoded: list[str] = []  # finished since the last create, not encoded yet
         # One waiter's future alone, several's in a list (most asks have one waiter or none).
@@ -112,13 +113,24 @@ class MemoryStore:
         if warm:
             return
         self._warm.append(ask_id)
-        if len(self._warm) > _WARM:
-            self._cool(self._warm.popleft())
+        if len(self._warm) > _WARM and not self._cooling:
+            # After what this turn of the loop does (the click that read it, its answer
+            # reaching the waiter): encoding is no part of anyone's wait.
+            self._cooling = True
+            try:
+                asyncio.get_running_loop().call_soon(self._cool)
+            except RuntimeError:  # (no loop: a caller outside asyncio)
+                self._cool()
 
-    def _cool(self, ask_id: str) -> None:
-        kept = self._records.get(ask_id)
-        if isinstance(kept, AskRecord):
-            self._records[ask_id] = _encode(kept)
+    def _cool(self) -> None:
+        """Encode the oldest warm asks past the last ``_WARM`` (those still pending)."""
+        self._cooling = False
+        records, warm = self._records, self._warm
+        while len(warm) > _WARM:
+            ask_id = warm.popleft()
+            kept = records.get(ask_id)
+            if isinstance(kept, AskRecord):
+                records[ask_id] = _encode(kept)
 
     async def create(self, *, record: AskRecord) -> None:
         """Store a new pending ask."""
