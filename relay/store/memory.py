@@ -43,7 +43,7 @@ class MemoryStore:
     ask is encoded at the next create (or once a batch of 256 ends), so that the click that
     ends it does not pay for it. A pending ask stays an object while it is among the last
     256 pending asks created, changed or read (the one a click reads is the one it claims);
-    the older ones are encoded once the loop has done what the touch was for.
+    the older ones are encoded once the loop has done what the touch was for (two turns on).
     """
 
     durable = False
@@ -114,13 +114,15 @@ class MemoryStore:
             return
         self._warm.append(ask_id)
         if len(self._warm) > _WARM and not self._cooling:
-            # After what this turn of the loop does (the click that read it, its answer
-            # reaching the waiter): encoding is no part of anyone's wait.
+            # Two turns of the loop on: after the click that read it and its answer reaching
+            # the waiter (woken in the next turn), so encoding is no part of anyone's wait.
             self._cooling = True
             try:
-                asyncio.get_running_loop().call_soon(self._cool)
+                loop = asyncio.get_running_loop()
             except RuntimeError:  # (no loop: a caller outside asyncio)
                 self._cool()
+            else:
+                loop.call_soon(loop.call_soon, self._cool)
 
     def _cool(self) -> None:
         """Encode the oldest warm asks past the last ``_WARM`` (those still pending)."""
