@@ -18,7 +18,7 @@ import urllib.parse
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
-from bench.common import SECRET, USER, request
+from bench.common import SECRET, USER, request, signed_payload
 
 __all__ = ["WaitingAgents", "bare_click_body", "bare_program_app"]
 
@@ -96,16 +96,10 @@ def bare_program_app(agents: WaitingAgents, *, secret: str = SECRET) -> web.Appl
     verifier = SignatureVerifier(secret)
 
     async def handle(http: web.Request) -> web.Response:
-        body = await http.text()
-        valid = verifier.is_valid(
-            body=body,
-            timestamp=http.headers.get("X-Slack-Request-Timestamp", ""),
-            signature=http.headers.get("X-Slack-Signature", ""),
-        )
-        if not valid:
+        payload = await signed_payload(verifier, http)
+        if payload is None:
             return web.Response(status=401)
-        form = await http.post()
-        action = json.loads(str(form["payload"]))["actions"][0]
+        action = payload["actions"][0]
         found = agents.answer(int(action["value"]), action["action_id"])
         return web.Response(status=200 if found else 404)
 

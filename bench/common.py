@@ -106,21 +106,28 @@ def raw_request(port: int, body: bytes, *, path: str = "/slack/events") -> bytes
 # ---- the baselines ----------------------------------------------------------------------
 
 
+async def signed_payload(verifier: SignatureVerifier, request: web.Request) -> Any:
+    """A click's decoded ``payload`` if Slack's signature on it holds, else ``None``."""
+    body = await request.text()
+    valid = verifier.is_valid(
+        body=body,
+        timestamp=request.headers.get("X-Slack-Request-Timestamp", ""),
+        signature=request.headers.get("X-Slack-Signature", ""),
+    )
+    if not valid:
+        return None
+    form = await request.post()
+    return json.loads(str(form["payload"]))
+
+
 def floor_app(*, secret: str = SECRET) -> web.Application:
     """The floor: an aiohttp handler that checks the signature and parses the payload."""
     verifier = SignatureVerifier(secret)
 
     async def handle(request: web.Request) -> web.Response:
-        body = await request.text()
-        valid = verifier.is_valid(
-            body=body,
-            timestamp=request.headers.get("X-Slack-Request-Timestamp", ""),
-            signature=request.headers.get("X-Slack-Signature", ""),
-        )
-        if not valid:
+        payload = await signed_payload(verifier, request)
+        if payload is None:
             return web.Response(status=401)
-        form = await request.post()
-        payload = json.loads(str(form["payload"]))
         return web.Response(status=200 if payload.get("type") == "block_actions" else 400)
 
     app = web.Application()
