@@ -146,15 +146,24 @@ async def test_concurrent_claims_share_one_connection_and_each_gets_its_own_repl
     assert len(await admin.client_list()) <= 3
 
 
-async def test_claims_held_by_redis_answer_in_order_when_it_goes_on(
-    store: RedisStore, admin: aioredis.Redis
-) -> None:
-    expected = await asks_of_every_outcome(store, 10)
+async def held_clicks(
+    store: RedisStore, admin: aioredis.Redis, n: int, *, seed: int
+) -> tuple[dict[str, str], list[str], list[asyncio.Task[ClickClaim]]]:
+    """Asks of every outcome clicked in a shuffled order while Redis holds every write: the
+    outcomes expected, the asks in click order and their clicks, all of them in flight."""
+    expected = await asks_of_every_outcome(store, n)
     ids = list(expected)
-    random.Random(3).shuffle(ids)
+    random.Random(seed).shuffle(ids)
     await hold_writes(admin)
     tasks = [asyncio.create_task(click(store, ask_id)) for ask_id in ids]
     await eventually(lambda: _true(in_flight(store) == len(ids)), within=5)
+    return expected, ids, tasks
+
+
+async def test_claims_held_by_redis_answer_in_order_when_it_goes_on(
+    store: RedisStore, admin: aioredis.Redis
+) -> None:
+    expected, ids, tasks = await held_clicks(store, admin, 10, seed=3)
     assert not any(task.done() for task in tasks)
     await admin.execute_command("CLIENT", "UNPAUSE")
     for ask_id, task in zip(ids, tasks, strict=True):
@@ -164,12 +173,7 @@ async def test_claims_held_by_redis_answer_in_order_when_it_goes_on(
 async def test_a_cancelled_claim_keeps_its_place_and_shifts_no_reply(
     store: RedisStore, admin: aioredis.Redis
 ) -> None:
-    expected = await asks_of_every_outcome(store, 8)
-    ids = list(expected)
-    random.Random(5).shuffle(ids)
-    await hold_writes(admin)
-    tasks = [asyncio.create_task(click(store, ask_id)) for ask_id in ids]
-    await eventually(lambda: _true(in_flight(store) == len(ids)), within=5)
+    expected, ids, tasks = await held_clicks(store, admin, 8, seed=5)
     accepted = next(a for a in ids if expected[a] == "accepted")
     cancelled = {*ids[::3], accepted}
     for ask_id, task in zip(ids, tasks, strict=True):
