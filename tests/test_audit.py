@@ -140,6 +140,32 @@ async def test_an_ask_past_retention_leaves_the_listing(redis_url: str) -> None:
         await store.aclose()
 
 
+async def test_creating_asks_trims_the_owners_index_of_asks_past_retention(
+    redis_url: str,
+) -> None:
+    # Nobody lists: the creates alone keep the index about as long as the asks Redis keeps.
+    store = RedisStore(url=redis_url, retention=0.05, prefix=f"t:{uuid.uuid4().hex}:")
+    try:
+        ended = [ask(START + timedelta(seconds=n)) for n in range(5)]
+        for record in ended:
+            await store.create(record=record)
+            await store.finish(ask_id=record.id, status=AskStatus.ABORTED, error=None, at=START)
+        deadline = time.monotonic() + 5
+        while await store._redis.exists(*(store._key(r.id) for r in ended)):
+            assert time.monotonic() < deadline, "Redis kept the ended asks past retention"
+            await asyncio.sleep(0.02)
+        index = store._owned_key("o1")
+        assert await store._redis.zcard(index) == 5  # expired, still indexed
+        later = [ask(START + timedelta(hours=1, seconds=n)) for n in range(3)]
+        for record in later:
+            await store.create(record=record)
+        assert [m.decode() for m in await store._redis.zrange(index, 0, -1)] == [
+            r.id for r in later
+        ]
+    finally:
+        await store.aclose()
+
+
 async def test_memory_listing_forgets_what_retention_dropped() -> None:
     store = MemoryStore(retention_bytes=1)  # every finished ask is dropped at once
     record = ask(START)

@@ -1,7 +1,8 @@
-"""Claims pipelined on one connection of their own (``relay.store.redis_pipelined``, issue 17).
+"""Claims, creates and reads pipelined on one connection of their own (issue 17).
 
-On one Redis (and behind Sentinel) every claim (``claim_click``, ``answer``, ``finish``) is
-written at once on the store's claims connection and its reply comes back in order. These
+On one Redis (and behind Sentinel) every claim (``claim_click``, ``answer``, ``finish``),
+create and single read is written at once on the store's pipelined connection
+(``relay.store.redis_pipelined``) and its reply comes back in order. These
 tests hold Redis's writes (``CLIENT PAUSE … WRITE``) to keep claims in flight, then take the
 connection or Redis away, flush the scripts, or cancel some callers: every claim still gets
 its own ask's outcome, or the store's ``StoreUnavailable``, never another's reply.
@@ -24,7 +25,7 @@ from redis_topologies import SentinelServers
 from test_store_contract import eventually, new_ask, reply
 
 from relay.store import AskStatus, MessageRef, StoreUnavailable
-from relay.store.base import ClickClaim
+from relay.store.base import ClickClaim, PendingLimitReached
 from relay.store.redis import RedisStore
 
 HERE = ("C0123", "1700000000.000200")
@@ -283,6 +284,50 @@ async def test_a_claims_connection_redis_closed_while_idle_costs_the_next_claim_
     assert store._pipelined._line is not first  # a new connection for the claims after it
 
 
+async def test_creates_cut_off_by_a_killed_connection_each_count_once(
+    redis_url: str, admin: aioredis.Redis
+) -> None:
+    # Creates go on the same connection. Whether the kill lands before Redis ran a create or
+    # after (its reply lost), the one sent again finds its own ask and succeeds without
+    # counting it twice: the owner's pending count, the deadlines and the audit index each
+    # hold every ask once, and the owner's limit still has room for exactly the rest.
+    store = RedisStore(url=redis_url, prefix="creates:", max_pending_per_owner=302)
+    try:
+        await store.create(record=new_ask())  # (connected, and the script loaded)
+        records = [new_ask() for _ in range(300)]
+        tasks = [asyncio.create_task(store.create(record=r)) for r in records]
+        for _ in range(2):  # every create queued, then written (one write)
+            await asyncio.sleep(0)
+        assert in_flight(store) == len(tasks)
+        await admin.client_kill_filter(_type="normal")
+        assert await asyncio.wait_for(asyncio.gather(*tasks), 30) == [None] * len(tasks)
+        assert await store.count_pending() == 301
+        assert await admin.hget("creates:owners", "team-release") == "301"
+        assert await admin.zcard("creates:owned:team-release") == 301
+        read = await asyncio.gather(*(store.get(ask_id=r.id) for r in records))
+        assert [r.id if r else None for r in read] == [r.id for r in records]
+        await store.create(record=new_ask())
+        with pytest.raises(PendingLimitReached):
+            await store.create(record=new_ask())
+    finally:
+        await store.aclose()
+
+
+async def test_a_read_after_its_connection_was_closed_while_idle_takes_a_fresh_one(
+    store: RedisStore, admin: aioredis.Redis
+) -> None:
+    (ask_id,) = await pending_asks(store, 1)
+    assert store._pipelined is not None
+    first = store._pipelined._line
+    await admin.client_kill_filter(_type="normal")
+    record = await store.get(ask_id=ask_id)
+    assert record is not None
+    assert record.id == ask_id
+    assert store._pipelined._line is first  # (the read went the client's way meanwhile)
+    assert_its_own(ask_id, await click(store, ask_id), "accepted")
+    assert store._pipelined._line is not first
+
+
 async def test_claims_in_flight_when_redis_stops_are_unavailable_and_not_applied(
     redis_server: RedisServer, store: RedisStore
 ) -> None:
@@ -399,9 +444,9 @@ async def test_closing_the_store_closes_the_claims_connection_and_its_reader(
     store = RedisStore(url=redis_url, prefix="closing:")
     (ask_id,) = await pending_asks(store, 1)
     assert_its_own(ask_id, await click(store, ask_id), "accepted")
-    assert [t for t in asyncio.all_tasks() if t.get_name() == "relay-redis-claims"]
+    assert [t for t in asyncio.all_tasks() if t.get_name() == "relay-redis-pipelined"]
     await store.aclose()
-    assert not [t for t in asyncio.all_tasks() if t.get_name() == "relay-redis-claims"]
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "relay-redis-pipelined"]
     assert len(await admin.client_list()) == 1  # this one alone
 
 

@@ -25,8 +25,8 @@ Redis (and behind Sentinel) the names and the single atomic scripts stay as they
 
 Every claim is one Lua script, so "first claim wins" holds across replicas; a per-question
 ``HSETNX`` makes two clicks on two replicas race safely. A Redis that cannot be reached raises
-``StoreUnavailable``, never a raw ``redis`` exception. Off a cluster the claims, the hot path,
-are pipelined on a connection of their own (``relay.store.redis_pipelined``).
+``StoreUnavailable``, never a raw ``redis`` exception. Off a cluster the hot path (claims,
+creates, reading an ask) is pipelined on a connection of its own (``relay.store.redis_pipelined``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
@@ -74,17 +74,21 @@ from relay.store.redis_connect import (
     RedisTLS,
     connect,
 )
-from relay.store.redis_pipelined import PipelinedScripts
+from relay.store.redis_pipelined import PipelinedCommands
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "RedisStore"]
 
 _log = logging.getLogger("relay.store.redis")
 
-# KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: score, id, core json, owner
-# ('' for none), the owner's pending limit (0: none), then field/value pairs. Creating the
-# same ask twice (a retried command) is a no-op (2); another ask's id is refused (0); an owner
-# at their limit is refused (-1) and nothing is written. On a cluster KEYS is the ask hash
-# alone and ``_INDEX_ADD`` has checked and counted the owner first.
+# KEYS: ask hash, deadlines zset, pending-per-owner hash, and (with an owner) the owner's
+# audit index. ARGV: score, id, core json, owner ('' for none), the owner's pending limit (0:
+# none), created (epoch), the ask keys' prefix, how many of the audit index's oldest to check,
+# then field/value pairs. Creating the same ask twice (a retried command) is a no-op (2);
+# another ask's id is refused (0); an owner at their limit is refused (-1) and nothing is
+# written. The audit index gets the ask, and loses those of its oldest that expired: checking
+# two per create, more leave than come, so it stays about as long as retention keeps asks.
+# On a cluster KEYS is the ask hash alone: ``_INDEX_ADD`` has checked and counted the owner
+# first, and the audit index (a slot of its own) is the client's to update.
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'core') == ARGV[3] then return 2 end
@@ -100,8 +104,14 @@ if ARGV[4] ~= '' then
   end
   redis.call('HSET', KEYS[1], 'owner', ARGV[4])
 end
-redis.call('HSET', KEYS[1], 'core', ARGV[3], unpack(ARGV, 6))
+redis.call('HSET', KEYS[1], 'core', ARGV[3], unpack(ARGV, 9))
 if KEYS[2] then redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2]) end
+if KEYS[5] then
+  redis.call('ZADD', KEYS[5], ARGV[6], ARGV[2])
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[5], 0, tonumber(ARGV[8]) - 1)) do
+    if redis.call('EXISTS', ARGV[7] .. id) == 0 then redis.call('ZREM', KEYS[5], id) end
+  end
+end
 return 1
 """
 
@@ -461,9 +471,10 @@ class RedisStore:
     """Asks in Redis, shared by every replica; claims are atomic Lua scripts.
 
     At most ``max_connections`` connections are open at once (one of them for pub/sub); a
-    command that finds them all busy waits up to ``pool_timeout`` seconds for one. Claims on
-    one Redis (and behind Sentinel) go pipelined on one more connection of their own
-    (``relay.store.redis_pipelined``); on a cluster they take the pool's like the rest.
+    command that finds them all busy waits up to ``pool_timeout`` seconds for one. Claims,
+    creates and single reads on one Redis (and behind Sentinel) go pipelined on one more
+    connection of their own (``relay.store.redis_pipelined``); on a cluster they take the
+    pool's like the rest.
     """
 
     durable = True
@@ -494,6 +505,7 @@ class RedisStore:
         self._redis: RedisClient = self._connection.client
         self._cluster = self._connection.cluster
         self._keys = _Keys(prefix, cluster=self._cluster)
+        self._ask_prefix = self._keys.ask("")  # (one Redis: an ask's key is this and its id)
         self._prefix = prefix
         self._deadlines = self._keys.index("deadlines")
         self._owners = self._keys.index("owners")
@@ -509,7 +521,7 @@ class RedisStore:
         self._pipelined = (
             None
             if isinstance(self._redis, RedisCluster)
-            else PipelinedScripts(pool=self._redis.connection_pool)
+            else PipelinedCommands(pool=self._redis.connection_pool)
         )
         self._set_message = self._redis.register_script(_SET_MESSAGE)
         self._index_add = self._redis.register_script(_INDEX_ADD)
@@ -536,7 +548,7 @@ class RedisStore:
             script = self._scripts[source] = self._redis.register_script(source)
         return script
 
-    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+    async def _run(self, script: Any, keys: Sequence[str | bytes], args: Sequence[Any]) -> Any:
         """``script``'s reply, pipelined with the other claims when it can be (one
         ``EVALSHA``). When that cannot tell (the connection was lost, with the script run or
         not, or Redis forgot the script), the client runs it as it always did: on a fresh
@@ -548,6 +560,17 @@ class RedisStore:
             return await self._pipelined.evalsha(script.sha, keys, args)
         except (NoScriptError, RedisConnectionError):
             return await script(keys=keys, args=args)
+
+    async def _hgetall(self, key: str) -> dict[Any, Any]:
+        """``HGETALL key``, pipelined when it can be (a read: retried on the client's path)."""
+        if self._pipelined is not None:
+            try:
+                reply = await self._pipelined.command("HGETALL", key)
+            except RedisConnectionError:
+                pass
+            else:
+                return reply if isinstance(reply, dict) else _pairs(reply)
+        return await self._redis.hgetall(key)
 
     def _key(self, ask_id: str) -> str:
         return self._keys.ask(ask_id)
@@ -609,16 +632,23 @@ class RedisStore:
         score = record.deadline if record.deadline is not None else math.inf
         text = json.dumps(core, separators=(",", ":"))
         reserved = await self._reserve(record, score) if self._cluster else 0
+        keys: list[str | bytes] = [*self._claim_keys(record.id)]
+        if record.owner is not None and not self._cluster:
+            keys.append(self._owned_key(record.owner))
         try:
             created = int(
-                await self._create(
-                    keys=self._claim_keys(record.id),
-                    args=[
+                await self._run(
+                    self._create,
+                    keys,
+                    [
                         score,
                         record.id,
                         text,
                         _wire(record.owner or ""),
                         self._max_pending or 0,
+                        record.created_at.timestamp(),
+                        self._ask_prefix,
+                        _OWNED_TRIM,
                         *fields,
                     ],
                 )
@@ -637,7 +667,8 @@ class RedisStore:
             raise PendingLimitReached(record.owner, self._max_pending)
         if created <= 0:
             raise ValueError(f"ask {record.id} exists already")
-        await self._index_owned(record)
+        if self._cluster:
+            await self._index_owned(record)
         # Reading it back (posting, clicks) reuses these objects instead of decoding them.
         self._cores.put(
             text,
@@ -665,7 +696,7 @@ class RedisStore:
             # Nothing else is reading: one command, no pipeline, no task.
             self._direct = True
             try:
-                return _decode(await self._redis.hgetall(self._key(ask_id)), self._cores)
+                return _decode(await self._hgetall(self._key(ask_id)), self._cores)
             finally:
                 self._direct = False
         if self._closed:
@@ -678,8 +709,8 @@ class RedisStore:
     @_translated
     async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
         """Remember where question ``index`` was posted (ignored if the ask is gone)."""
-        done = await self._set_message(
-            keys=[self._key(ask_id)], args=[index, _message_json(message)]
+        done = await self._run(
+            self._set_message, [self._key(ask_id)], [index, _message_json(message)]
         )
         if int(done) < 0:
             raise IndexError(f"ask {ask_id} has no question {index}")
@@ -1127,17 +1158,19 @@ class RedisStore:
         return _wire(self._keys.owned(owner))
 
     async def _index_owned(self, record: AskRecord) -> None:
+        """Cluster only: add the ask to its owner's audit index (there a slot of its own, so
+        the client does what ``_CREATE`` does on one Redis)."""
         if record.owner is None:
             return
         key = self._owned_key(record.owner)
-        if random.random() >= _OWNED_TRIM_SHARE:  # noqa: S311 - load spreading, not a secret
+        if random.random() >= _CLUSTER_TRIM_SHARE:  # noqa: S311 - load spreading, not a secret
             await self._redis.zadd(key, {record.id: record.created_at.timestamp()})
             return
         # Now and then (one create in four), check a few of the oldest: on average more
         # leave than come, so the index stays about as long as retention keeps asks.
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.zadd(key, {record.id: record.created_at.timestamp()})
-            pipe.zrange(key, 0, _OWNED_TRIM - 1)
+            pipe.zrange(key, 0, _CLUSTER_TRIM - 1)
             _, oldest = await pipe.execute()
         await self._drop_gone(key, [_text(i) for i in oldest])
 
@@ -1505,9 +1538,11 @@ def _wire(text: str) -> str | bytes:
     return text
 
 
-# How many of an owner's oldest indexed asks a create checks for expiry, and how often.
-_OWNED_TRIM = 8
-_OWNED_TRIM_SHARE = 0.25
+# How many of an owner's oldest indexed asks a create checks for expiry (more than one, so
+# that more leave than come); on a cluster, the client checks more, less often.
+_OWNED_TRIM = 2
+_CLUSTER_TRIM = 8
+_CLUSTER_TRIM_SHARE = 0.25
 
 
 class _Watch:

@@ -1,13 +1,14 @@
-"""Scripts pipelined on a connection of their own: the claims' short path to one Redis.
+"""Commands pipelined on a connection of their own: the hot path's short way to one Redis.
 
-A click on Redis is one ``EVALSHA``. Sent through redis-py's client, each one also pays for
-the client's retry wrapper, the blocking pool's checkout and its argument filtering, about a
-third of the relay's CPU per click. ``PipelinedScripts`` sends the scripts on one connection
-of its own instead, made as the pool makes its connections (so TLS, credentials, database and
-the Sentinels' master are the same), packed by redis-py and read back by redis-py's parser.
-Each call is written at once and waits for its reply; Redis answers a connection's commands
-in the order they came, so one reader task hands the replies out first in, first out, and
-concurrent claims share round trips instead of queueing for connections.
+A click on Redis is one ``EVALSHA``; a create is another, then one more to record where it
+was posted and a read of the ask after. Sent through redis-py's client, each one also pays
+for the client's retry wrapper, the blocking pool's checkout and its argument filtering,
+about a third of the relay's CPU per click. ``PipelinedCommands`` sends them on one
+connection of its own instead, made as the pool makes its connections (so TLS, credentials,
+database and the Sentinels' master are the same), packed by redis-py and read back by
+redis-py's parser. Each call is written at once and waits for its reply; Redis answers a
+connection's commands in the order they came, so one reader task hands the replies out first
+in, first out, and concurrent calls share round trips instead of queueing for connections.
 
 What can go wrong, and who sees it (the caller decides what to do next, see
 ``RedisStore._run``):
@@ -36,12 +37,13 @@ from redis.asyncio.connection import AbstractConnection, ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-__all__ = ["PipelinedScripts"]
+__all__ = ["PipelinedCommands"]
 
 
-class PipelinedScripts:
-    """``EVALSHA`` pipelined on one connection of its own, made like ``pool``'s when first
-    needed (and again after it was lost); it does not count against the pool's limit."""
+class PipelinedCommands:
+    """Commands (``EVALSHA``, plain reads) pipelined on one connection of its own, made
+    like ``pool``'s when first needed (and again after it was lost); it does not count
+    against the pool's limit."""
 
     def __init__(self, *, pool: ConnectionPool) -> None:
         """Nothing is connected until the first ``evalsha``."""
@@ -51,15 +53,20 @@ class PipelinedScripts:
         self._closed = False
         self._unsupported = False  # this redis-py's connection has no stream writer to share
 
-    async def evalsha(self, sha: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+    async def evalsha(self, sha: str, keys: Sequence[str | bytes], args: Sequence[Any]) -> Any:
         """The script's reply, as redis-py's ``evalsha`` returns it; redis-py's errors as the
         module docstring says (``ConnectionError`` also once closed)."""
+        return await self.command("EVALSHA", sha, len(keys), *keys, *args)
+
+    async def command(self, *command: Any) -> Any:
+        """The reply to ``command`` as redis-py's parser reads it (no response callback: a
+        hash is a ``dict`` on RESP3, a flat list on RESP2); errors as for ``evalsha``."""
         if self._unsupported:
-            raise RedisConnectionError("claims take the client's path with this redis-py")
+            raise RedisConnectionError("commands take the client's path with this redis-py")
         line = self._line
         if line is None or line.lost:
             line = await self._open()
-        return await line.send(sha, keys, args)
+        return await line.send(command)
 
     async def _open(self) -> _Line:
         if self._closed:
@@ -78,10 +85,10 @@ class PipelinedScripts:
             await connection.disconnect(nowait=True)
             raise
         if getattr(connection, "_writer", None) is None:
-            # (A redis-py that renamed it: every claim takes the client's path, still right.)
+            # (A redis-py that renamed it: every call takes the client's path, still right.)
             self._unsupported = True
             await connection.disconnect(nowait=True)
-            raise RedisConnectionError("claims take the client's path with this redis-py")
+            raise RedisConnectionError("commands take the client's path with this redis-py")
         line = self._line = _Line(connection)
         return line
 
@@ -106,30 +113,40 @@ class PipelinedScripts:
 class _Line:
     """One connection: written by the callers, read by its reader task, in the same order."""
 
-    __slots__ = ("_idle", "_loop", "_reader", "_unsent", "_waiting", "connection", "lost")
+    __slots__ = (
+        "_closing",
+        "_idle",
+        "_loop",
+        "_reader",
+        "_unsent",
+        "_waiting",
+        "connection",
+        "lost",
+    )
 
     def __init__(self, connection: AbstractConnection) -> None:
         self.connection = connection
         self.lost = False
+        self._closing = False  # close() disconnects, and waits for it (see there)
         self._loop = asyncio.get_running_loop()
         self._waiting: deque[asyncio.Future[Any]] = deque()
         self._unsent: list[bytes] = []
         self._idle: asyncio.Future[None] | None = None
-        self._reader = self._loop.create_task(self._read(), name="relay-redis-claims")
+        self._reader = self._loop.create_task(self._read(), name="relay-redis-pipelined")
 
-    def send(self, sha: str, keys: Sequence[str], args: Sequence[Any]) -> asyncio.Future[Any]:
+    def send(self, command: Sequence[Any]) -> asyncio.Future[Any]:
         """Queue the command, written at the loop's next turn; the future gets its reply.
 
         No await between queueing the future and queueing the bytes keeps the replies in the
         order Redis reads the commands; the commands queued in one turn of the loop go out in
-        one write (one system call, not one per claim)."""
+        one write (one system call, not one per call)."""
         writer: asyncio.StreamWriter | None = getattr(self.connection, "_writer", None)
         if self.lost or writer is None or writer.is_closing():
             # Closed while idle (Redis dropped it, say): the next call connects afresh.
             self.lost = True
             self._reader.cancel()
-            raise RedisConnectionError("the connection for claims was lost")
-        packed = self.connection.pack_command("EVALSHA", sha, len(keys), *keys, *args)
+            raise RedisConnectionError("the pipelined connection was lost")
+        packed = self.connection.pack_command(*command)
         future: asyncio.Future[Any] = self._loop.create_future()
         self._waiting.append(future)
         if not self._unsent:
@@ -181,19 +198,23 @@ class _Line:
             failure = (
                 exc
                 if isinstance(exc, Exception)
-                else RedisConnectionError("the connection for claims closed")
+                else RedisConnectionError("the pipelined connection closed")
             )
             while waiting:
                 future = waiting.popleft()
                 if not future.done():
                     future.set_exception(failure)
-            await self.connection.disconnect(nowait=True)
+            if not self._closing:
+                await self.connection.disconnect(nowait=True)
             if not isinstance(exc, Exception):
                 raise
 
     async def close(self) -> None:
-        """Stop reading and disconnect."""
+        """Stop reading and disconnect, waiting until the connection has closed: a TLS
+        connection closes only once its shutdown has been sent, which an event loop that
+        stops first would cut short (and leave its socket open)."""
         self.lost = True
+        self._closing = True
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
