@@ -16,7 +16,7 @@ agents' would: the relay posts one message at a time per channel (Slack's per-ch
 4. while they are held: click -> long-poll answered (an ask created with ``?wait=30`` on the
    same relay, clicked once posted), as ``bench.replicas`` measures it.
 
-    .venv/bin/python -m bench.api_path [--smoke] [--store memory|redis|both]
+    .venv/bin/python -m bench.api_path [--smoke] [--store memory|redis|both] [--rounds N]
 
 ``python -m bench.api_path --bare --slack-url URL`` runs the baseline server alone.
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import re
 import statistics
@@ -416,6 +417,9 @@ def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
 def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bare", action="store_true", help="run the baseline server only")
     parser.add_argument("--slack-url", help="with --bare: the Web API to post to")
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="rounds of creates per server (default 3)"
+    )
 
 
 def main() -> None:
@@ -424,7 +428,12 @@ def main() -> None:
     if args.bare:
         asyncio.run(run_bare(args.slack_url))
         return
-    result = asyncio.run(measure(SMOKE if args.smoke else FULL, stores_of(args)))
+    sizes = SMOKE if args.smoke else FULL
+    if args.rounds is not None:
+        if args.rounds < 1:
+            raise SystemExit("--rounds must be at least 1")
+        sizes = dataclasses.replace(sizes, rounds=args.rounds)
+    result = asyncio.run(measure(sizes, stores_of(args)))
     result["targets"] = report(result, smoke=args.smoke)
     write_json("api_path" + ("_smoke" if args.smoke else ""), {"smoke": args.smoke, **result})
 

@@ -16,6 +16,8 @@ import redis.asyncio as aioredis
 
 from relay.store import AskStatus, MessageRef
 from relay.store.base import ClickClaims
+from relay.store.memory import MemoryStore
+from relay.store.record import AskRecord
 from relay.store.redis import RedisStore
 from tests import test_store_contract as contract
 from tests.slack_env import ask_id_of, first_button, question, result, slack_env
@@ -200,3 +202,25 @@ async def test_a_click_on_redis_still_refuses_a_forged_message(redis_url: str) -
         assert current.pending
         await env.slack.click(message, "prod", user="U0ALICE")
         assert (await result(task)).answers[0].selected == ("prod",)
+
+
+class _EndsWhilePosting(MemoryStore):
+    """An abort that lands while the question's post is in flight: the ask has ended by the
+    time its message is recorded, so the ending could not withdraw that message."""
+
+    async def set_message(
+        self, *, ask_id: str, index: int, message: MessageRef
+    ) -> AskRecord | None:
+        await self.finish(ask_id=ask_id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC))
+        return await super().set_message(ask_id=ask_id, index=index, message=message)
+
+
+async def test_a_message_recorded_after_its_ask_ended_is_withdrawn_at_once() -> None:
+    # The poster learns it from what set_message returns (no read of the ask after).
+    async with slack_env(store=_EndsWhilePosting()) as env:
+        task = env.ask(question())
+        message = await env.message()
+        await asyncio.gather(asyncio.wait_for(task, 5), return_exceptions=True)
+        assert [c.args.get("ts") for c in env.slack.calls_to("chat.update")] == [message.ts]
+        assert message.updated
+        assert "staging" not in str(message.blocks)  # the buttons are gone

@@ -293,14 +293,44 @@ async def test_set_message_remembers_where_each_question_was_posted(stores: Stor
     got = await stores.main.get(ask_id=record.id)
     assert got is not None
     assert got.messages == (None, MessageRef("C9", "9.9"))
-    await stores.main.set_message(ask_id=record.id, index=0, message=MessageRef("C8", "8.8"))
+    after = await stores.main.set_message(
+        ask_id=record.id, index=0, message=MessageRef("C8", "8.8")
+    )
     got = await stores.main.get(ask_id=record.id)
     assert got is not None
     assert got.messages == (MessageRef("C8", "8.8"), MessageRef("C9", "9.9"))
+    assert after == got  # (the ask as it stands once recorded: no read needed after)
+
+
+async def test_set_message_returns_the_ask_as_it_stands_ended_or_not(stores: Stores) -> None:
+    # The poster withdraws a message that landed after the ask ended: it learns that from
+    # what set_message returns, read in the same step as the message was recorded.
+    record = new_ask(questions=2)
+    await stores.main.create(record=record)
+    await stores.replica().answer(ask_id=record.id, index=1, item=reply(1))
+    after = await stores.main.set_message(
+        ask_id=record.id, index=0, message=MessageRef("C8", "8.8")
+    )
+    assert after is not None
+    assert after.pending
+    assert after.responses[1] == reply(1)
+    await stores.replica().finish(
+        ask_id=record.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    )
+    after = await stores.main.set_message(
+        ask_id=record.id, index=1, message=MessageRef("C9", "9.9")
+    )
+    assert after is not None
+    assert after.status is AskStatus.ABORTED
+    assert after.messages == (MessageRef("C8", "8.8"), MessageRef("C9", "9.9"))
+    assert after == await stores.main.get(ask_id=record.id)
 
 
 async def test_set_message_on_an_unknown_ask_does_nothing(stores: Stores) -> None:
-    await stores.main.set_message(ask_id="gone", index=0, message=MessageRef("C1", "1.1"))
+    assert (
+        await stores.main.set_message(ask_id="gone", index=0, message=MessageRef("C1", "1.1"))
+        is None
+    )
     assert await stores.main.get(ask_id="gone") is None
 
 

@@ -94,6 +94,7 @@ class SlackMessages:
         """
         channel = await self.open_channel(record.target.channel)
         posted: list[tuple[int, MessageRef]] = []
+        current: AskRecord | None = record
         for index, message in enumerate(rendered):
             response = await self.post(
                 channel,
@@ -107,7 +108,11 @@ class SlackMessages:
             channel = str(response.get("channel") or channel)
             posted.append((index, MessageRef(channel, ts)))
             try:
-                await self._store.set_message(ask_id=record.id, index=index, message=posted[-1][1])
+                # The ask as it stood once this message was recorded: if it ended before,
+                # its ending could not withdraw this message (see below).
+                current = await self._store.set_message(
+                    ask_id=record.id, index=index, message=posted[-1][1]
+                )
             except StoreUnavailable as exc:
                 # Live in Slack, unknown to the store: nobody could ever learn its answer.
                 raise Unrecorded(posted, exc) from exc
@@ -116,11 +121,6 @@ class SlackMessages:
                 reply = render_detail_reply(piece, part=part, parts=parts)
                 await self.post(channel, thread_ts=record.target.thread_ts or ts, **reply)
         self._events.emit("posted", record.id, channel=channel, messages=len(rendered))
-        try:
-            current = await self._store.get(ask_id=record.id)
-        except StoreUnavailable:
-            return None  # every message is recorded: the ask stands, pending
-
         if current is not None and not current.pending:
             # It ended (closed, aborted) while a post was in flight: withdraw what landed late.
             await self.withdraw(current)

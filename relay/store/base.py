@@ -56,8 +56,11 @@ class AskStore(Protocol):
         """The ask as it stands, or ``None`` if unknown or expired."""
         ...
 
-    async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
-        """Remember where question ``index``'s Slack message was posted."""
+    async def set_message(
+        self, *, ask_id: str, index: int, message: MessageRef
+    ) -> AskRecord | None:
+        """Remember where question ``index``'s Slack message was posted; the ask as it
+        stands once recorded (read in the same step), or ``None`` if it is gone."""
         ...
 
     async def answer(

@@ -158,11 +158,13 @@ class MemoryStore:
         self._forget_expired()
         return self._lookup(ask_id)
 
-    async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
-        """Remember where question ``index``'s message was posted."""
+    async def set_message(
+        self, *, ask_id: str, index: int, message: MessageRef
+    ) -> AskRecord | None:
+        """Remember where question ``index``'s message was posted; the ask after."""
         record = self._lookup(ask_id)
         if record is None:
-            return
+            return None
         _check_index(record, index)
         messages = list(record.messages) or [None] * len(record.request.questions)
         messages[index] = message
@@ -171,6 +173,7 @@ class MemoryStore:
             self._keep(ask_id, record, warm=True)  # (_lookup left it warm)
         else:
             self._ended[ask_id] = _encode(record)
+        return record
 
     async def answer(
         self, *, ask_id: str, index: int, item: AskUserQuestionAnswerItem

@@ -221,13 +221,14 @@ return {1, redis.call('HGETALL', KEYS[1])}
 """
 )
 
-# KEYS: ask hash. ARGV: index, message json
+# KEYS: ask hash. ARGV: index, message json. The ask as it stands after (HGETALL); 0: no such
+# ask; -1: no such question.
 _SET_MESSAGE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local index = tonumber(ARGV[1])
 if index < 0 or index >= tonumber(redis.call('HGET', KEYS[1], 'n')) then return -1 end
 redis.call('HSET', KEYS[1], 'msg:' .. ARGV[1], ARGV[2])
-return 1
+return redis.call('HGETALL', KEYS[1])
 """
 
 # Idempotency keys (relay.store.idempotency). KEYS: the key's hash. ARGV: fingerprint,
@@ -707,13 +708,19 @@ class RedisStore:
         return _decode(await future, self._cores)
 
     @_translated
-    async def set_message(self, *, ask_id: str, index: int, message: MessageRef) -> None:
-        """Remember where question ``index`` was posted (ignored if the ask is gone)."""
-        done = await self._run(
+    async def set_message(
+        self, *, ask_id: str, index: int, message: MessageRef
+    ) -> AskRecord | None:
+        """Remember where question ``index`` was posted; the ask as it stands then, read by
+        the same script (``None`` if the ask is gone)."""
+        reply = await self._run(
             self._set_message, [self._key(ask_id)], [index, _message_json(message)]
         )
-        if int(done) < 0:
-            raise IndexError(f"ask {ask_id} has no question {index}")
+        if isinstance(reply, int):
+            if reply < 0:
+                raise IndexError(f"ask {ask_id} has no question {index}")
+            return None
+        return _decode(_pairs(reply), self._cores, self._known_core(ask_id))
 
     @_translated
     async def answer(
