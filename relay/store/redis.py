@@ -550,11 +550,12 @@ class RedisStore:
         return script
 
     async def _run(self, script: Any, keys: Sequence[str | bytes], args: Sequence[Any]) -> Any:
-        """``script``'s reply, pipelined with the other claims when it can be (one
+        """``script``'s reply, pipelined with the other calls when it can be (one
         ``EVALSHA``). When that cannot tell (the connection was lost, with the script run or
         not, or Redis forgot the script), the client runs it as it always did: on a fresh
         connection, loading the script, retrying and raising as before. (A script that ran
-        once already answers the second run as a claim that came second.)"""
+        once already answers the second run as a claim that came second, a create as the
+        same ask created again, a recorded message as recorded again.)"""
         if self._pipelined is None:
             return await script(keys=keys, args=args)
         try:

@@ -46,7 +46,7 @@ class PipelinedCommands:
     against the pool's limit."""
 
     def __init__(self, *, pool: ConnectionPool) -> None:
-        """Nothing is connected until the first ``evalsha``."""
+        """Nothing is connected until the first call."""
         self._pool = pool
         self._line: _Line | None = None
         self._opening: asyncio.Future[_Line] | None = None
