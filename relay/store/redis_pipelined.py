@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from redis.asyncio.connection import AbstractConnection, ConnectionPool
@@ -53,10 +53,13 @@ class PipelinedCommands:
         self._closed = False
         self._unsupported = False  # this redis-py's connection has no stream writer to share
 
-    async def evalsha(self, sha: str, keys: Sequence[str | bytes], args: Sequence[Any]) -> Any:
+    def evalsha(
+        self, sha: str, keys: Sequence[str | bytes], args: Sequence[Any]
+    ) -> Coroutine[Any, Any, Any]:
         """The script's reply, as redis-py's ``evalsha`` returns it; redis-py's errors as the
-        module docstring says (``ConnectionError`` also once closed)."""
-        return await self.command("EVALSHA", sha, len(keys), *keys, *args)
+        module docstring says (``ConnectionError`` also once closed). (``command``'s own
+        coroutine: a click awaits one coroutine here, not two.)"""
+        return self.command("EVALSHA", sha, len(keys), *keys, *args)
 
     async def command(self, *command: Any) -> Any:
         """The reply to ``command`` as redis-py's parser reads it (no response callback: a
