@@ -30,12 +30,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
+
+try:
+    import hiredis
+except ImportError:  # (hiredis is optional for redis-py; then redis-py packs)
+    hiredis = None  # type: ignore[assignment]
 
 from redis.asyncio.connection import AbstractConnection, ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import InvalidResponse, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 __all__ = ["PipelinedCommands"]
 
@@ -113,6 +119,23 @@ class PipelinedCommands:
             await line.close()
 
 
+def packer(connection: AbstractConnection) -> Callable[[Sequence[Any]], list[bytes]]:
+    """How to put a command on ``connection``'s wire: hiredis's packer (in C, the same bytes
+    as redis-py's for the str, bytes, int and float arguments the store sends) when the
+    connection encodes text as UTF-8, strictly, as hiredis does; else redis-py's own.
+    Either way a command's name is one word (redis-py would split ``"CONFIG GET"``)."""
+    encoder = getattr(connection, "encoder", None)
+    if (
+        hiredis is not None
+        and encoder is not None
+        and str(encoder.encoding).replace("_", "-").lower() in ("utf-8", "utf8")
+        and encoder.encoding_errors == "strict"
+    ):
+        pack: Any = hiredis.pack_command
+        return lambda command: [pack(tuple(command))]
+    return lambda command: list(connection.pack_command(*command))
+
+
 class _Line:
     """One connection: written by the callers, read by its reader task, in the same order."""
 
@@ -120,6 +143,7 @@ class _Line:
         "_closing",
         "_idle",
         "_loop",
+        "_pack",
         "_reader",
         "_unsent",
         "_waiting",
@@ -129,6 +153,7 @@ class _Line:
 
     def __init__(self, connection: AbstractConnection) -> None:
         self.connection = connection
+        self._pack = packer(connection)
         self.lost = False
         self._closing = False  # close() disconnects, and waits for it (see there)
         self._loop = asyncio.get_running_loop()
@@ -138,23 +163,29 @@ class _Line:
         self._reader = self._loop.create_task(self._read(), name="relay-redis-pipelined")
 
     def send(self, command: Sequence[Any]) -> asyncio.Future[Any]:
-        """Queue the command, written at the loop's next turn; the future gets its reply.
+        """Send the command; the future gets its reply.
 
-        No await between queueing the future and queueing the bytes keeps the replies in the
-        order Redis reads the commands; the commands queued in one turn of the loop go out in
-        one write (one system call, not one per call)."""
+        On a line with nothing in flight the command is written at once (a lone click does
+        not wait a turn of the loop); while others are, it is queued and written at the
+        loop's next turn with whatever else came meanwhile, in one write (one system call,
+        not one per call). No await between queueing the future and writing or queueing the
+        bytes keeps the replies in the order Redis reads the commands."""
         writer: asyncio.StreamWriter | None = getattr(self.connection, "_writer", None)
         if self.lost or writer is None or writer.is_closing():
             # Closed while idle (Redis dropped it, say): the next call connects afresh.
             self.lost = True
             self._reader.cancel()
             raise RedisConnectionError("the pipelined connection was lost")
-        packed = self.connection.pack_command(*command)
+        packed = self._pack(command)  # (bad arguments raise here, before anything is queued)
         future: asyncio.Future[Any] = self._loop.create_future()
+        at_once = not self._waiting
         self._waiting.append(future)
-        if not self._unsent:
-            self._loop.call_soon(self._flush)
-        self._unsent.extend(packed)
+        if at_once:
+            self._write(writer, packed)
+        else:
+            if not self._unsent:
+                self._loop.call_soon(self._flush)
+            self._unsent.extend(packed)
         idle = self._idle
         if idle is not None and not idle.done():
             idle.set_result(None)
@@ -168,8 +199,11 @@ class _Line:
         writer: asyncio.StreamWriter | None = getattr(self.connection, "_writer", None)
         if self.lost or writer is None:
             return  # (the reader fails their callers)
+        self._write(writer, unsent)
+
+    def _write(self, writer: asyncio.StreamWriter, data: list[bytes]) -> None:
         try:
-            writer.writelines(unsent)
+            writer.writelines(data)
         except Exception:
             # A transport that broke under us: stopping the reader fails every waiting call
             # with ConnectionError, rather than leaving them to the read timeout.
@@ -178,6 +212,7 @@ class _Line:
     async def _read(self) -> None:
         loop = self._loop
         waiting = self._waiting
+        replies = _replies_of(self.connection)
         try:
             while True:
                 if not waiting:
@@ -185,21 +220,20 @@ class _Line:
                     self._idle = loop.create_future()
                     await self._idle
                     continue
-                try:
-                    reply: Any = await self.connection.read_response()
-                except ResponseError as error:  # one reply, read whole: still in step
-                    reply = error
-                future = waiting.popleft()
-                if future.done():  # its caller gave up; the reply was still its own
-                    continue
-                if isinstance(reply, ResponseError):
-                    future.set_exception(reply)
-                else:
-                    future.set_result(reply)
+                for reply in await replies():
+                    future = waiting.popleft()
+                    if future.done():  # its caller gave up; the reply was still its own
+                        continue
+                    if isinstance(reply, Exception):  # (an error reply, redis-py's class)
+                        future.set_exception(reply)
+                    else:
+                        future.set_result(reply)
         except BaseException as exc:
             self.lost = True
             failure = (
                 exc
+                if isinstance(exc, RedisError)
+                else RedisConnectionError(f"the pipelined connection was lost ({exc!r})")
                 if isinstance(exc, Exception)
                 else RedisConnectionError("the pipelined connection closed")
             )
@@ -222,3 +256,65 @@ class _Line:
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
         await self.connection.disconnect()
+
+
+_CHUNK = 65536
+
+
+def _replies_of(
+    connection: AbstractConnection,
+) -> Callable[[], Coroutine[Any, Any, list[Any]]]:
+    """How the line reads: each call waits for the next replies (at least one; all that
+    came in one read), an error reply as redis-py's exception object, in order.
+
+    With hiredis, its reader is fed straight from the connection's stream, configured as
+    redis-py configures it (the same error classes, decoding, RESP3 pushes told apart and
+    skipped): one wake-up of the reader task per read, not one per reply, and none of
+    redis-py's per-reply layers. Without it, redis-py's ``read_response``, a reply at a time.
+    A reply later than the socket timeout is redis-py's ``TimeoutError``; a closed
+    connection its ``ConnectionError``."""
+    stream: asyncio.StreamReader | None = getattr(connection, "_reader", None)
+    parse_error = getattr(getattr(connection, "_parser", None), "parse_error", None)
+    encoder = getattr(connection, "encoder", None)
+    push: type | None = getattr(hiredis, "PushNotification", None)  # (hiredis 3.2 and later)
+    resp3 = str(getattr(connection, "protocol", 2)) == "3"
+    if (
+        hiredis is None
+        or stream is None
+        or parse_error is None
+        or encoder is None
+        or (resp3 and push is None)  # (a push would be taken for a reply)
+    ):
+
+        async def one() -> list[Any]:
+            try:
+                return [await connection.read_response()]
+            except ResponseError as error:  # one reply, read whole: still in step
+                return [error]
+
+        return one
+
+    options: dict[str, Any] = {"protocolError": InvalidResponse, "replyError": parse_error}
+    if encoder.decode_responses:
+        options.update(encoding=encoder.encoding, errors=encoder.encoding_errors)
+    parser: Any = hiredis.Reader(**options)
+    timeout: float | None = getattr(connection, "socket_timeout", None) or None
+
+    async def some() -> list[Any]:
+        while True:
+            try:
+                async with asyncio.timeout(timeout):
+                    data = await stream.read(_CHUNK)
+            except TimeoutError:
+                raise RedisTimeoutError(f"no reply from Redis within {timeout}s") from None
+            if not data:
+                raise RedisConnectionError("Redis closed the connection")
+            parser.feed(data)
+            replies = []
+            while (reply := parser.gets()) is not False:
+                if push is None or not isinstance(reply, push):  # (a push answers nothing)
+                    replies.append(reply)
+            if replies:
+                return replies
+
+    return some
