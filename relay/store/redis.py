@@ -74,6 +74,7 @@ from relay.store.redis_connect import (
     RedisTLS,
     connect,
 )
+from relay.store.redis_listener import NotSupported, listen_channel
 from relay.store.redis_pipelined import PipelinedCommands
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "RedisStore"]
@@ -162,31 +163,41 @@ if KEYS[4] then redis.call('ZADD', KEYS[4], 'NX', {at}, {ask_id}) end
 
 
 # KEYS: ask hash, deadlines zset, pending-per-owner hash. ARGV: index, item json,
-# finished_at, id, retention ms, channel, end time (epoch), and for a click (``claim_click``)
-# the click's message as JSON ``[channel, ts]``: a question posted to another message is
-# refused first.
+# finished_at, id, retention ms, channel, end time (epoch), '1' if the caller holds the ask's
+# core (the reply then carries it empty: it never changes), and for a click
+# (``claim_click``) the click's message as JSON ``[channel, ts]``: a question posted to
+# another message is refused first.
 _ANSWER = (
     """
+local function state()
+  local all = redis.call('HGETALL', KEYS[1])
+  if ARGV[8] == '1' then
+    for i = 1, #all, 2 do
+      if all[i] == 'core' then all[i + 1] = '' end
+    end
+  end
+  return all
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
 local index = tonumber(ARGV[1])
 if index < 0 or index >= n then return {'bad_index'} end
-if ARGV[8] then
+if ARGV[9] then
   local posted = redis.call('HGET', KEYS[1], 'msg:' .. ARGV[1])
   if posted then
-    local at, click = cjson.decode(posted), cjson.decode(ARGV[8])
+    local at, click = cjson.decode(posted), cjson.decode(ARGV[9])
     if at[1] ~= click[1] or at[2] ~= click[2] then return {'message_mismatch'} end
   end
 end
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
-  return {'not_pending', redis.call('HGETALL', KEYS[1])}
+  return {'not_pending', state()}
 end
 if redis.call('HSETNX', KEYS[1], 'ans:' .. ARGV[1], ARGV[2]) == 0 then
-  return {'already_answered', redis.call('HGETALL', KEYS[1])}
+  return {'already_answered', state()}
 end
 for i = 0, n - 1 do
   if redis.call('HEXISTS', KEYS[1], 'ans:' .. i) == 0 then
-    return {'accepted', redis.call('HGETALL', KEYS[1])}
+    return {'accepted', state()}
   end
 end
 redis.call('HSET', KEYS[1], 'status', 'answered', 'finished_at', ARGV[3])
@@ -197,7 +208,7 @@ redis.call('PUBLISH', ARGV[6], ARGV[4])
     + _RELEASE_OWNER
     + _unsettle_on_end("ARGV[4]", "ARGV[7]")
     + """
-return {'completed', redis.call('HGETALL', KEYS[1])}
+return {'completed', state()}
 """
 )
 
@@ -534,6 +545,7 @@ class RedisStore:
         self._woken: set[str] = set()  # of those, woken by pub/sub meanwhile
         self._reads: dict[str, asyncio.Future[AskRecord | None]] = {}
         self._listener: asyncio.Task[None] | None = None
+        self._backoff = 0.1  # before the listener's next reconnect
         self._subscribed = asyncio.Event()
         self._subscribing: asyncio.Future[None] | None = None
         self._queued: dict[str, bool] = {}  # ask id -> read only its status first
@@ -632,7 +644,7 @@ class RedisStore:
             if message is not None:
                 fields += [f"msg:{i}", _message_json(message)]
         score = record.deadline if record.deadline is not None else math.inf
-        text = json.dumps(core, separators=(",", ":"))
+        text = _compact(core)
         reserved = await self._reserve(record, score) if self._cluster else 0
         keys: list[str | bytes] = [*self._claim_keys(record.id)]
         if record.owner is not None and not self._cluster:
@@ -721,7 +733,7 @@ class RedisStore:
             if reply < 0:
                 raise IndexError(f"ask {ask_id} has no question {index}")
             return None
-        return _decode(_pairs(reply), self._cores, self._known_core(ask_id))
+        return _decode_flat(reply, self._cores, self._known_core(ask_id))
 
     @_translated
     async def answer(
@@ -764,22 +776,23 @@ class RedisStore:
     ) -> ClickClaim:
         """A click's checks and claim in one script (``_ANSWER`` with the click's message):
         one round trip, whose reply also settles this process's waiters."""
-        clicked = json.dumps(list(message), separators=(",", ":"))
-        outcome, record = await self._claim(ask_id, index, item, clicked)
+        outcome, record = await self._claim(ask_id, index, item, _compact(list(message)))
         return ClickClaim(outcome, record)  # type: ignore[arg-type]
 
     async def _claim(
         self, ask_id: str, index: int, item: AskUserQuestionAnswerItem, clicked: str | None
     ) -> tuple[str, AskRecord | None]:
         at = item.answered_at.isoformat() if item.answered_at else ""
+        known = self._known_core(ask_id)
         args: list[Any] = [
             index,
-            json.dumps(item_to_json(item), separators=(",", ":")),
+            _compact(item_to_json(item)),
             at,
             ask_id,
             self._retention_ms,
             self._channel,
             _epoch(item.answered_at),
+            "0" if known is None else "1",
         ]
         if clicked is not None:
             args.append(clicked)
@@ -794,8 +807,9 @@ class RedisStore:
                 await self._release(ask_id)
                 if outcome == "completed":
                     await self._unsettle(ask_id, _epoch(item.answered_at))
-            known = self._known_core(ask_id)
-            record = _decode(_pairs(reply[1]), self._cores, known) if len(reply) > 1 else None
+            # Our own answer, if it was recorded, is the item we sent: not read back.
+            mine = (index, item) if outcome in ("accepted", "completed") else None
+            record = _decode_flat(reply[1], self._cores, known, mine) if len(reply) > 1 else None
             if record is not None and not record.pending:
                 self._settle_local(ask_id, record)  # no pub/sub hop, no re-read, for waiters
         return outcome, record
@@ -826,7 +840,7 @@ class RedisStore:
                     _epoch(at),
                 ],
             )
-            record = _decode(_pairs(reply[1]), self._cores) if len(reply) > 1 else None
+            record = _decode_flat(reply[1], self._cores) if len(reply) > 1 else None
             if self._cluster:
                 await self._release(ask_id)  # won: its index entry goes; lost: a stale one
                 if int(reply[0]):
@@ -1026,36 +1040,60 @@ class RedisStore:
             future.exception()  # each waiter re-raises it
 
     async def _listen(self) -> None:
-        backoff = 0.1
+        self._backoff = 0.1
+        # On one Redis (and behind Sentinel) the channel is read here, cheaply (see
+        # ``relay.store.redis_listener``); on a cluster, or where that cannot be, by redis-py.
+        pool = None if isinstance(self._redis, RedisCluster) else self._redis.connection_pool
         while not self._closed:
-            pubsub = self._redis.pubsub()
             try:
-                if isinstance(self._redis, RedisCluster):
-                    # A cluster's pub/sub picks its node from the slot map, read on first use.
-                    # Any node will do: PUBLISH (from the claim scripts) reaches every node.
-                    await self._redis.initialize()
-                await pubsub.subscribe(self._channel)
-                async for message in pubsub.listen():
-                    kind = message.get("type")
-                    if kind == "message":
-                        self._wake(_text(message["data"]))
-                    elif kind == "subscribe":
-                        # Confirmed, also when redis-py reconnected by itself: anything may have
-                        # ended while we were not listening, so every waiter re-checks.
-                        self._subscribed.set()
-                        self._wake_all()
-                        backoff = 0.1
+                if pool is not None:
+                    try:
+                        await listen_channel(
+                            pool,
+                            self._channel,
+                            on_message=self._published,
+                            on_subscribed=self._confirmed,
+                        )
+                    except NotSupported:
+                        pool = None
+                else:
+                    await self._listen_through_redis_py()
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
                 # Waiters keep waiting (Redis cannot tell them anything now); the subscription
                 # confirmation after reconnecting wakes them to re-check.
                 _log.warning("lost the Redis subscription (%s); reconnecting", exc)
-                await asyncio.sleep(backoff)  # back off before reconnecting to a down Redis
-                backoff = min(backoff * 2, 2.0)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await asyncio.sleep(self._backoff)  # back off before reconnecting to a down Redis
+                self._backoff = min(self._backoff * 2, 2.0)
+
+    async def _listen_through_redis_py(self) -> None:
+        pubsub = self._redis.pubsub()
+        try:
+            if isinstance(self._redis, RedisCluster):
+                # A cluster's pub/sub picks its node from the slot map, read on first use.
+                # Any node will do: PUBLISH (from the claim scripts) reaches every node.
+                await self._redis.initialize()
+            await pubsub.subscribe(self._channel)
+            async for message in pubsub.listen():
+                kind = message.get("type")
+                if kind == "message":
+                    self._published(message["data"])
+                elif kind == "subscribe":
+                    self._confirmed()  # (also when redis-py reconnected by itself)
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def _published(self, data: bytes | str) -> None:
+        self._wake(_text(data))
+
+    def _confirmed(self) -> None:
+        # Subscribed (again): anything may have ended while we were not listening, so every
+        # waiter re-checks.
+        self._subscribed.set()
+        self._wake_all()
+        self._backoff = 0.1
 
     def _wake(self, ask_id: str) -> None:
         # Pub/sub says the ask ended: read the record straight away (no status read first).
@@ -1372,11 +1410,11 @@ class RedisStore:
             [
                 index,
                 vote.by.id,
-                json.dumps(vote.to_dict(), separators=(",", ":")),
+                _compact(vote.to_dict()),
                 required,
                 json.dumps(sorted(veto)),
                 vote.label,
-                json.dumps(item_to_json(item), separators=(",", ":")),
+                _compact(item_to_json(item)),
                 vote.at.isoformat(),
                 ask_id,
                 self._retention_ms,
@@ -1391,7 +1429,7 @@ class RedisStore:
             await self._release(ask_id)
             if outcome == "completed":
                 await self._unsettle(ask_id, _epoch(vote.at))
-        found = _decode(_pairs(reply[1])) if len(reply) > 1 else None
+        found = _decode_flat(reply[1]) if len(reply) > 1 else None
         votes = _votes_of(_text(reply[2])) if len(reply) > 2 else ()
         return VoteResult(outcome, found, votes)
 
@@ -1610,8 +1648,16 @@ def _epoch(at: datetime | None) -> float:
     return at.timestamp() if at is not None else time.time()
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # (json.dumps makes one per call)
+
+
+def _compact(value: Any) -> str:
+    """``value`` as JSON without spaces (``json.dumps`` with those separators)."""
+    return _COMPACT.encode(value)
+
+
 def _message_json(message: MessageRef) -> str:
-    return json.dumps([message.channel, message.ts], separators=(",", ":"))
+    return _compact([message.channel, message.ts])
 
 
 def _text(value: Any) -> str:
@@ -1689,12 +1735,33 @@ def _decode(
 ) -> AskRecord | None:
     if not fields:
         return None
-    data = {_text(k): _text(v) for k, v in fields.items()}
-    if "core" not in data:
+    return _record_of({_text(k): _text(v) for k, v in fields.items()}, cores, known)
+
+
+def _decode_flat(
+    flat: list[Any],
+    cores: _Cores | None = None,
+    known: _Core | None = None,
+    mine: tuple[int, AskUserQuestionAnswerItem] | None = None,
+) -> AskRecord | None:
+    """``_decode`` of a script's ``HGETALL`` (a flat list); ``mine``: an answer this process
+    just recorded, the item itself (its JSON in the reply is what it sent)."""
+    if not flat:
         return None
-    text = data["core"]
-    if known is not None and known.digest == hash(text):
-        core = known  # (the same ask's, held here: nothing to decode)
+    return _record_of(_pairs(flat), cores, known, mine)
+
+
+def _record_of(
+    data: dict[str, str],
+    cores: _Cores | None,
+    known: _Core | None,
+    mine: tuple[int, AskUserQuestionAnswerItem] | None = None,
+) -> AskRecord | None:
+    text = data.get("core")
+    if text is None:
+        return None  # (not an ask)
+    if known is not None and (text == "" or known.digest == hash(text)):
+        core = known  # (the same ask's, held here: nothing to decode; "": left out for it)
     else:
         core = (cores or _Cores(1)).get(text)
     n = int(data["n"])
@@ -1705,7 +1772,10 @@ def _decode(
             channel, ts = json.loads(message)
             messages[i] = MessageRef(channel, ts)
         if (answer := data.get(f"ans:{i}")) is not None:
-            responses[i] = item_from_json(json.loads(answer))
+            if mine is not None and mine[0] == i:
+                responses[i] = mine[1]
+            else:
+                responses[i] = item_from_json(json.loads(answer))
     error = json.loads(data["error"]) if data.get("error") else None
     finished_at = data.get("finished_at")
     return AskRecord(
