@@ -17,6 +17,7 @@ from bench.common import ROOT, arguments
 
 BENCHMARKS = (
     "click_latency",
+    "click_pairs",
     "throughput",
     "pending_memory",
     "replicas",

@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = [
     "click_latency",
+    "click_pairs",
     "throughput",
     "pending_memory",
     "replicas",

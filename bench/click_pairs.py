@@ -1,0 +1,163 @@
+"""Click to answer on both stores in alternating rounds: the Redis / memory ratio, paired.
+
+``bench.click_latency --store both`` measures the memory store, then Redis, a minute apart;
+on a shared virtual machine whose speed drifts by up to 2x within an hour, the ratio of the
+two p50s moved by more than the changes it was meant to judge. Here one process holds two
+relays (a ``SlackProvider`` on a ``MemoryStore`` and one on a ``RedisStore``, each behind its
+own aiohttp app and ``FakeSlack``, with N asks pending), and the rounds alternate between
+them, so both see the machine as it is at that moment. Each round is timed as in
+``bench.click_latency``: from sending a signed click to the waiting ``ask()`` returning, the
+relay's background ``chat.update`` drained before the next round.
+
+To compare two trees, run it from each in turn (``cd TREE && python -m bench.click_pairs``)
+a few times, alternating, and compare the ratios.
+
+    .venv/bin/python -m bench.click_pairs [--smoke] [--pending N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from bench.click_latency import _NUMBER, SMOKE, Sizes, fill
+from bench.common import (
+    CHANNEL,
+    SECRET,
+    Redis,
+    WebApiStub,
+    arguments,
+    click_body,
+    latency_ms,
+    print_table,
+    serve,
+    signed_headers,
+    verdict,
+    web_client,
+    write_json,
+)
+from relay.slack import SlackProvider
+from relay.store.base import AskStore
+from relay.store.memory import MemoryStore
+from relay.testing import FakeMessage, FakeSlack
+
+FULL = Sizes(pending=1_000, samples=1_500, warmup=200)
+
+
+@dataclass
+class _Relay:
+    """One relay under test, with its asks pending."""
+
+    slack: FakeSlack
+    provider: SlackProvider
+    url: str
+    agents: list[asyncio.Task[None]]
+    answered: dict[int, asyncio.Future[float]]
+    messages: dict[int, FakeMessage]
+
+
+async def _start(store: AskStore, sizes: Sizes, runners: list[Any]) -> _Relay:
+    slack = FakeSlack(signing_secret=SECRET)
+    await slack.__aenter__()
+    provider = SlackProvider(
+        client=web_client(slack), signing_secret=SECRET, channel=CHANNEL, timeout=None, store=store
+    )
+    runner, port = await serve(provider.web_app())
+    runners.append(runner)
+    rounds = sizes.warmup + sizes.samples
+    agents, answered = await fill(slack, provider, range(rounds + sizes.pending), 50)
+    messages: dict[int, FakeMessage] = {}
+    for message in slack.messages:
+        if match := _NUMBER.search(message.text):
+            messages[int(match.group(1))] = message
+    url = f"http://127.0.0.1:{port}/slack/events"
+    return _Relay(slack, provider, url, agents, answered, messages)
+
+
+async def _stop(relay: _Relay, runners: list[Any]) -> None:
+    # Closing withdraws every pending ask: those updates go to a stub (see click_latency).
+    api = WebApiStub()
+    stub, port = await serve(api.app)
+    runners.append(stub)
+    relay.provider.client.base_url = f"http://127.0.0.1:{port}/api/"
+    await relay.provider.aclose()
+    await asyncio.gather(*relay.agents, return_exceptions=True)
+    await relay.slack.__aexit__(None, None, None)
+
+
+async def measure(sizes: Sizes) -> dict[str, Any]:
+    """Alternate the rounds between the two relays; the latencies and the ratio."""
+    from relay.store.redis import RedisStore
+
+    redis = Redis(cpu=1)
+    runners: list[Any] = []
+    relays: dict[str, _Relay] = {}
+    try:
+        relays["memory"] = await _start(MemoryStore(), sizes, runners)
+        relays["redis"] = await _start(RedisStore(url=redis.url), sizes, runners)
+        samples: dict[str, list[float]] = {"memory": [], "redis": []}
+        async with aiohttp.ClientSession() as http:
+            for k in range(sizes.warmup + sizes.samples):
+                for name in ("memory", "redis") if k % 2 else ("redis", "memory"):
+                    relay = relays[name]
+                    body = click_body(relay.slack, relay.messages[k])
+                    headers = signed_headers(body)
+                    sent = time.perf_counter()
+                    async with http.post(relay.url, data=body, headers=headers) as response:
+                        await response.read()
+                        if response.status != 200:
+                            raise RuntimeError(f"{name} answered HTTP {response.status}")
+                    returned = await asyncio.wait_for(relay.answered[k], 5.0)
+                    await relay.provider.drain()
+                    if k >= sizes.warmup:
+                        samples[name].append(returned - sent)
+    finally:
+        for relay in relays.values():
+            await _stop(relay, runners)
+        for runner in runners:
+            await runner.cleanup()
+        redis.stop()
+    figures = {name: latency_ms(values) for name, values in samples.items()}
+    return {
+        "sizes": sizes.__dict__,
+        "latency": figures,
+        "redis_over_memory_p50": figures["redis"]["p50_ms"] / figures["memory"]["p50_ms"],
+    }
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pending", type=int, default=FULL.pending, help="asks left pending in each relay"
+    )
+
+
+def main() -> None:
+    """Run the benchmark and write ``bench/results/click_pairs.json``."""
+    args = arguments(__doc__ or "", extra=_options)
+    sizes = SMOKE if args.smoke else Sizes(args.pending, FULL.samples, FULL.warmup)
+    result = asyncio.run(measure(sizes))
+    rows = [
+        [name, f["n"], f["p50_ms"], f["p90_ms"], f["p99_ms"], f["max_ms"]]
+        for name, f in result["latency"].items()
+    ]
+    print_table(
+        f"Click -> ask() returns, rounds alternating ({sizes.pending:,} pending in each)",
+        ["store", "n", "p50 ms", "p90 ms", "p99 ms", "max ms"],
+        rows,
+    )
+    ratio = result["redis_over_memory_p50"]
+    met = None if args.smoke else ratio <= 1.5
+    target = "redis / memory at p50 <= 1.5"
+    print_table("Targets", ["target", "measured", "verdict"], [[target, ratio, verdict(met)]])
+    targets = {target: {"measured": ratio, "limit": 1.5, "met": met}}
+    name = "click_pairs" + ("_smoke" if args.smoke else "")
+    write_json(name, {"smoke": args.smoke, **result, "targets": targets})
+
+
+if __name__ == "__main__":
+    main()
