@@ -94,6 +94,20 @@ async def fill(
     return tasks, answered
 
 
+async def close_into_stub(
+    provider: SlackProvider, agents: list[asyncio.Task[None]], runners: list[Any]
+) -> None:
+    """Close ``provider`` and wait for its agents. Closing withdraws every pending ask, a
+    ``chat.update`` each: those go to a stub (its runner added to ``runners``), as
+    ``FakeSlack`` validates and copies every update (slow for 10,000 of them)."""
+    api = WebApiStub()
+    stub, port = await serve(api.app)
+    runners.append(stub)
+    provider.client.base_url = f"http://127.0.0.1:{port}/api/"
+    await provider.aclose()
+    await asyncio.gather(*agents, return_exceptions=True)
+
+
 async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
     """Run the interleaved rounds with the relay on ``store``; the figures."""
     redis = Redis(cpu=1) if store == "redis" else None
@@ -168,14 +182,7 @@ async def _measure(sizes: Sizes, redis: Redis | None) -> dict[str, Any]:
                             samples[name].append(acked - sent)
             pending = await provider.store.count_pending()
         finally:
-            # Closing withdraws every pending ask, a chat.update each: send those to a stub,
-            # as FakeSlack validates and copies every update (slow for 10,000 of them).
-            api = WebApiStub()
-            stub, stub_port = await serve(api.app)
-            runners.append(stub)
-            provider.client.base_url = f"http://127.0.0.1:{stub_port}/api/"
-            await provider.aclose()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await close_into_stub(provider, tasks, runners)
             for runner in runners:
                 await runner.cleanup()
     figures = {name: latency_ms(values) for name, values in samples.items()}

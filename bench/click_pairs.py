@@ -25,12 +25,11 @@ from typing import Any
 
 import aiohttp
 
-from bench.click_latency import _NUMBER, SMOKE, Sizes, fill
+from bench.click_latency import _NUMBER, SMOKE, Sizes, close_into_stub, fill
 from bench.common import (
     CHANNEL,
     SECRET,
     Redis,
-    WebApiStub,
     arguments,
     click_body,
     latency_ms,
@@ -80,13 +79,7 @@ async def _start(store: AskStore, sizes: Sizes, runners: list[Any]) -> _Relay:
 
 
 async def _stop(relay: _Relay, runners: list[Any]) -> None:
-    # Closing withdraws every pending ask: those updates go to a stub (see click_latency).
-    api = WebApiStub()
-    stub, port = await serve(api.app)
-    runners.append(stub)
-    relay.provider.client.base_url = f"http://127.0.0.1:{port}/api/"
-    await relay.provider.aclose()
-    await asyncio.gather(*relay.agents, return_exceptions=True)
+    await close_into_stub(relay.provider, relay.agents, runners)
     await relay.slack.__aexit__(None, None, None)
 
 

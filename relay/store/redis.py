@@ -575,16 +575,20 @@ class RedisStore:
         except (NoScriptError, RedisConnectionError):
             return await script(keys=keys, args=args)
 
-    async def _hgetall(self, key: str) -> dict[Any, Any]:
-        """``HGETALL key``, pipelined when it can be (a read: retried on the client's path)."""
+    async def _read_one(self, ask_id: str) -> AskRecord | None:
+        """The ask read with one ``HGETALL``, pipelined when it can be (a read: retried on
+        the client's path)."""
+        key = self._key(ask_id)
         if self._pipelined is not None:
             try:
                 reply = await self._pipelined.command("HGETALL", key)
             except RedisConnectionError:
                 pass
-            else:
-                return reply if isinstance(reply, dict) else _pairs(reply)
-        return await self._redis.hgetall(key)
+            else:  # (a flat list on RESP2, a dict on RESP3)
+                if isinstance(reply, list):
+                    return _decode_flat(reply, self._cores)
+                return _decode(reply, self._cores)
+        return _decode(await self._redis.hgetall(key), self._cores)
 
     def _key(self, ask_id: str) -> str:
         return self._keys.ask(ask_id)
@@ -710,7 +714,7 @@ class RedisStore:
             # Nothing else is reading: one command, no pipeline, no task.
             self._direct = True
             try:
-                return _decode(await self._hgetall(self._key(ask_id)), self._cores)
+                return await self._read_one(ask_id)
             finally:
                 self._direct = False
         if self._closed:
@@ -1040,7 +1044,6 @@ class RedisStore:
             future.exception()  # each waiter re-raises it
 
     async def _listen(self) -> None:
-        self._backoff = 0.1
         # On one Redis (and behind Sentinel) the channel is read here, cheaply (see
         # ``relay.store.redis_listener``); on a cluster, or where that cannot be, by redis-py.
         pool = None if isinstance(self._redis, RedisCluster) else self._redis.connection_pool

@@ -27,14 +27,14 @@ from typing import Any
 from redis.asyncio.connection import AbstractConnection, ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from relay.store.redis_pipelined import CHUNK, own_connection
+
 try:
     import hiredis
 except ImportError:  # (optional for redis-py: then the caller listens through redis-py)
     hiredis = None  # type: ignore[assignment]
 
 __all__ = ["NotSupported", "listen_channel"]
-
-_CHUNK = 65536
 
 
 class NotSupported(Exception):
@@ -54,9 +54,8 @@ async def listen_channel(
     from the socket) or it is cancelled. Raises ``NotSupported`` first if it cannot."""
     if hiredis is None:
         raise NotSupported("hiredis is not installed")
-    connection: AbstractConnection = pool.make_connection()  # type: ignore[no-untyped-call]
+    connection = await own_connection(pool)
     try:
-        await connection.connect()  # type: ignore[no-untyped-call]
         reader: asyncio.StreamReader | None = getattr(connection, "_reader", None)
         writer: asyncio.StreamWriter | None = getattr(connection, "_writer", None)
         if reader is None or writer is None:
@@ -84,7 +83,7 @@ async def _read(
     while True:
         try:
             async with asyncio.timeout(answer_within if pinged else idle_for):
-                data = await reader.read(_CHUNK)
+                data = await reader.read(CHUNK)
         except TimeoutError:
             if pinged:
                 raise RedisConnectionError(

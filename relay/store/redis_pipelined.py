@@ -28,6 +28,7 @@ What can go wrong, and who sees it (the caller decides what to do next, see
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
@@ -43,7 +44,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import InvalidResponse, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["PipelinedCommands"]
+__all__ = ["CHUNK", "PipelinedCommands", "own_connection", "packer"]
 
 
 class PipelinedCommands:
@@ -87,12 +88,7 @@ class PipelinedCommands:
         return await asyncio.shield(self._opening)
 
     async def _connect(self) -> _Line:
-        connection: AbstractConnection = self._pool.make_connection()  # type: ignore[no-untyped-call]
-        try:
-            await connection.connect()  # type: ignore[no-untyped-call]
-        except BaseException:
-            await connection.disconnect(nowait=True)
-            raise
+        connection = await own_connection(self._pool)
         if getattr(connection, "_writer", None) is None:
             # (A redis-py that renamed it: every call takes the client's path, still right.)
             self._unsupported = True
@@ -119,6 +115,22 @@ class PipelinedCommands:
             await line.close()
 
 
+CHUNK = 65536  # the most read from a connection's stream at once
+
+
+async def own_connection(pool: ConnectionPool) -> AbstractConnection:
+    """A new connection made and connected as ``pool`` makes its own (TLS, credentials,
+    database, the Sentinels' master), outside the pool's count; closed again if connecting
+    fails."""
+    connection: AbstractConnection = pool.make_connection()  # type: ignore[no-untyped-call]
+    try:
+        await connection.connect()  # type: ignore[no-untyped-call]
+    except BaseException:
+        await connection.disconnect(nowait=True)
+        raise
+    return connection
+
+
 def packer(connection: AbstractConnection) -> Callable[[Sequence[Any]], list[bytes]]:
     """How to put a command on ``connection``'s wire: hiredis's packer (in C, the same bytes
     as redis-py's for the str, bytes, int and float arguments the store sends) when the
@@ -128,7 +140,7 @@ def packer(connection: AbstractConnection) -> Callable[[Sequence[Any]], list[byt
     if (
         hiredis is not None
         and encoder is not None
-        and str(encoder.encoding).replace("_", "-").lower() in ("utf-8", "utf8")
+        and codecs.lookup(encoder.encoding).name == "utf-8"
         and encoder.encoding_errors == "strict"
     ):
         pack: Any = hiredis.pack_command
@@ -230,13 +242,11 @@ class _Line:
                         future.set_result(reply)
         except BaseException as exc:
             self.lost = True
-            failure = (
-                exc
-                if isinstance(exc, RedisError)
-                else RedisConnectionError(f"the pipelined connection was lost ({exc!r})")
-                if isinstance(exc, Exception)
-                else RedisConnectionError("the pipelined connection closed")
-            )
+            failure: Exception = RedisConnectionError("the pipelined connection closed")
+            if isinstance(exc, RedisError):
+                failure = exc
+            elif isinstance(exc, Exception):
+                failure = RedisConnectionError(f"the pipelined connection was lost ({exc!r})")
             while waiting:
                 future = waiting.popleft()
                 if not future.done():
@@ -256,9 +266,6 @@ class _Line:
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
         await self.connection.disconnect()
-
-
-_CHUNK = 65536
 
 
 def _replies_of(
@@ -304,7 +311,7 @@ def _replies_of(
         while True:
             try:
                 async with asyncio.timeout(timeout):
-                    data = await stream.read(_CHUNK)
+                    data = await stream.read(CHUNK)
             except TimeoutError:
                 raise RedisTimeoutError(f"no reply from Redis within {timeout}s") from None
             if not data:
