@@ -457,3 +457,35 @@ async def _true(value: bool) -> bool:
 async def _is_replica(client: aioredis.Redis) -> bool:
     info: dict[str, Any] = await client.info("replication")
     return bool(info.get("role") == "slave" and info.get("master_link_status") == "up")
+
+
+async def test_replies_arriving_a_byte_at_a_time_come_out_whole_and_in_order() -> None:
+    from redis.asyncio.connection import Connection
+    from redis.exceptions import NoScriptError
+
+    from relay.store.redis_pipelined import _replies_of
+
+    connection = Connection(protocol=3)
+    stream = asyncio.StreamReader()
+    connection._reader = stream
+    replies = _replies_of(connection)
+    wire = (
+        b"*2\r\n$9\r\ncompleted\r\n%1\r\n$6\r\nstatus\r\n$8\r\nanswered\r\n"
+        b">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nx\r\n"  # a push: no command's reply
+        b"-NOSCRIPT No matching script. Please use EVAL.\r\n"
+        b":7\r\n"
+    )
+
+    async def feed() -> None:
+        for i in range(len(wire)):
+            stream.feed_data(wire[i : i + 1])
+            await asyncio.sleep(0)  # (a turn of the loop between bytes: each read gets one)
+
+    feeding = asyncio.create_task(feed())
+    got: list[Any] = []
+    while len(got) < 3:
+        got += await asyncio.wait_for(replies(), 5)
+    await feeding
+    assert got[0] == [b"completed", {b"status": b"answered"}]
+    assert isinstance(got[1], NoScriptError)
+    assert got[2] == 7
