@@ -186,8 +186,12 @@ async def while_a_withdrawn_batch_is_updated(fault: Fault) -> None:
         assert w.outcomes_of(ask_id_of(first)) == ["aborted"]
         assert second.updated
         assert "Withdrawn" in json.dumps(second.blocks)
-        assert first.updated == fault.recovers
-        if not fault.recovers:
+        if fault.recovers:
+            assert first.updated
+        else:
+            # Not updated by the failed call; on a loaded machine the sweep (grace 0.5 s)
+            # may have withdrawn it already while the timed-out call was being drained.
+            assert not first.updated or done.done()
             assert await asyncio.wait_for(done, 15) == ask_id_of(first)
         assert "Withdrawn" in json.dumps(first.blocks)
 
