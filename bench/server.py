@@ -268,6 +268,9 @@ async def obey(command: str, args: list[str], agents: Waiters | None) -> dict[st
                 posted=agents.posted,
                 pending=await agents.count_pending(),
             )
+        # Counting tasks walks every waiting ask's: a round starts its CPU count here, so
+        # that the cost of its own stats is not charged to the clicks it measures.
+        out["cpu_end"] = time.process_time()
         return out
     if command == "gc_mode":
         gc.unfreeze()

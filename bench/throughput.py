@@ -104,7 +104,7 @@ async def one_round(
     if statuses != {200: len(bodies)}:
         raise RuntimeError(f"unexpected responses: {statuses}")
     seconds = ended - began
-    cpu = after["cpu"] - before["cpu"]
+    cpu = after["cpu"] - before.get("cpu_end", before["cpu"])  # (an older tree: no cpu_end)
     out = {
         "clicks": len(bodies),
         "seconds": seconds,

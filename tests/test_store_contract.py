@@ -1341,6 +1341,59 @@ async def test_the_memory_store_keeps_cold_pending_asks_out_of_the_collectors_re
     assert await store.count_pending() == len(asks) - 2
 
 
+async def test_the_memory_store_reuses_a_cold_asks_bytes_and_encodes_only_what_its_end_changed() -> (  # noqa: E501
+    None
+):
+    # A cold ask read back and left unchanged cools to the very bytes it came from; one that
+    # ends from there is kept as those bytes and the fields its end changed, and reads back
+    # whole (each field, equality-ignored ones too), as does one that changed before ending.
+    from relay.store.memory import _ENCODE_BATCH, _decode, _encode
+
+    store = MemoryStore()
+    asks = [new_ask(questions=2) for _ in range(3 + _WARM)]
+    for record in asks:
+        await store.create(record=record)
+        await store.set_message(ask_id=record.id, index=0, message=MessageRef("C1", record.id))
+    for _ in range(2):
+        await asyncio.sleep(0)
+    cold = [store._records[r.id] for r in asks[:3]]
+    assert all(isinstance(kept, bytes) for kept in cold)
+
+    read = await store.get(ask_id=asks[0].id)  # read, unchanged: cools to the same bytes
+    assert read is not None
+    for _ in range(_WARM):  # newer asks push it out of the warm ones
+        await store.create(record=new_ask())
+    for _ in range(2):
+        await asyncio.sleep(0)
+    assert store._records[asks[0].id] is cold[0]
+
+    await store.answer(ask_id=asks[1].id, index=0, item=reply(0))
+    answered = await store.answer(ask_id=asks[1].id, index=1, item=reply(1, by="U9"))
+    assert answered.outcome == "completed"  # (the first answer changed it: encoded whole)
+    won, aborted_one = await store.finish(
+        ask_id=asks[2].id, status=AskStatus.ABORTED, error=aborted(), at=utcnow()
+    )
+    assert won
+    assert aborted_one is not None
+    for _ in range(_ENCODE_BATCH):  # enough ends to encode them
+        await store.create(record=new_ask())
+    kept = store._ended[asks[2].id]
+    assert isinstance(kept, bytes)
+    assert cold[2] in kept  # (the bytes it ended from, and its outcome)
+    back = _decode(kept)
+    assert back == aborted_one
+    assert (back.error, back.finished_at, back.meta) == (
+        aborted_one.error,
+        aborted_one.finished_at,
+        aborted_one.meta,
+    )
+    assert back.messages == (MessageRef("C1", asks[2].id), None)
+    assert await store.get(ask_id=asks[2].id) == aborted_one
+    assert _decode(_encode(back)) == back
+    assert await store.get(ask_id=asks[1].id) == answered.record
+    assert audit(await store.get(ask_id=asks[1].id)) == audit(answered.record)
+
+
 # ---- unsettled messages (an ended ask whose final update has not landed) -----------------------
 
 

@@ -197,6 +197,7 @@ class _Layout:
     overflow: list[str]
     listing: list[dict[str, Any]]
     describe: bool  # option descriptions on menu entries (dropped when they do not fit)
+    chars: int  # the text of heading, detail and listing (``block_text_length``)
 
 
 def _layout(
@@ -206,7 +207,8 @@ def _layout(
     so that the thread replies continue exactly where either leaves off."""
     heading, listing = _heading_blocks(question), option_listing(question)
     asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
-    fixed = block_text_length([*heading, *listing, asked])
+    shown = block_text_length([*heading, *listing])
+    fixed = shown + block_text_length((asked,))
     if question.quorum > 1:
         fixed += TALLY_CHARS
     # Most questions fit with room to spare: an upper bound on the inputs' text decides it
@@ -218,8 +220,9 @@ def _layout(
         if room >= 0:
             detail, overflow = _detail_blocks(question, room)
             if not overflow:
-                return _Layout(heading, detail, overflow, listing, True)
-    return _measured_layout(question, index, count, heading, listing, fixed)
+                chars = shown + block_text_length(detail)
+                return _Layout(heading, detail, overflow, listing, True, chars)
+    return _measured_layout(question, index, count, heading, listing, fixed, shown)
 
 
 def _inputs_bound(options: int) -> int:
@@ -236,13 +239,15 @@ def _measured_layout(
     heading: list[dict[str, Any]],
     listing: list[dict[str, Any]],
     fixed: int,
+    shown: int,
 ) -> _Layout:
     for describe in (True, False):  # menu descriptions repeat the listing: they go first
         inputs = block_text_length(input_blocks(question, "", index, count > 1, describe=describe))
         room = MESSAGE_CHARS - fixed - max(inputs, OUTCOME_LINE_CHARS)
         if room >= 0:
             detail, overflow = _detail_blocks(question, room)
-            return _Layout(heading, detail, overflow, listing, describe)
+            chars = shown + block_text_length(detail)
+            return _Layout(heading, detail, overflow, listing, describe, chars)
     raise bad_request(
         f"question {question.id} needs {fixed + inputs} characters of Slack text for its"
         f" question and options (labels, descriptions), more than the {MESSAGE_CHARS} one"
@@ -359,10 +364,12 @@ def render_outcome(
     try:
         layout = _layout(question, agent, index, count)
         heading, detail, listing = layout.heading, layout.detail, layout.listing
+        chars = layout.chars + block_text_length(ending)  # (the layout measured the rest)
     except UserInteractionError:  # no message could hold it (asked before these limits)
         heading, detail, listing = _heading_blocks(question), [], []
+        chars = block_text_length([*heading, *ending])
     blocks = [*heading, *detail, *listing, *ending]
-    if len(blocks) > MAX_BLOCKS or block_text_length(blocks) > MESSAGE_CHARS:
+    if len(blocks) > MAX_BLOCKS or chars > MESSAGE_CHARS:
         blocks = [*heading, *detail, *ending]
     if len(blocks) > MAX_BLOCKS or block_text_length(blocks) > MESSAGE_CHARS:
         blocks = [*heading, *ending][:MAX_BLOCKS]

@@ -59,6 +59,9 @@ class MemoryStore:
     ends it does not pay for it. A pending ask stays an object while it is among the last
     4,096 pending asks created, changed or read (the one a click reads is the one it claims);
     the older ones are encoded once the loop has done what the touch was for (two turns on).
+    One that was only read goes back to the bytes it came from, and one that ends from
+    there keeps them and adds the fields its end changed (``_changed``): an ask's questions
+    are encoded once, not at every turn.
     """
 
     durable = False
@@ -75,6 +78,10 @@ class MemoryStore:
         self._cooling = False  # an encoding pass is scheduled
         self._ended: dict[str, bytes | AskRecord] = {}  # finished, encoded (see _encode)
         self._unencoded: list[str] = []  # finished since the last create, not encoded yet
+        # Warm pending asks unchanged since they were decoded: the bytes they came from, so
+        # that cooling one puts them back and its end encodes only what changed (_changed).
+        self._pristine: dict[str, bytes] = {}
+        self._ended_from: dict[str, tuple[bytes, AskRecord]] = {}  # unencoded: (bytes, was)
         # One waiter's future alone, several's in a list (most asks have one waiter or none).
         self._waiters: dict[str, _Future | list[_Future]] = {}
         self._deadlines: list[tuple[float, str]] = []
@@ -101,7 +108,10 @@ class MemoryStore:
         # it may be claimed, less the grace; the heap holds stale entries until popped.
         self._unsettled: dict[str, float] = {}
         self._unsettled_queue: list[tuple[float, str]] = []
-        self._shown: dict[str, set[int] | None] = {}  # settled messages (None: all of them)
+        # Pending asks' settled messages (None: all of them); once an ask ends, its posted
+        # messages not settled yet (only while there are some: a settled ask holds nothing).
+        self._shown: dict[str, set[int] | None] = {}
+        self._unshown_ended: dict[str, set[int]] = {}
 
     def __len__(self) -> int:
         return len(self._records) + len(self._ended)
@@ -120,12 +130,14 @@ class MemoryStore:
             return kept
         record = _decode(kept)
         self._keep(ask_id, record, warm=False)
+        self._pristine[ask_id] = kept
         return record
 
     def _keep(self, ask_id: str, record: AskRecord, *, warm: bool) -> None:
         """Hold pending ``record`` as an object; ``warm``: it is one already (it is queued)."""
         self._records[ask_id] = record
         if warm:
+            self._pristine.pop(ask_id, None)  # (a change: its old bytes are stale)
             return
         self._warm.append(ask_id)
         if len(self._warm) > _WARM and not self._cooling:
@@ -142,12 +154,13 @@ class MemoryStore:
     def _cool(self) -> None:
         """Encode the oldest warm asks past the last ``_WARM`` (those still pending)."""
         self._cooling = False
-        records, warm = self._records, self._warm
+        records, warm, pristine = self._records, self._warm, self._pristine
         while len(warm) > _WARM:
             ask_id = warm.popleft()
             kept = records.get(ask_id)
             if isinstance(kept, AskRecord):
-                records[ask_id] = _encode(kept)
+                unchanged = pristine.pop(ask_id, None)
+                records[ask_id] = _encode(kept) if unchanged is None else unchanged
 
     async def create(self, *, record: AskRecord) -> None:
         """Store a new pending ask."""
@@ -188,6 +201,8 @@ class MemoryStore:
             self._keep(ask_id, record, warm=True)  # (_lookup left it warm)
         else:
             self._ended[ask_id] = _encode(record)
+            self._ended_from.pop(ask_id, None)
+            self._unshown_ended.setdefault(ask_id, set()).add(index)  # (posted after its end)
         return record
 
     async def answer(
@@ -408,7 +423,10 @@ class MemoryStore:
         return True
 
     def _settle(self, record: AskRecord) -> None:
-        del self._records[record.id]
+        was = self._records.pop(record.id)
+        unchanged = self._pristine.pop(record.id, None)
+        if unchanged is not None and isinstance(was, AskRecord):
+            self._ended_from[record.id] = (unchanged, was)
         # Encoded later, off the click that ended it (the next create, or a batch of them).
         self._ended[record.id] = record
         self._unencoded.append(record.id)
@@ -424,6 +442,11 @@ class MemoryStore:
         self._finished.append((time.monotonic() + self._retention, record.id))
         ended = record.finished_at.timestamp() if record.finished_at else time.time()
         self._unsettle(record.id, ended)
+        shown = self._shown.pop(record.id, set())
+        if shown is not None:
+            unshown = {i for i, m in enumerate(record.messages) if m is not None} - shown
+            if unshown:
+                self._unshown_ended[record.id] = unshown
         self.finished_bytes += self._sizes.get(record.id, 0)
         held = self._waiters.pop(record.id, ())
         for future in held if isinstance(held, list | tuple) else (held,):
@@ -436,8 +459,9 @@ class MemoryStore:
     def _encode_ended(self) -> None:
         for ask_id in self._unencoded:
             kept = self._ended.get(ask_id)
+            origin = self._ended_from.pop(ask_id, None)
             if isinstance(kept, AskRecord):
-                self._ended[ask_id] = _encode(kept)
+                self._ended[ask_id] = _encode(kept) if origin is None else _changed(kept, *origin)
         self._unencoded.clear()
 
     def _forget_expired(self) -> None:
@@ -453,6 +477,8 @@ class MemoryStore:
             self._votes.pop(ask_id, None)
             self._reminders_sent.pop(ask_id, None)
             self._shown.pop(ask_id, None)
+            self._unshown_ended.pop(ask_id, None)
+            self._ended_from.pop(ask_id, None)
             self._unsettled.pop(ask_id, None)
 
     # Idempotency keys (``relay.store.idempotency``).
@@ -617,32 +643,33 @@ class MemoryStore:
         self._unsettled[ask_id] = at
         heapq.heappush(self._unsettled_queue, (at, ask_id))
 
-    def _unshown(self, record: AskRecord) -> frozenset[int]:
-        shown = self._shown.get(record.id, set())
-        if shown is None:
-            return frozenset()
-        return frozenset(
-            i for i, m in enumerate(record.messages) if m is not None and i not in shown
-        )
-
     async def settled(self, *, ask_id: str, index: int | None = None) -> None:
         """Record that question ``index``'s message (``None``: every one) shows its end."""
-        record = self._lookup(ask_id)
-        if record is None:
-            self._unsettled.pop(ask_id, None)
+        if ask_id in self._records:  # pending: remembered for when it ends
+            shown = self._shown.setdefault(ask_id, set())
+            if index is None:
+                self._shown[ask_id] = None
+            elif shown is not None:
+                shown.add(index)
             return
-        shown = self._shown.setdefault(ask_id, set())
-        if index is None:
-            self._shown[ask_id] = None
-        elif shown is not None:
-            shown.add(index)
-        if not record.pending and not self._unshown(record):
+        unshown = self._unshown_ended.get(ask_id)  # (ended: nothing to decode)
+        if unshown is not None and index is not None:
+            unshown.discard(index)
+        if not unshown or index is None:
+            self._unshown_ended.pop(ask_id, None)
             self._unsettled.pop(ask_id, None)
 
     async def unsettled(self, *, ask_id: str) -> frozenset[int]:
         """The posted questions not yet settled."""
-        record = self._lookup(ask_id)
-        return frozenset() if record is None else self._unshown(record)
+        if ask_id not in self._records:
+            return frozenset(self._unshown_ended.get(ask_id, ()))
+        record = self._pending_record(ask_id)
+        shown = self._shown.get(ask_id, set())
+        if record is None or shown is None:
+            return frozenset()
+        return frozenset(
+            i for i, m in enumerate(record.messages) if m is not None and i not in shown
+        )
 
     async def claim_unsettled(
         self, *, now: float, grace: float, lease: float, limit: int = 100
@@ -754,9 +781,36 @@ class _RecordPickler(pickle.Pickler):
     }
 
 
+_RECORD_NAMES = _FIELDS[AskRecord]
+_record_fields = operator.attrgetter(*_RECORD_NAMES)
+
+
+def _changed(record: AskRecord, unchanged: bytes, was: AskRecord) -> bytes | AskRecord:
+    """An ended ``record`` encoded as the bytes of the pending ask it ended from (``was``,
+    decoded from ``unchanged``) and the fields it changed: most of an ask (its questions)
+    never changes, so its end pickles only its outcome (~5 µs, against ~25 for the whole)."""
+    changes = tuple(
+        (name, now)
+        for name, then, now in zip(
+            _RECORD_NAMES, _record_fields(was), _record_fields(record), strict=True
+        )
+        if then is not now
+    )
+    try:
+        out = io.BytesIO()
+        _RecordPickler(out, pickle.HIGHEST_PROTOCOL).dump((unchanged, changes))
+        return out.getvalue()
+    except Exception:  # (meta again)
+        return _encode(record)
+
+
 def _decode(kept: bytes | AskRecord) -> AskRecord:
     if isinstance(kept, bytes):
-        record: AskRecord = pickle.loads(kept)  # noqa: S301 - bytes this store wrote itself
+        loaded = pickle.loads(kept)  # noqa: S301 - bytes this store wrote itself
+        if isinstance(loaded, tuple):  # (_changed)
+            unchanged, changes = loaded
+            return replace(_decode(unchanged), **dict(changes))
+        record: AskRecord = loaded
         return record
     return kept
 
