@@ -469,3 +469,22 @@ def test_the_inputs_bound_holds_for_the_longest_labels_and_descriptions() -> Non
             )
             inputs = block_text_length(input_blocks(question, ASK, 0, True))
             assert inputs <= render._inputs_bound(count), (count, multi, inputs)
+
+
+def test_block_text_length_counts_every_text_string_at_any_depth_in_any_mapping_or_list() -> None:
+    # The count takes a quick path for plain dicts, lists and strings; subclasses of them
+    # (a caller's own blocks) count the same, and nothing but ``text`` strings counts.
+    from collections import OrderedDict, UserString
+
+    class Text(str):
+        pass
+
+    blocks = [
+        {"type": "header", "text": {"type": "plain_text", "text": "abc"}},
+        OrderedDict(type="section", text={"type": "mrkdwn", "text": Text("defg")}),
+        {"type": "actions", "elements": [{"text": {"text": "hi"}, "value": "not counted"}]},
+        {"type": "context", "elements": type("L", (list,), {})([{"text": "12345"}])},
+        {"type": "section", "text": UserString("not a str"), "fields": [{"text": "x"}]},
+    ]
+    assert block_text_length(blocks) == 3 + 4 + 2 + 5 + 1
+    assert block_text_length([]) == 0
