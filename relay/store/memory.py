@@ -788,7 +788,7 @@ _record_fields = operator.attrgetter(*_RECORD_NAMES)
 def _changed(record: AskRecord, unchanged: bytes, was: AskRecord) -> bytes | AskRecord:
     """An ended ``record`` encoded as the bytes of the pending ask it ended from (``was``,
     decoded from ``unchanged``) and the fields it changed: most of an ask (its questions)
-    never changes, so its end pickles only its outcome (~5 µs, against ~25 for the whole)."""
+    never changes, so its end pickles only its outcome (~11 µs in a hot loop, against ~18)."""
     changes = tuple(
         (name, now)
         for name, then, now in zip(
