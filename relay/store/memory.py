@@ -442,7 +442,7 @@ class MemoryStore:
         self._finished.append((time.monotonic() + self._retention, record.id))
         ended = record.finished_at.timestamp() if record.finished_at else time.time()
         self._unsettle(record.id, ended)
-        shown = self._shown.pop(record.id, set())
+        shown = self._shown.pop(record.id, _NONE)
         if shown is not None:
             unshown = {i for i, m in enumerate(record.messages) if m is not None} - shown
             if unshown:
@@ -661,11 +661,11 @@ class MemoryStore:
 
     async def unsettled(self, *, ask_id: str) -> frozenset[int]:
         """The posted questions not yet settled."""
-        if ask_id not in self._records:
-            return frozenset(self._unshown_ended.get(ask_id, ()))
         record = self._pending_record(ask_id)
-        shown = self._shown.get(ask_id, set())
-        if record is None or shown is None:
+        if record is None:  # ended (or unknown): nothing to decode
+            return frozenset(self._unshown_ended.get(ask_id, ()))
+        shown = self._shown.get(ask_id, _NONE)
+        if shown is None:
             return frozenset()
         return frozenset(
             i for i, m in enumerate(record.messages) if m is not None and i not in shown
@@ -695,6 +695,7 @@ class MemoryStore:
 
 
 _Future = asyncio.Future[AskRecord | None]
+_NONE: frozenset[int] = frozenset()  # (no message settled yet: nothing built per click)
 
 
 @dataclass(slots=True)
