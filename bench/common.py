@@ -146,6 +146,27 @@ def bare_bolt_app(client: AsyncWebClient, *, secret: str = SECRET) -> AsyncApp:
     return app
 
 
+def bolt_bot_app(client: AsyncWebClient, *, secret: str = SECRET) -> AsyncApp:
+    """Bare Bolt as a hand-written approval bot: the fastest configuration again, and the
+    listener acks and then shows the answer in the clicked message (one ``chat.update``
+    through slack-sdk), the work the relay does per click besides waking its agent."""
+    app = AsyncApp(client=client, signing_secret=secret, process_before_response=True)
+
+    @app.action(re.compile(r"^relay\."))
+    async def ack_and_update(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        container, user = body["container"], body["user"]["id"]
+        text = f":white_check_mark: Answered by <@{user}>"
+        await client.chat_update(
+            channel=container["channel_id"],
+            ts=container["message_ts"],
+            text=text,
+            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+        )
+
+    return app
+
+
 class WebApiStub:
     """A Slack Web API that answers every call ``{"ok": true}`` at once and counts them.
 

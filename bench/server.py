@@ -1,9 +1,10 @@
 """The server under test in a process of its own, driven by its parent over stdin/stdout.
 
-``python -m bench.server relay|bolt|floor|bare --slack-url URL [--cpu N] [--redis-url URL]
-[--channels K]`` serves a ``SlackProvider``'s aiohttp app (on a ``RedisStore`` with
-``--redis-url``, else the in-memory store; its asks to one channel, or spread over K routed
-by the question's number, as K agents' would be; or bare Bolt, or the floor, or the bare
+``python -m bench.server relay|bolt|bolt_bot|floor|bare --slack-url URL [--cpu N]
+[--redis-url URL] [--channels K]`` serves a ``SlackProvider``'s aiohttp app (on a
+``RedisStore`` with ``--redis-url``, else the in-memory store; its asks to one channel, or
+spread over K routed by the question's number, as K agents' would be; or bare Bolt, or bare
+Bolt updating the clicked message (``bench.common.bolt_bot_app``), or the floor, or the bare
 program of ``bench.bare_program``: agents awaiting futures, no relay) on a free loopback
 port, prints ``{"port": …}`` and then answers one JSON line per command line read:
 
@@ -20,6 +21,11 @@ port, prints ``{"port": …}`` and then answers one JSON line per command line r
 - ``slack_url URL``: send further Web API calls to URL;
 - ``trace_requests N``: bytes tracemalloc sees for building N requests alone;
 - ``trace_ask N``: like ``ask N`` with tracemalloc on: bytes still held per ask, by file;
+- ``count_calls on|off [FILE]``: count every function call (``cProfile``) from ``on`` to
+  ``off``; ``off`` answers the total, the calls of functions written in Python (C builtins
+  left out), the loop's callbacks (``Handle._run``) and the most called functions, and
+  writes the profile's stats to FILE if given. Counts are exact where this VM's timings
+  move by 2x between rounds: they show what a change adds or removes per click;
 - ``quit``.
 
 Keeping the fake Slack and the load generator in another process keeps their CPU time and
@@ -30,9 +36,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import json
 import os
+import pstats
 import resource
 import sys
 import time
@@ -48,6 +56,7 @@ from bench.common import (
     CHANNEL,
     SECRET,
     bare_bolt_app,
+    bolt_bot_app,
     floor_app,
     pin_to_cpu,
     request,
@@ -216,6 +225,8 @@ async def run(
         app = bare_program_app(waiting)
     elif kind == "bolt":
         app = bare_bolt_app(client).web_app(path="/slack/events")
+    elif kind == "bolt_bot":
+        app = bolt_bot_app(client).web_app(path="/slack/events")
     else:
         app = floor_app()
     runner, port = await serve(app)
@@ -280,6 +291,8 @@ async def obey(command: str, args: list[str], agents: Waiters | None) -> dict[st
         return {"gc_threshold": list(gc.get_threshold())}
     if command == "tracked":
         return {"objects": len(gc.get_objects()), "frozen": gc.get_freeze_count()}
+    if command == "count_calls":
+        return _count_calls(args)
     if command == "gc_reset":
         if COLLECTIONS is not None:
             COLLECTIONS.reset()
@@ -327,6 +340,37 @@ async def obey(command: str, args: list[str], agents: Waiters | None) -> dict[st
     raise SystemExit(f"unknown command {command!r}")
 
 
+_PROFILE: list[cProfile.Profile] = []
+
+
+def _count_calls(args: list[str]) -> dict[str, Any]:
+    if args[0] == "on":
+        if not _PROFILE:
+            _PROFILE.append(cProfile.Profile())
+            _PROFILE[0].enable()
+        return {"counting": True}
+    if not _PROFILE:
+        raise SystemExit("count_calls off without count_calls on")
+    profile = _PROFILE.pop()
+    profile.disable()
+    stats = pstats.Stats(profile)
+    if len(args) > 1:
+        stats.dump_stats(args[1])
+    calls: Counter[str] = Counter()  # functions written in Python (not C builtins)
+    callbacks = 0
+    for (filename, line, name), row in stats.stats.items():  # type: ignore[attr-defined]
+        if filename != "~":
+            calls[f"{_short(filename)}:{line}({name})"] += row[1]
+        if name == "_run" and filename.endswith("asyncio/events.py"):
+            callbacks += row[1]
+    return {
+        "calls": stats.total_calls,  # type: ignore[attr-defined]
+        "python_calls": sum(calls.values()),
+        "callbacks": callbacks,
+        "most_called": dict(calls.most_common(25)),
+    }
+
+
 def _short(filename: str) -> str:
     for marker in ("site-packages/", "/relay/", "/lib/python3"):
         if marker in filename:
@@ -347,7 +391,7 @@ def reply(data: dict[str, Any]) -> None:
 def main() -> None:
     """Parse the command line and serve."""
     parser = argparse.ArgumentParser(description="a server under test (see bench/server.py)")
-    parser.add_argument("kind", choices=["relay", "bolt", "floor", "bare"])
+    parser.add_argument("kind", choices=["relay", "bolt", "bolt_bot", "floor", "bare"])
     parser.add_argument("--slack-url", required=True)
     parser.add_argument("--cpu", type=int, default=None)
     parser.add_argument("--redis-url", default=None)

@@ -7,8 +7,11 @@ further asks are clicked; bare Bolt (``process_before_response=True``, a listene
 acks) and the floor get the very same signed bytes. The relay's rate counts until its last
 ``chat.update`` reached the Web API too, so work deferred past the ack is not free. During
 the rounds the Web API is a stub that answers at once (see ``WebApiStub``). Rounds rotate
-the order of the three; the verdict takes the median of the rounds' relay / bare Bolt ratios
+the order of the servers; the verdict takes the median of the rounds' relay / bare Bolt ratios
 (a shared VM's speed drifts between rounds, and moves two rounds run back to back alike).
+For reference, with no target, a fourth server is bare Bolt whose listener also updates the
+clicked message through slack-sdk (``bench.common.bolt_bot_app``): what a hand-written
+approval bot spends per click, for the same work the relay does besides waking its agent.
 
 Every server runs with the garbage-collector settings ``relay serve`` starts with
 (``relay.tuning.tune_gc``). Further rounds switch the relay and bare Bolt back to CPython's
@@ -21,10 +24,14 @@ and Redis's own CPU per click. ``--store memory`` or ``redis`` runs one relay on
 
 ``--compare DIR`` runs a second relay per store from another source tree (a checkout of an
 earlier commit), so that before and after are measured in the same rounds; ``--pending``,
-``--per-round`` and ``--rounds`` change the sizes.
+``--per-round`` and ``--rounds`` change the sizes. ``--count-calls`` ends with one more
+round per server with every Python function call counted (``count_calls`` of
+``bench.server``; the tree given to ``--compare`` needs that command too): Python calls and
+loop callbacks per click, exact where timings on a shared machine are not, and each
+server's profile in ``bench/results/calls_<server>.pstats``.
 
     .venv/bin/python -m bench.throughput [--smoke] [--store memory|redis|both]
-        [--compare DIR] [--pending N] [--per-round N] [--rounds N]
+        [--compare DIR] [--pending N] [--per-round N] [--rounds N] [--count-calls]
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.common import (
+    RESULTS,
     SECRET,
     Redis,
     WebApiStub,
@@ -69,6 +77,7 @@ class Sizes:
     rounds: int
     warmup: int  # clicks per target before the first round
     python_gc_rounds: int  # further rounds of relay and bare Bolt with CPython's GC settings
+    counted_rounds: int = 0  # a last round per server with its Python calls counted
 
 
 FULL = Sizes(pending=10_000, per_round=3_000, rounds=5, warmup=500, python_gc_rounds=2)
@@ -77,6 +86,7 @@ SMOKE = Sizes(pending=20, per_round=50, rounds=1, warmup=10, python_gc_rounds=1)
 
 RELAYS = {"memory": "relay", "redis": "relay_redis"}
 BEFORE = "_before"  # suffix of the relays run from --compare's tree
+BOT = "bolt_bot"  # bare Bolt that also updates the clicked message (a reference, no target)
 
 
 async def one_round(
@@ -85,21 +95,28 @@ async def one_round(
     bodies: list[bytes],
     *,
     relay: bool,
+    updates: bool = False,
     redis: Redis | None = None,
+    count_to: str | None = None,
 ) -> dict[str, Any]:
     """Send ``bodies`` to ``child`` as fast as it takes them; the rate and its CPU use (and
-    Redis's, when ``redis`` is the child's store)."""
+    Redis's, when ``redis`` is the child's store); a relay's round, or one with ``updates``,
+    lasts until each click's ``chat.update`` reached the stub. With ``count_to`` (a file for the
+    profile), the Python calls from the first click sent to the last update received too."""
     requests = [raw_request(child.port, body) for body in bodies]  # signed now, sent at once
     expected = api.calls.get("chat.update", 0) + len(bodies)
     await child.command("gc_reset")  # the longest pause below is this round's
     redis_before = redis.cpu_seconds() if redis is not None else 0.0
     before = await child.command("stats")
+    if count_to is not None:
+        await child.command("count_calls", "on")
     began = time.perf_counter()
     statuses = await send_all(child.port, requests, connections=CONNECTIONS)
     acked = time.perf_counter()
-    if relay:
+    if relay or updates:
         await api.wait_for("chat.update", expected, timeout=120)
     ended = time.perf_counter()
+    counted = await child.command("count_calls", "off", count_to) if count_to else None
     after = await child.command("stats")
     if statuses != {200: len(bodies)}:
         raise RuntimeError(f"unexpected responses: {statuses}")
@@ -118,6 +135,13 @@ async def one_round(
         "gc_threshold": after["gc_threshold"],
         "gc_longest_ms": [t * 1e3 for t in after["gc_longest"]],
     }
+    if counted is not None:
+        out["calls_per_click"] = counted["calls"] / len(bodies)
+        out["python_calls_per_click"] = counted["python_calls"] / len(bodies)
+        out["callbacks_per_click"] = counted["callbacks"] / len(bodies)
+        out["most_called_per_click"] = {
+            name: calls / len(bodies) for name, calls in counted["most_called"].items()
+        }
     if redis is not None:
         out["redis_cpu_us_per_click"] = (redis.cpu_seconds() - redis_before) / len(bodies) * 1e6
     if relay:
@@ -129,7 +153,7 @@ async def one_round(
 async def measure(sizes: Sizes, stores: list[str], compare: str | None = None) -> dict[str, Any]:
     """Fill the relays, then run alternating rounds; the figures."""
     pinned = pin_to_cpu(1)
-    batches = sizes.rounds + sizes.python_gc_rounds
+    batches = sizes.rounds + sizes.python_gc_rounds + sizes.counted_rounds
     clickable = sizes.warmup + batches * sizes.per_round
     redis = Redis(cpu=1) if "redis" in stores else None
     servers: dict[str, Child] = {}
@@ -137,6 +161,7 @@ async def measure(sizes: Sizes, stores: list[str], compare: str | None = None) -
         async with FakeSlack(signing_secret=SECRET) as slack:
             try:
                 servers["bolt"] = await Child.start("bolt", slack_url=slack.base_url, cpu=0)
+                servers[BOT] = await Child.start(BOT, slack_url=slack.base_url, cpu=0)
                 relays = [RELAYS[s] for s in stores]
                 if compare is not None:
                     relays += [RELAYS[s] + BEFORE for s in stores]
@@ -161,7 +186,7 @@ async def measure(sizes: Sizes, stores: list[str], compare: str | None = None) -
                         raise RuntimeError("expected one message per ask")
                     bodies[name] = [click_body(slack, m) for m in messages]
                 # bare Bolt and the floor get the first relay's bytes
-                bodies["bolt"] = bodies["floor"] = bodies[RELAYS[stores[0]]]
+                bodies["bolt"] = bodies[BOT] = bodies["floor"] = bodies[RELAYS[stores[0]]]
                 # From here on Web API calls go to a stub that answers at once (WebApiStub).
                 api = WebApiStub()
                 stub, stub_port = await serve(api.app)
@@ -175,13 +200,15 @@ async def measure(sizes: Sizes, stores: list[str], compare: str | None = None) -
                     at = sizes.warmup + k * sizes.per_round
                     return bodies[name][at : at + sizes.per_round]
 
-                async def run_round(name: str, k: int) -> dict[str, Any]:
+                async def run_round(name: str, k: int, count: bool = False) -> dict[str, Any]:
                     return await one_round(
                         api,
                         servers[name],
                         clicks_of(name, k),
                         relay=name.startswith("relay"),
+                        updates=name == BOT,
                         redis=redis if name.startswith("relay_redis") else None,
+                        count_to=str(RESULTS / f"calls_{name}.pstats") if count else None,
                     )
 
                 for name in servers:
@@ -199,6 +226,14 @@ async def measure(sizes: Sizes, stores: list[str], compare: str | None = None) -
                     order = gc_names if r % 2 == 0 else gc_names[::-1]
                     for name in order:
                         python_gc[name].append(await run_round(name, sizes.rounds + r))
+                counted: dict[str, dict[str, Any]] = {}
+                RESULTS.mkdir(exist_ok=True)
+                for name in python_gc:  # (counted with the settings the timed rounds had)
+                    await servers[name].command("gc_mode", "relay")
+                for r in range(sizes.counted_rounds):  # after the timed rounds: not in them
+                    for name in names:
+                        k = sizes.rounds + sizes.python_gc_rounds + r
+                        counted[name] = await run_round(name, k, count=True)
                 final = {name: await servers[name].command("stats") for name in relays}
                 await stub.cleanup()
             finally:
@@ -235,10 +270,13 @@ async def measure(sizes: Sizes, stores: list[str], compare: str | None = None) -
         "median_clicks_per_cpu_second": per_cpu,
         "python_gc_rounds": python_gc,
         "python_gc_median_clicks_per_second": median_of("clicks_per_second", python_gc),
+        "counted": counted,
     }
     for name in final:
         out[f"{name}_over_bolt_by_round"] = by_round(name, "bolt")
         out[f"{name}_over_bolt_per_cpu"] = per_cpu[name] / per_cpu["bolt"]
+        out[f"{name}_over_{BOT}_by_round"] = by_round(name, BOT)
+        out[f"{name}_over_{BOT}_per_cpu"] = per_cpu[name] / per_cpu[BOT]
     if "relay" in final and "relay_redis" in final:
         out["relay_redis_over_relay_by_round"] = by_round("relay_redis", "relay")
         out["relay_redis_over_relay_per_cpu"] = per_cpu["relay_redis"] / per_cpu["relay"]
@@ -260,6 +298,7 @@ def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
     """Print the tables; the targets and whether each is met."""
     labels = {
         "bolt": "bare Bolt",
+        BOT: "bare Bolt + chat.update",
         "relay": "relay (memory)",
         "relay_redis": "relay (Redis)",
         "relay_before": "relay (memory), --compare tree",
@@ -332,10 +371,44 @@ def report(result: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
                 verdict(None if smoke else ratio >= 0.85),
             ]
         )
+    if result["counted"]:
+        print_table(
+            "Function calls and loop callbacks per click (cProfile, one more round each)",
+            ["server", "clicks", "calls", "in Python", "loop callbacks", "most called Python"],
+            [
+                [
+                    labels[name],
+                    r["clicks"],
+                    r["calls_per_click"],
+                    r["python_calls_per_click"],
+                    r["callbacks_per_click"],
+                    ", ".join(
+                        f"{fn.rsplit('/', 1)[-1]} {n:.1f}"
+                        for fn, n in list(r["most_called_per_click"].items())[:4]
+                    ),
+                ]
+                for name, r in result["counted"].items()
+            ],
+        )
     print_table(
         "Targets (the median of the rounds' ratios, each round of the two run back to back)",
         ["target", "clicks/s", "of the base", "by round", "of medians", "per CPU-s", "verdict"],
         rows,
+    )
+    reference = []
+    for name in (
+        n for n in labels if n.startswith("relay") and f"{n}_over_{BOT}_by_round" in result
+    ):
+        ratio = result[f"{name}_over_{BOT}"] = statistics.median(
+            result[f"{name}_over_{BOT}_by_round"]
+        )
+        per_cpu = result[f"{name}_over_{BOT}_per_cpu"]
+        reference.append([labels[name], median[name], median[BOT], ratio, per_cpu])
+    print_table(
+        "For reference, no target: against bare Bolt that also updates the clicked message"
+        " (one chat.update through slack-sdk, as a hand-written approval bot does)",
+        ["server", "clicks/s", "Bolt + update", "by round", "per CPU-s"],
+        reference,
     )
     return {
         name: {"measured": v, "limit": lim, "met": None if smoke else v >= lim}
@@ -348,6 +421,9 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pending", type=int, default=None)
     parser.add_argument("--per-round", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument(
+        "--count-calls", action="store_true", help="count Python calls per click (cProfile)"
+    )
 
 
 def main() -> None:
@@ -357,6 +433,8 @@ def main() -> None:
     for option in ("pending", "per_round", "rounds"):
         if getattr(args, option):
             sizes = dataclasses.replace(sizes, **{option: getattr(args, option)})
+    if args.count_calls:
+        sizes = dataclasses.replace(sizes, counted_rounds=1)
     if (os.cpu_count() or 1) < 2:
         print("note: fewer than 2 CPUs; the load generator shares the server's CPU")
     result = asyncio.run(measure(sizes, stores_of(args), args.compare))

@@ -41,3 +41,27 @@ def test_benchmark_smoke_mode_runs(name: str) -> None:
     assert written["smoke"] is True
     assert written["targets"], "each benchmark reports its targets"
     assert all(t["met"] is None for t in written["targets"].values()), "smoke judges no speed"
+
+
+def test_the_throughput_benchmark_counts_each_servers_calls_per_click() -> None:
+    # --count-calls: one more round per server under cProfile, and the reference server
+    # (bare Bolt updating the message) must have made its updates, or the round times out.
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.throughput", "--smoke", "--store", "memory", "--count-calls"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    written = json.loads((ROOT / "bench" / "results" / "throughput_smoke.json").read_text())
+    counted = written["counted"]
+    assert set(counted) == {"bolt", "bolt_bot", "relay", "floor"}
+    for figures in counted.values():
+        assert figures["python_calls_per_click"] > 0
+        assert figures["calls_per_click"] >= figures["python_calls_per_click"]
+        assert figures["callbacks_per_click"] >= 1
+        assert figures["most_called_per_click"]
+    assert (ROOT / "bench" / "results" / "calls_relay.pstats").stat().st_size > 0
+    assert "bolt_bot" in written["rounds"]
