@@ -447,8 +447,75 @@ def test_the_quick_layout_is_the_measured_one(
 
     quick = layout(measured=False)
     assert quick == layout(measured=True)
+    asked = render._asked_by(agent, index, count, render._LAST_DEADLINE, question.default)
+    fixed = [*render._heading_blocks(question), *render.option_listing(question), asked]
+    # (the bound that lets a layout without detail count no text)
+    assert render._text_bound(question, agent) >= block_text_length(fixed)
     if isinstance(quick, render._Layout):  # (what render_outcome counts on to skip a walk)
-        assert quick.chars == block_text_length([*quick.heading, *quick.detail, *quick.listing])
+        kept = block_text_length([*quick.heading, *quick.detail, *quick.listing, asked])
+        assert kept + render.OUTCOME_LINE_CHARS <= render.MESSAGE_CHARS
+
+
+def test_the_text_bound_holds_for_text_that_escaping_lengthens_most() -> None:
+    from relay.slack import render
+
+    for header in (None, "&" * 150, "<" * 400):
+        question = AskUserQuestionItem(
+            id="q",
+            header=header,
+            question="&" * 3000,
+            options=tuple(
+                AskUserQuestionOption(label="&" * 200 + str(i), description="<" * 300)
+                for i in range(12)
+            ),
+            default="&" * 200 + "0",
+        )
+        agent = AgentRef("&" * 500)
+        for index, count in ((0, 1), (9998, 9999)):
+            asked = render._asked_by(agent, index, count, render._LAST_DEADLINE, question.default)
+            shown = [*render._heading_blocks(question), *render.option_listing(question), asked]
+            assert render._text_bound(question, agent) >= block_text_length(shown)
+
+
+def test_a_question_without_room_for_its_outcome_line_is_refused_by_either_path() -> None:
+    # ~9,800 characters of text once escaped: the inputs would fit beside it, the final
+    # "Answered by ..." line would not. The bound (~10,800) must not let it through.
+    from relay.slack import render
+
+    question = AskUserQuestionItem(
+        id="q",
+        header="x" * 150,
+        question="&" * 1200,
+        options=(
+            AskUserQuestionOption(label="Yes", description="&" * 350),
+            AskUserQuestionOption(label="No", description="&" * 350),
+        ),
+    )
+    assert render._text_bound(question, None) + 500 <= render.MESSAGE_CHARS  # (inputs: 500)
+    with pytest.raises(UserInteractionError) as refused:
+        render_question(question, ask_id=ASK, index=0)
+    assert refused.value.code == ErrorCode.BAD_REQUEST
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(question=questions(), custom=st.text(max_size=4000), count=st.integers(1, 3))
+def test_an_outcome_fits_one_message_without_counting_its_text(
+    question: AskUserQuestionItem, custom: str, count: int
+) -> None:
+    # render_outcome trusts the room its layout kept for the outcome line: whatever it sends
+    # must still be within Slack's limits, for the longest line an answer can have.
+    from relay.slack import render
+
+    item = AskUserQuestionAnswerItem(
+        id=question.id,
+        custom=custom,
+        answered_by=Responder("U0ALICE", None),
+        answered_at=datetime.now(UTC),
+    )
+    for outcome in ("answered", "timed_out"):
+        final = render_outcome(question, outcome=outcome, item=item, index=0, count=count)
+        assert len(final.blocks) <= render.MAX_BLOCKS
+        assert block_text_length(final.blocks) <= render.MESSAGE_CHARS
 
 
 def test_the_inputs_bound_holds_for_the_longest_labels_and_descriptions() -> None:

@@ -30,6 +30,9 @@ from relay.slack.render import (
 __all__ = ["Click", "ClickKind", "Notice", "decide", "parse_click"]
 
 _MAX_ID = 64
+# Payloads are JSON: dict first, so that isinstance never reaches the ABC (a Python-level
+# check, a dozen per click); other mappings still pass.
+_MAPPING = (dict, Mapping)
 
 
 class ClickKind(StrEnum):
@@ -104,15 +107,15 @@ def _index(value: object) -> int | None:
 
 
 def _option_index(option: object) -> int | None:
-    return _index(option.get("value")) if isinstance(option, Mapping) else None
+    return _index(option.get("value")) if isinstance(option, _MAPPING) else None
 
 
 def _state_of(payload: Mapping[str, Any], block: str, action: str) -> Mapping[str, Any] | None:
     state = payload.get("state")
-    values = state.get("values") if isinstance(state, Mapping) else None
-    entry = values.get(block) if isinstance(values, Mapping) else None
-    element = entry.get(action) if isinstance(entry, Mapping) else None
-    return element if isinstance(element, Mapping) else None
+    values = state.get("values") if isinstance(state, _MAPPING) else None
+    entry = values.get(block) if isinstance(values, _MAPPING) else None
+    element = entry.get(action) if isinstance(entry, _MAPPING) else None
+    return element if isinstance(element, _MAPPING) else None
 
 
 def _ticked(payload: Mapping[str, Any], ask_id: str, index: int) -> tuple[int, ...]:
@@ -135,15 +138,15 @@ def _typed(payload: Mapping[str, Any], ask_id: str, index: int) -> str | None:
 
 def parse_click(payload: object) -> Click | None:
     """The relay click in a ``block_actions`` payload, or ``None`` if it is not one of ours."""
-    if not isinstance(payload, Mapping) or payload.get("type") != "block_actions":
+    if not isinstance(payload, _MAPPING) or payload.get("type") != "block_actions":
         return None
     actions = payload.get("actions")
     user = payload.get("user")
-    if not isinstance(actions, list) or len(actions) != 1 or not isinstance(user, Mapping):
+    if not isinstance(actions, list) or len(actions) != 1 or not isinstance(user, _MAPPING):
         return None
     action = actions[0]
     user_id = _str(user.get("id"))
-    if not isinstance(action, Mapping) or not user_id:
+    if not isinstance(action, _MAPPING) or not user_id:
         return None
     action_id, block = _str(action.get("action_id")), _str(action.get("block_id"))
     route = _route(block) if block else None
@@ -173,7 +176,7 @@ def parse_click(payload: object) -> Click | None:
     if kind is ClickKind.OPTION and option is None:
         return None
     container = payload.get("container")
-    container = container if isinstance(container, Mapping) else {}
+    container = container if isinstance(container, _MAPPING) else {}
     team = payload.get("team")
     channel = payload.get("channel")
     enterprise = payload.get("enterprise")
@@ -184,10 +187,10 @@ def parse_click(payload: object) -> Click | None:
         user_id=user_id,
         user_name=_str(user.get("name")) or _str(user.get("username")),
         channel_id=_str(container.get("channel_id"))
-        or (_str(channel.get("id")) if isinstance(channel, Mapping) else None),
+        or (_str(channel.get("id")) if isinstance(channel, _MAPPING) else None),
         message_ts=_str(container.get("message_ts")),
         thread_ts=_str(container.get("thread_ts")),
-        team_id=(_str(team.get("id")) if isinstance(team, Mapping) else None)
+        team_id=(_str(team.get("id")) if isinstance(team, _MAPPING) else None)
         or _str(user.get("team_id")),
         api_app_id=_str(payload.get("api_app_id")),
         option=option,
@@ -196,7 +199,7 @@ def parse_click(payload: object) -> Click | None:
         response_url=_str(payload.get("response_url")),
         # As slack_bolt.request.internals.extract_enterprise_id: an object or a bare id.
         enterprise_id=_str(enterprise.get("id"))
-        if isinstance(enterprise, Mapping)
+        if isinstance(enterprise, _MAPPING)
         else _str(enterprise),
         is_enterprise_install=payload.get("is_enterprise_install") is True,
     )

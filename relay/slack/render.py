@@ -197,32 +197,53 @@ class _Layout:
     overflow: list[str]
     listing: list[dict[str, Any]]
     describe: bool  # option descriptions on menu entries (dropped when they do not fit)
-    chars: int  # the text of heading, detail and listing (``block_text_length``)
 
 
 def _layout(
     question: AskUserQuestionItem, agent: AgentRef | None, index: int, count: int
 ) -> _Layout:
     """Split the message's room the same way for the pending message and its final update,
-    so that the thread replies continue exactly where either leaves off."""
+    so that the thread replies continue exactly where either leaves off.
+
+    Whatever it lays out keeps ``OUTCOME_LINE_CHARS`` free beside the "Asked by" line, which
+    is what lets ``render_outcome`` skip counting its message's text."""
     heading, listing = _heading_blocks(question), option_listing(question)
+    options = len(question.options or ())
+    # Most questions fit with room to spare: upper bounds on the text decide it without
+    # building the inputs (which costs more than the rest of the render) or, when there is
+    # no detail to share the room with, counting any text at all. What fits within the
+    # bounds is laid out exactly as ``_measured_layout`` would lay it out.
+    if options <= MAX_OPTIONS:
+        reserve = max(_inputs_bound(options), OUTCOME_LINE_CHARS)
+        if question.quorum > 1:
+            reserve += TALLY_CHARS
+        if question.detail is None and _text_bound(question, agent) + reserve <= MESSAGE_CHARS:
+            return _Layout(heading, [], [], listing, True)
     asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
     shown = block_text_length([*heading, *listing])
     fixed = shown + block_text_length((asked,))
     if question.quorum > 1:
         fixed += TALLY_CHARS
-    # Most questions fit with room to spare: an upper bound on the inputs' text decides it
-    # without building them (which costs more than the rest of the render). What fits within
-    # the bound is laid out exactly as ``_measured_layout`` would lay it out.
-    if len(question.options or ()) <= MAX_OPTIONS:
-        inputs = _inputs_bound(len(question.options or ()))
-        room = MESSAGE_CHARS - fixed - max(inputs, OUTCOME_LINE_CHARS)
+    if options <= MAX_OPTIONS:
+        room = MESSAGE_CHARS - fixed - max(_inputs_bound(options), OUTCOME_LINE_CHARS)
         if room >= 0:
             detail, overflow = _detail_blocks(question, room)
             if not overflow:
-                chars = shown + block_text_length(detail)
-                return _Layout(heading, detail, overflow, listing, True, chars)
+                return _Layout(heading, detail, overflow, listing, True)
     return _measured_layout(question, index, count, heading, listing, fixed, shown)
+
+
+def _text_bound(question: AskUserQuestionItem, agent: AgentRef | None) -> int:
+    """At least the characters of text in the question's heading, its option listing and
+    the longest "Asked by" line it can have: escaping makes a character at most five
+    ("&" -> "&amp;"), and what the blocks add around the texts (emphasis, numbers, the
+    deadline's date token, "question 2 of 3") is well under 400, plus 20 an option."""
+    raw = len(question.header or "") + len(question.question) + len(question.default or "")
+    for option in question.options or ():
+        raw += len(option.label) + len(option.description or "")
+    if agent is not None:
+        raw += min(len(agent.display_name), 200)  # (escape_within: 200 at most, escaped)
+    return 5 * raw + 20 * len(question.options or ()) + 400
 
 
 def _inputs_bound(options: int) -> int:
@@ -246,8 +267,7 @@ def _measured_layout(
         room = MESSAGE_CHARS - fixed - max(inputs, OUTCOME_LINE_CHARS)
         if room >= 0:
             detail, overflow = _detail_blocks(question, room)
-            chars = shown + block_text_length(detail)
-            return _Layout(heading, detail, overflow, listing, describe, chars)
+            return _Layout(heading, detail, overflow, listing, describe)
     raise bad_request(
         f"question {question.id} needs {fixed + inputs} characters of Slack text for its"
         f" question and options (labels, descriptions), more than the {MESSAGE_CHARS} one"
@@ -364,13 +384,15 @@ def render_outcome(
     try:
         layout = _layout(question, agent, index, count)
         heading, detail, listing = layout.heading, layout.detail, layout.listing
-        chars = layout.chars + block_text_length(ending)  # (the layout measured the rest)
+        # The layout kept this much room beside a longer "Asked by" line than the ending's.
+        fits = len(line) <= OUTCOME_LINE_CHARS
     except UserInteractionError:  # no message could hold it (asked before these limits)
         heading, detail, listing = _heading_blocks(question), [], []
-        chars = block_text_length([*heading, *ending])
+        fits = False
     blocks = [*heading, *detail, *listing, *ending]
-    if len(blocks) > MAX_BLOCKS or chars > MESSAGE_CHARS:
-        blocks = [*heading, *detail, *ending]
+    if len(blocks) <= MAX_BLOCKS and (fits or block_text_length(blocks) <= MESSAGE_CHARS):
+        return RenderedQuestion(blocks=blocks, text=_fallback(question, f" — {summary}"))
+    blocks = [*heading, *detail, *ending]
     if len(blocks) > MAX_BLOCKS or block_text_length(blocks) > MESSAGE_CHARS:
         blocks = [*heading, *ending][:MAX_BLOCKS]
     return RenderedQuestion(blocks=blocks, text=_fallback(question, f" — {summary}"))

@@ -10,6 +10,7 @@ import math
 import operator
 import pickle
 import time
+import types
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -745,16 +746,29 @@ def _encode(record: AskRecord) -> bytes | AskRecord:
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+# Each field's slot descriptor's setter, by class: frozen, the class's own __setattr__
+# refuses, and object.__setattr__ looks the name up again on every call (twice as slow).
+_SETTERS: dict[type, tuple[Callable[[Any, Any], None], ...]] = {}
+
+
+def _setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    slot = getattr(cls, name, None)  # (a class's slot, or a base class's)
+    if not isinstance(slot, types.MemberDescriptorType):  # (caught at import)
+        raise TypeError(f"{cls.__name__}.{name} is not a slot: the pickler needs slots=True")
+    return slot.__set__
+
+
 def _rebuilt(cls: type, values: tuple[Any, ...]) -> Any:
     """(the load side of ``_by_fields``)"""
     kept: Any = object.__new__(cls)
-    for name, value in zip(_FIELDS[cls], values, strict=True):
-        object.__setattr__(kept, name, value)  # (frozen: the class's own __setattr__ refuses)
+    for set_field, value in zip(_SETTERS[cls], values, strict=True):
+        set_field(kept, value)
     return kept
 
 
 def _by_fields(cls: type) -> Callable[[Any], tuple[Any, ...]]:
     names = _FIELDS[cls] = tuple(field.name for field in dataclasses.fields(cls))
+    _SETTERS[cls] = tuple(_setter(cls, name) for name in names)
     if len(names) == 1:
         (name,) = names
         return lambda kept: (_rebuilt, (cls, (getattr(kept, name),)))
