@@ -208,22 +208,18 @@ def _layout(
     Whatever it lays out keeps ``OUTCOME_LINE_CHARS`` free beside the "Asked by" line, which
     is what lets ``render_outcome`` skip counting its message's text."""
     heading, listing = _heading_blocks(question), option_listing(question)
-    options = len(question.options or ())
+    options, tally = len(question.options or ()), TALLY_CHARS if question.quorum > 1 else 0
     # Most questions fit with room to spare: upper bounds on the text decide it without
     # building the inputs (which costs more than the rest of the render) or, when there is
     # no detail to share the room with, counting any text at all. What fits within the
     # bounds is laid out exactly as ``_measured_layout`` would lay it out.
     if options <= MAX_OPTIONS:
-        reserve = max(_inputs_bound(options), OUTCOME_LINE_CHARS)
-        if question.quorum > 1:
-            reserve += TALLY_CHARS
+        reserve = max(_inputs_bound(options), OUTCOME_LINE_CHARS) + tally
         if question.detail is None and _text_bound(question, agent) + reserve <= MESSAGE_CHARS:
             return _Layout(heading, [], [], listing, True)
     asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
     shown = block_text_length([*heading, *listing])
-    fixed = shown + block_text_length((asked,))
-    if question.quorum > 1:
-        fixed += TALLY_CHARS
+    fixed = shown + block_text_length((asked,)) + tally
     if options <= MAX_OPTIONS:
         room = MESSAGE_CHARS - fixed - max(_inputs_bound(options), OUTCOME_LINE_CHARS)
         if room >= 0:
@@ -234,10 +230,9 @@ def _layout(
 
 
 def _text_bound(question: AskUserQuestionItem, agent: AgentRef | None) -> int:
-    """At least the characters of text in the question's heading, its option listing and
-    the longest "Asked by" line it can have: escaping makes a character at most five
-    ("&" -> "&amp;"), and what the blocks add around the texts (emphasis, numbers, the
-    deadline's date token, "question 2 of 3") is well under 400, plus 20 an option."""
+    """At least the text in the question's heading, option listing and longest "Asked by"
+    line: escaping makes a character at most five ("&" -> "&amp;"), and what the blocks add
+    (emphasis, numbers, the date token, "question 2 of 3") is under 400, plus 20 an option."""
     raw = len(question.header or "") + len(question.question) + len(question.default or "")
     for option in question.options or ():
         raw += len(option.label) + len(option.description or "")
