@@ -218,15 +218,14 @@ def _layout(
         if question.detail is None and _text_bound(question, agent) + reserve <= MESSAGE_CHARS:
             return _Layout(heading, [], [], listing, True)
     asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
-    shown = block_text_length([*heading, *listing])
-    fixed = shown + block_text_length((asked,)) + tally
+    fixed = block_text_length([*heading, *listing, asked]) + tally
     if options <= MAX_OPTIONS:
         room = MESSAGE_CHARS - fixed - max(_inputs_bound(options), OUTCOME_LINE_CHARS)
         if room >= 0:
             detail, overflow = _detail_blocks(question, room)
             if not overflow:
                 return _Layout(heading, detail, overflow, listing, True)
-    return _measured_layout(question, index, count, heading, listing, fixed, shown)
+    return _measured_layout(question, index, count, heading, listing, fixed)
 
 
 def _text_bound(question: AskUserQuestionItem, agent: AgentRef | None) -> int:
@@ -255,7 +254,6 @@ def _measured_layout(
     heading: list[dict[str, Any]],
     listing: list[dict[str, Any]],
     fixed: int,
-    shown: int,
 ) -> _Layout:
     for describe in (True, False):  # menu descriptions repeat the listing: they go first
         inputs = block_text_length(input_blocks(question, "", index, count > 1, describe=describe))
