@@ -3,41 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import heapq
-import io
 import math
-import operator
-import pickle
 import time
-import types
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from relay.questions import (
-    AgentRef,
     AskUserQuestionAnswerItem,
-    AskUserQuestionIntent,
-    AskUserQuestionItem,
-    AskUserQuestionOption,
-    AskUserQuestionRequest,
-    Responder,
     Vote,
 )
 from relay.store.base import ClickClaim, PendingLimitReached
 from relay.store.idempotency import KeyClaim
 from relay.store.listing import Position
 from relay.store.outbox import ClaimedDelivery
+from relay.store.packed import pack, pack_end, unpack
 from relay.store.record import (
     AnswerResult,
     AskError,
     AskRecord,
     AskStatus,
     MessageRef,
-    Target,
     VoteResult,
     quorum_reached,
     vote_of,
@@ -53,15 +40,16 @@ class MemoryStore:
     under ``retention_bytes`` (the oldest finished go first; pending asks are never
     dropped). ``max_pending_per_owner`` bounds the asks one owner has pending at once.
 
-    Asks are kept encoded (one ``bytes`` object each, which the cycle collector does not
-    track), so that neither the hundreds of thousands a day's retention holds nor a hundred
-    thousand pending cost collector time; reading one back decodes it (~20-40 µs). A finished
+    Asks are kept packed (one ``bytes`` object each, which the cycle collector does not
+    track: ``relay.store.packed``), so that neither the hundreds of thousands a day's
+    retention holds nor a hundred thousand pending cost collector time; reading one back
+    unpacks it (~8-20 µs). A finished
     ask is encoded at the next create (or once a batch of 256 ends), so that the click that
     ends it does not pay for it. A pending ask stays an object while it is among the last
     4,096 pending asks created, changed or read (the one a click reads is the one it claims);
     the older ones are encoded once the loop has done what the touch was for (two turns on).
     One that was only read goes back to the bytes it came from, and one that ends from
-    there keeps them and adds the fields its end changed (``_changed``): an ask's questions
+    there keeps them and adds the fields its end changed (``pack_end``): an ask's questions
     are encoded once, not at every turn.
     """
 
@@ -77,10 +65,10 @@ class MemoryStore:
         self._records: dict[str, AskRecord | bytes] = {}  # pending; the coldest encoded
         self._warm: deque[str] = deque()  # pending asks held as objects, oldest first
         self._cooling = False  # an encoding pass is scheduled
-        self._ended: dict[str, bytes | AskRecord] = {}  # finished, encoded (see _encode)
+        self._ended: dict[str, bytes | AskRecord] = {}  # finished, packed (see relay.store.packed)
         self._unencoded: list[str] = []  # finished since the last create, not encoded yet
         # Warm pending asks unchanged since they were decoded: the bytes they came from, so
-        # that cooling one puts them back and its end encodes only what changed (_changed).
+        # that cooling one puts them back and its end packs only what changed (pack_end).
         self._pristine: dict[str, bytes] = {}
         self._ended_from: dict[str, tuple[bytes, AskRecord]] = {}  # unencoded: (bytes, was)
         # One waiter's future alone, several's in a list (most asks have one waiter or none).
@@ -122,14 +110,14 @@ class MemoryStore:
         if record is not None:
             return record
         ended = self._ended.get(ask_id)
-        return _decode(ended) if ended is not None else None
+        return unpack(ended) if ended is not None else None
 
     def _pending_record(self, ask_id: str) -> AskRecord | None:
         """The pending ask ``ask_id`` as an object (decoded, and kept so, if it was cold)."""
         kept = self._records.get(ask_id)
         if not isinstance(kept, bytes):
             return kept
-        record = _decode(kept)
+        record = unpack(kept)
         self._keep(ask_id, record, warm=False)
         self._pristine[ask_id] = kept
         return record
@@ -161,7 +149,7 @@ class MemoryStore:
             kept = records.get(ask_id)
             if isinstance(kept, AskRecord):
                 unchanged = pristine.pop(ask_id, None)
-                records[ask_id] = _encode(kept) if unchanged is None else unchanged
+                records[ask_id] = pack(kept) if unchanged is None else unchanged
 
     async def create(self, *, record: AskRecord) -> None:
         """Store a new pending ask."""
@@ -201,7 +189,7 @@ class MemoryStore:
         if record.pending:
             self._keep(ask_id, record, warm=True)  # (_lookup left it warm)
         else:
-            self._ended[ask_id] = _encode(record)
+            self._ended[ask_id] = pack(record)
             self._ended_from.pop(ask_id, None)
             self._unshown_ended.setdefault(ask_id, set()).add(index)  # (posted after its end)
         return record
@@ -316,7 +304,7 @@ class MemoryStore:
                 found.append(ask_id)
         if math.isinf(now) and len(found) < limit:
             # Asks with no deadline are due only "at infinity" (when everything is closed).
-            found.extend(i for i, kept in self._records.items() if _decode(kept).deadline is None)
+            found.extend(i for i, kept in self._records.items() if unpack(kept).deadline is None)
             del found[limit:]
         return found
 
@@ -462,7 +450,7 @@ class MemoryStore:
             kept = self._ended.get(ask_id)
             origin = self._ended_from.pop(ask_id, None)
             if isinstance(kept, AskRecord):
-                self._ended[ask_id] = _encode(kept) if origin is None else _changed(kept, *origin)
+                self._ended[ask_id] = pack(kept) if origin is None else pack_end(kept, *origin)
         self._unencoded.clear()
 
     def _forget_expired(self) -> None:
@@ -474,7 +462,7 @@ class MemoryStore:
         kept = self._ended.pop(ask_id, None)
         if kept is not None:
             self.finished_bytes -= self._sizes.pop(ask_id, 0)
-            self._unindex_owned(_decode(kept))
+            self._unindex_owned(unpack(kept))
             self._votes.pop(ask_id, None)
             self._reminders_sent.pop(ask_id, None)
             self._shown.pop(ask_id, None)
@@ -717,117 +705,13 @@ class _Key:
 
 
 # Pending asks held as objects at most: the last created, changed or read. Decoding one
-# takes ~20-40 µs (a click pays it), and a full collection walks ~12 objects per ask held
+# takes ~8-20 µs (a click pays it), and a full collection walks ~12 objects per ask held
 # (~2.5 µs): 4,096 keeps clicks on the asks of the last few thousand free of it and a full
 # pass within ~10 ms of what it takes with none pending.
 _WARM = 4_096
 
 # Finished asks left as objects at most (the collector walks them until they are encoded).
 _ENCODE_BATCH = 256
-
-
-def _encode(record: AskRecord) -> bytes | AskRecord:
-    """A record as one untracked ``bytes`` (a record whose ``meta`` holds something pickle
-    cannot take is kept as it is)."""
-    try:
-        out = io.BytesIO()
-        _RecordPickler(out, pickle.HIGHEST_PROTOCOL).dump(record)
-        return out.getvalue()
-    except Exception:  # meta is the caller's: keeping the object is correct too
-        return record
-
-
-# CPython pickles a frozen dataclass with slots through Python-level __getstate__ and
-# __setstate__ that look its fields up on every call: ~1.5 µs an object, a dozen objects a
-# record, paid two or three times per ask (a click on a cold ask decodes it, its end and its
-# cooling encode). This store's pickler writes such an object as its fields' values in
-# order, read by one attrgetter (in C), and set back by one plain function on load; what is
-# not in the table (meta's values, a class added later) is pickled as pickle does.
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-# Each field's slot descriptor's setter, by class: frozen, the class's own __setattr__
-# refuses, and object.__setattr__ looks the name up again on every call (twice as slow).
-_SETTERS: dict[type, tuple[Callable[[Any, Any], None], ...]] = {}
-
-
-def _setter(cls: type, name: str) -> Callable[[Any, Any], None]:
-    slot = getattr(cls, name, None)  # (a class's slot, or a base class's)
-    if not isinstance(slot, types.MemberDescriptorType):  # (caught at import)
-        raise TypeError(f"{cls.__name__}.{name} is not a slot: the pickler needs slots=True")
-    return slot.__set__
-
-
-def _rebuilt(cls: type, values: tuple[Any, ...]) -> Any:
-    """(the load side of ``_by_fields``)"""
-    kept: Any = object.__new__(cls)
-    for set_field, value in zip(_SETTERS[cls], values, strict=True):
-        set_field(kept, value)
-    return kept
-
-
-def _by_fields(cls: type) -> Callable[[Any], tuple[Any, ...]]:
-    names = _FIELDS[cls] = tuple(field.name for field in dataclasses.fields(cls))
-    _SETTERS[cls] = tuple(_setter(cls, name) for name in names)
-    if len(names) == 1:
-        (name,) = names
-        return lambda kept: (_rebuilt, (cls, (getattr(kept, name),)))
-    values = operator.attrgetter(*names)
-    return lambda kept: (_rebuilt, (cls, values(kept)))
-
-
-class _RecordPickler(pickle.Pickler):
-    dispatch_table = {  # noqa: RUF012 - (read by pickle, never changed)
-        cls: _by_fields(cls)
-        for cls in (
-            AskRecord,
-            AskUserQuestionRequest,
-            AskUserQuestionItem,
-            AskUserQuestionOption,
-            AskUserQuestionIntent,
-            AskUserQuestionAnswerItem,
-            AgentRef,
-            Responder,
-            Target,
-            MessageRef,
-            AskError,
-            Vote,
-        )
-    }
-
-
-_RECORD_NAMES = _FIELDS[AskRecord]
-_record_fields = operator.attrgetter(*_RECORD_NAMES)
-
-
-def _changed(record: AskRecord, unchanged: bytes, was: AskRecord) -> bytes | AskRecord:
-    """An ended ``record`` encoded as the bytes of the pending ask it ended from (``was``,
-    decoded from ``unchanged``) and the fields it changed: most of an ask (its questions)
-    never changes, so its end pickles only its outcome (~11 µs in a hot loop, against ~18)."""
-    changes = tuple(
-        (name, now)
-        for name, then, now in zip(
-            _RECORD_NAMES, _record_fields(was), _record_fields(record), strict=True
-        )
-        if then is not now
-    )
-    try:
-        out = io.BytesIO()
-        _RecordPickler(out, pickle.HIGHEST_PROTOCOL).dump((unchanged, changes))
-        return out.getvalue()
-    except Exception:  # (meta again)
-        return _encode(record)
-
-
-def _decode(kept: bytes | AskRecord) -> AskRecord:
-    if isinstance(kept, bytes):
-        loaded = pickle.loads(kept)  # noqa: S301 - bytes this store wrote itself
-        if isinstance(loaded, tuple):  # (_changed)
-            unchanged, changes = loaded
-            return replace(_decode(unchanged), **dict(changes))
-        record: AskRecord = loaded
-        return record
-    return kept
 
 
 def _size(record: AskRecord) -> int:
