@@ -1237,6 +1237,26 @@ async def test_the_memory_store_encodes_finished_asks_off_the_click_that_ends_th
     assert await store.get(ask_id=done.id) == result.record
 
 
+def test_a_records_copy_with_changes_is_what_dataclasses_replace_gives() -> None:
+    # AskRecord.with_ sets the slots itself (replace costs twice as much on every click):
+    # the copy equals replace's, field for field, the ones equality ignores too; a name that
+    # is no field is refused, and the class must not grow a __post_init__ with_ would skip.
+    import dataclasses
+
+    record = new_ask(questions=2, deadline=1e9)
+    changes = {"status": AskStatus.ANSWERED, "owner": "team", "meta": {"k": "v"}}
+    copy, expected = record.with_(**changes), dataclasses.replace(record, **changes)
+    assert [getattr(copy, f.name) for f in dataclasses.fields(AskRecord)] == [
+        getattr(expected, f.name) for f in dataclasses.fields(AskRecord)
+    ]
+    assert record.status is AskStatus.PENDING  # (the original is untouched)
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        record.with_(nope=1)
+    with pytest.raises(FrozenInstanceError):
+        copy.owner = "someone else"  # type: ignore[misc]
+    assert not hasattr(AskRecord, "__post_init__")
+
+
 def test_the_memory_stores_encoding_keeps_every_field_of_a_record() -> None:
     # Records are packed as their parts' class numbers and fields' values (relay.store.packed,
     # about half what pickle's own way with frozen dataclasses costs): every field of every

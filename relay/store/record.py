@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
+from operator import attrgetter
 from typing import Any, Literal
 
 from relay.errors import AbortReason, UserInteractionError
@@ -179,8 +181,28 @@ class AskRecord:
         return AskUserQuestionAnswer(answers=tuple(r for r in self.responses if r is not None))
 
     def with_(self, **changes: Any) -> AskRecord:
-        """A copy with ``changes`` applied."""
-        return replace(self, **changes)
+        """A copy with ``changes`` applied (a name that is no field raises ``TypeError``)."""
+        # Every click changes a record: dataclasses.replace walks the fields in Python and
+        # sets each through object.__setattr__, twice what the slots' own setters take.
+        # (Nothing is lost: the class has no __post_init__ to run; a test holds it to that.)
+        copy: AskRecord = _new(AskRecord)
+        for set_field, value in zip(_SETTERS, _record_values(self), strict=True):
+            set_field(copy, value)
+        for name, value in changes.items():
+            setter = _SETTER_OF.get(name)
+            if setter is None:
+                raise TypeError(f"AskRecord has no field {name!r}")
+            setter(copy, value)
+        return copy
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(AskRecord))
+_record_values = attrgetter(*_RECORD_FIELDS)
+_SETTER_OF: dict[str, Callable[[AskRecord, Any], None]] = {
+    name: getattr(AskRecord, name).__set__ for name in _RECORD_FIELDS
+}
+_SETTERS = tuple(_SETTER_OF.values())
+_new = object.__new__
 
 
 def item_to_json(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
