@@ -65,6 +65,24 @@ def test_ordinary_json_decodes_as_json_loads_does() -> None:
     assert loads(nested) == json.loads(nested)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"type": "block_actions", "user": {"id": "U1", "name": "Ada \u00e9"}}',
+        '{"state": {"values": {"b": {"a": {"value": "half \\ud83d"}}}}}',  # (orjson refuses)
+        '{"n": NaN, "big": 123456789012345678901234567890}',  # (orjson: refused, a float)
+        "[" * 900 + "]" * 900,
+    ],
+)
+def test_a_clicks_payload_reads_as_json_loads_reads_it(text: str) -> None:
+    # Clicks are read by orjson for speed, by json where orjson refuses: the same values.
+    from relay.slack.app import _payload_of
+
+    value = _payload_of(text)
+    assert json.dumps(value) == json.dumps(json.loads(text))  # (NaN == NaN fails)
+    assert type(value) is type(json.loads(text))
+
+
 # ---- the request rules ----------------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.slack.retries import default_retry_handlers as _default_retry_handlers
-from relay.slack.webapi import LeanCalls, ResponseUrlRefused
+from relay.slack.webapi import LeanCalls, ResponseUrlRefused, encode_json
 from relay.testing import FakeSlack
 from tests.redis_server import free_port
 
@@ -112,8 +112,8 @@ async def test_without_a_session_the_call_goes_through_slack_sdk() -> None:
 
 
 async def test_the_request_is_the_one_slack_sdk_sends() -> None:
-    """Headers (token, user agent, the client's own) and body match slack-sdk's, byte for
-    byte in the JSON, so that Slack cannot tell the two paths apart."""
+    """Headers (token, user agent, the client's own) and body match slack-sdk's, the JSON
+    the same values (written compact and in UTF-8), so that Slack cannot tell them apart."""
     seen: list[tuple[str, dict[str, str], Any]] = []
 
     async def record(request: web.Request) -> web.Response:
@@ -149,6 +149,25 @@ async def test_the_request_is_the_one_slack_sdk_sends() -> None:
 
 
 _COMPARED = ("Authorization", "Content-Type", "User-Agent", "X-Operator")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"text": "Approved ✓ by Zoë", "blocks": [{"type": "divider"}], "n": 3, "ok": True},
+        {"text": "half an emoji \ud83d"},  # (orjson refuses a lone surrogate: json writes it)
+        {"ts": "1.2", "big": 2**70},  # (past 64 bits: json)
+        {"metadata": {1: "a key that is no string"}},  # (json writes it as "1")
+    ],
+)
+def test_a_body_is_the_json_slack_sdk_would_send(fields: dict[str, Any]) -> None:
+    body = encode_json(fields)
+    assert json.loads(body) == json.loads(json.dumps(fields))
+
+
+def test_nan_in_a_body_is_null_which_is_json() -> None:
+    # json.dumps would write NaN, which is no JSON at all: Slack refuses the whole call.
+    assert json.loads(encode_json({"score": float("nan")})) == {"score": None}
 
 
 async def test_a_response_url_post_reaches_the_clicker_without_a_token() -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 import aiohttp
+import orjson
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
@@ -35,8 +36,15 @@ _MAX_ATTEMPTS = 100
 
 
 def encode_json(fields: dict[str, Any]) -> bytes:
-    """The JSON body slack-sdk would send for ``fields`` (``json.dumps``' defaults)."""
-    return json.dumps(fields).encode()
+    """``fields`` as a JSON body: by orjson (a tenth of what ``json.dumps`` takes on a
+    message's blocks), compact and in UTF-8, which the Web API reads as it reads slack-sdk's
+    ``json.dumps``; what orjson refuses (a lone surrogate, an integer past 64 bits, a key
+    that is no string) is encoded by ``json``, as slack-sdk would. NaN is written ``null``
+    (``json`` writes ``NaN``, which is no JSON: Slack would refuse the call)."""
+    try:
+        return orjson.dumps(fields)
+    except orjson.JSONEncodeError:
+        return json.dumps(fields).encode()
 
 
 class LeanCalls:

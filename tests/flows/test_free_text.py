@@ -51,3 +51,18 @@ async def test_clicking_an_option_with_text_typed_asks_to_send_or_clear_it() -> 
         await env.slack.type(message, "", user="U0ALICE")
         await env.slack.click(message, "prod", user="U0ALICE")
         assert (await result(task)).answers[0].selected == ("prod",)
+
+
+async def test_text_json_only_the_stdlib_reads_is_still_an_answer_and_shown() -> None:
+    # The click's payload is read by orjson and the update's body written by it, each with
+    # json for what orjson refuses: a lone surrogate (Slack's JSON may escape one) must
+    # reach the agent and the message as it does with json alone, never lose the click.
+    async with slack_env() as env:
+        task = env.ask(question())
+        message = await env.message()
+        await env.slack.type(message, "half an emoji \ud83d", user="U0ALICE")
+        await env.slack.press_enter(message, user="U0ALICE")
+        assert (await result(task)).answers[0].custom == "half an emoji \ud83d"
+        update = await env.slack.wait_for_call("chat.update")
+        texts = [b["text"]["text"] for b in update.args["blocks"] if b["type"] == "section"]
+        assert any("half an emoji \ud83d" in text for text in texts)
