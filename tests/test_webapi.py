@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -202,3 +203,33 @@ async def test_a_response_url_post_without_a_session_opens_its_own() -> None:
         ]
         await calls.respond(url, {"response_type": "ephemeral", "text": "hi"})
         assert [e.args["text"] for e in slack.ephemerals] == ["hi"]
+
+
+async def test_a_web_api_that_never_answers_times_out_at_the_sessions_total() -> None:
+    # The session's total timeout (the client's, on the session the provider lends) holds
+    # although aiohttp no longer arms it per request: relay.slack.deadlines does.
+    hung = asyncio.Event()
+
+    async def never(request: web.Request) -> web.Response:
+        await hung.wait()
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post("/api/{method}", never)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        client = AsyncWebClient(token=TOKEN, base_url=f"http://127.0.0.1:{port}/api/")
+        _default_retry_handlers(client)
+        timeout = aiohttp.ClientTimeout(total=0.5)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            client.session = session
+            began = time.monotonic()
+            with pytest.raises(TimeoutError):
+                await LeanCalls(client).call("chat.update", {"channel": "C1", "ts": "1"})
+            assert 0.5 <= time.monotonic() - began < 2.0
+    finally:
+        hung.set()
+        await runner.cleanup()

@@ -28,6 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from relay import safejson
+from relay.slack.deadlines import Deadlines
 
 __all__ = ["LeanCalls", "ResponseUrlRefused", "encode_json"]
 
@@ -55,6 +56,9 @@ class LeanCalls:
         self._urls: dict[tuple[str, str], str] = {}
         self._headers_for: tuple[object, ...] | None = None
         self._headers: dict[str, str] = {}
+        self._deadlines = Deadlines()
+        self._timeouts: tuple[aiohttp.ClientSession, float | None, aiohttp.ClientTimeout] | None
+        self._timeouts = None
 
     async def call(self, method: str, fields: dict[str, Any]) -> dict[str, Any]:
         """Call ``method`` with ``fields`` as its JSON body; the response data.
@@ -76,14 +80,20 @@ class LeanCalls:
         if client.ssl is not None:
             options["ssl"] = client.ssl
         payload = encode_json(body)
+        total, untimed = self._timeout_of(session)
         state = RetryState()
         retry_request: HttpRequest | None = None
         for _ in range(_MAX_ATTEMPTS):
             try:
-                async with session.post(url, data=payload, headers=headers, **options) as res:
-                    raw = await res.read()
-                    status, reply_headers = res.status, res.headers
-                    is_json = res.content_type == "application/json"
+                # The session's total timeout, kept by a timer shared with the other calls
+                # in flight (relay.slack.deadlines), not by one aiohttp arms per request.
+                with self._deadlines.within(total):
+                    async with session.post(
+                        url, data=payload, headers=headers, timeout=untimed, **options
+                    ) as res:
+                        raw = await res.read()
+                        status, reply_headers = res.status, res.headers
+                        is_json = res.content_type == "application/json"
             except Exception as exc:
                 retry_request = retry_request or _retry_request(url, headers, body)
                 if await self._retry(state, retry_request, None, exc):
@@ -154,6 +164,22 @@ class LeanCalls:
                 await _respond(own, response_url, payload, headers, options)
             return
         await _respond(session, response_url, payload, headers, options)
+
+    def _timeout_of(
+        self, session: aiohttp.ClientSession
+    ) -> tuple[float | None, aiohttp.ClientTimeout]:
+        """``session``'s total timeout, and its timeouts without it (found once a session)."""
+        held = self._timeouts
+        if held is None or held[0] is not session:
+            timeout = session.timeout
+            untimed = aiohttp.ClientTimeout(
+                connect=timeout.connect,
+                sock_read=timeout.sock_read,
+                sock_connect=timeout.sock_connect,
+                ceil_threshold=timeout.ceil_threshold,
+            )
+            held = self._timeouts = (session, timeout.total, untimed)
+        return held[1], held[2]
 
     def _url(self, method: str) -> str:
         key = (self.client.base_url, method)
