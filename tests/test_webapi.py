@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,6 +31,23 @@ async def lean(slack: FakeSlack, **options: Any) -> AsyncIterator[LeanCalls]:
     async with aiohttp.ClientSession() as session:
         client.session = session
         yield LeanCalls(client)
+
+
+@asynccontextmanager
+async def web_api(
+    answer: Callable[[web.Request], Awaitable[web.Response]],
+) -> AsyncIterator[str]:
+    """A Web API on a free port whose every method ``answer`` answers; its base URL."""
+    app = web.Application()
+    app.router.add_post("/api/{method}", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}/api/"
+    finally:
+        await runner.cleanup()
 
 
 async def posted(calls: LeanCalls) -> str:
@@ -122,16 +139,10 @@ async def test_the_request_is_the_one_slack_sdk_sends() -> None:
         seen.append((request.path, headers, json.loads(await request.read())))
         return web.json_response({"ok": True})
 
-    app = web.Application()
-    app.router.add_post("/api/{method}", record)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
+    async with web_api(record) as base_url:
         client = AsyncWebClient(
             token=TOKEN,
-            base_url=f"http://127.0.0.1:{port}/api/",
+            base_url=base_url,
             headers={"X-Operator": "ops"},
             user_agent_prefix="relay-test",
             team_id="T0TEAM",
@@ -141,8 +152,6 @@ async def test_the_request_is_the_one_slack_sdk_sends() -> None:
         async with aiohttp.ClientSession() as session:
             client.session = session
             await LeanCalls(client).call("chat.update", fields)
-    finally:
-        await runner.cleanup()
     assert len(seen) == 2
     assert seen[0] == seen[1]
     assert seen[1][1]["Authorization"] == f"Bearer {TOKEN}"
@@ -214,22 +223,16 @@ async def test_a_web_api_that_never_answers_times_out_at_the_sessions_total() ->
         await hung.wait()
         return web.json_response({"ok": True})
 
-    app = web.Application()
-    app.router.add_post("/api/{method}", never)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        client = AsyncWebClient(token=TOKEN, base_url=f"http://127.0.0.1:{port}/api/")
+    async with web_api(never) as base_url:
+        client = AsyncWebClient(token=TOKEN, base_url=base_url)
         _default_retry_handlers(client)
         timeout = aiohttp.ClientTimeout(total=0.5)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             client.session = session
             began = time.monotonic()
-            with pytest.raises(TimeoutError):
-                await LeanCalls(client).call("chat.update", {"channel": "C1", "ts": "1"})
-            assert 0.5 <= time.monotonic() - began < 2.0
-    finally:
-        hung.set()
-        await runner.cleanup()
+            try:
+                with pytest.raises(TimeoutError):
+                    await LeanCalls(client).call("chat.update", {"channel": "C1", "ts": "1"})
+                assert 0.5 <= time.monotonic() - began < 2.0
+            finally:
+                hung.set()  # (before the server stops: it waits for its handlers)
