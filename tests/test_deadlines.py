@@ -74,3 +74,22 @@ async def test_a_cancellation_from_elsewhere_stays_a_cancellation() -> None:
 def test_a_tick_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         Deadlines(tick=0)
+
+
+def test_one_deadlines_serves_a_loop_after_another() -> None:
+    # A provider can outlive an event loop (asyncio.run twice): a tick armed in the first
+    # loop whose timer never fired must not hold a call of the second, which would then
+    # never be cut. (Both calls land in one tick unless a second's boundary falls between.)
+    deadlines = Deadlines(tick=1.0)
+
+    async def left_early() -> None:
+        with deadlines.within(0.9):
+            await asyncio.sleep(0)
+
+    async def cut() -> None:
+        async with asyncio.timeout(5):  # (a call never cut would hang the test)
+            with pytest.raises(TimeoutError), deadlines.within(0.9):
+                await asyncio.Event().wait()
+
+    asyncio.run(left_early())  # (its loop closes before the tick's timer fires)
+    asyncio.run(cut())
