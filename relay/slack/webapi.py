@@ -32,6 +32,9 @@ from relay.slack.deadlines import Deadlines
 
 __all__ = ["LeanCalls", "ResponseUrlRefused", "encode_json"]
 
+# A session, its total timeout, and its other timeouts without the total (LeanCalls.call).
+_Timeouts = tuple[aiohttp.ClientSession, float | None, aiohttp.ClientTimeout]
+
 # As slack-sdk: stop a misbehaving retry handler from looping forever.
 _MAX_ATTEMPTS = 100
 
@@ -57,8 +60,7 @@ class LeanCalls:
         self._headers_for: tuple[object, ...] | None = None
         self._headers: dict[str, str] = {}
         self._deadlines = Deadlines()
-        self._timeouts: tuple[aiohttp.ClientSession, float | None, aiohttp.ClientTimeout] | None
-        self._timeouts = None
+        self._timeouts: _Timeouts | None = None
 
     async def call(self, method: str, fields: dict[str, Any]) -> dict[str, Any]:
         """Call ``method`` with ``fields`` as its JSON body; the response data.

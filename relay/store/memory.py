@@ -43,11 +43,11 @@ class MemoryStore:
     Asks are kept packed (one ``bytes`` object each, which the cycle collector does not
     track: ``relay.store.packed``), so that neither the hundreds of thousands a day's
     retention holds nor a hundred thousand pending cost collector time; reading one back
-    unpacks it (~8-20 µs). A finished
-    ask is encoded at the next create (or once a batch of 256 ends), so that the click that
-    ends it does not pay for it. A pending ask stays an object while it is among the last
-    4,096 pending asks created, changed or read (the one a click reads is the one it claims);
-    the older ones are encoded once the loop has done what the touch was for (two turns on).
+    unpacks it (~8-20 µs). A finished ask is packed at the next create (or once a batch of
+    256 ends), so that the click that ends it does not pay for it. A pending ask stays an
+    object while it is among the last 4,096 pending asks created, changed or read (the one a
+    click reads is the one it claims); the older ones are packed once the loop has done what
+    the touch was for (two turns on).
     One that was only read goes back to the bytes it came from, and one that ends from
     there keeps them and adds the fields its end changed (``pack_end``): an ask's questions
     are encoded once, not at every turn.

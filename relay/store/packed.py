@@ -24,7 +24,6 @@ import dataclasses
 import io
 import operator
 import pickle
-import types
 from collections.abc import Callable
 from datetime import UTC, datetime, timezone
 from typing import Any
@@ -39,7 +38,14 @@ from relay.questions import (
     Responder,
     Vote,
 )
-from relay.store.record import AskError, AskRecord, AskStatus, MessageRef, Target
+from relay.store.record import (
+    AskError,
+    AskRecord,
+    AskStatus,
+    MessageRef,
+    Target,
+    slot_setters,
+)
 
 __all__ = ["pack", "pack_end", "unpack"]
 
@@ -62,19 +68,9 @@ _CLASSES: tuple[type, ...] = (
 _UTC, _STATUS, _DATETIME = -1, -2, -3
 
 
-def _setter(cls: type, name: str) -> Callable[[Any, Any], None]:
-    # Frozen: the class's own __setattr__ refuses, and object.__setattr__ looks the name up
-    # again on every call (twice as slow as the slot's setter).
-    slot = getattr(cls, name, None)  # (a class's slot, or a base class's)
-    if not isinstance(slot, types.MemberDescriptorType):  # (caught at import)
-        raise TypeError(f"{cls.__name__}.{name} is not a slot: packing needs slots=True")
-    return slot.__set__
-
-
-_NAMES = tuple(tuple(f.name for f in dataclasses.fields(cls)) for cls in _CLASSES)
-_SETTERS = tuple(
-    tuple(_setter(cls, name) for name in names) for cls, names in zip(_CLASSES, _NAMES, strict=True)
-)
+_SETTER_OF = tuple(slot_setters(cls) for cls in _CLASSES)
+_NAMES = tuple(tuple(setters) for setters in _SETTER_OF)
+_SETTERS = tuple(tuple(setters.values()) for setters in _SETTER_OF)
 _new = object.__new__
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from operator import attrgetter
+from types import MemberDescriptorType
 from typing import Any, Literal
 
 from relay.errors import AbortReason, UserInteractionError
@@ -196,12 +197,22 @@ class AskRecord:
         return copy
 
 
-_RECORD_FIELDS = tuple(f.name for f in fields(AskRecord))
-_record_values = attrgetter(*_RECORD_FIELDS)
-_SETTER_OF: dict[str, Callable[[AskRecord, Any], None]] = {
-    name: getattr(AskRecord, name).__set__ for name in _RECORD_FIELDS
-}
+def slot_setters(cls: type) -> dict[str, Callable[[Any, Any], None]]:
+    """Each field of slotted dataclass ``cls`` and its slot's own setter, in field order:
+    the way to fill a frozen one (its ``__setattr__`` refuses, and ``object.__setattr__``
+    looks the name up again on every call, twice as slow)."""
+    setters: dict[str, Callable[[Any, Any], None]] = {}
+    for f in fields(cls):
+        slot = getattr(cls, f.name, None)  # (a class's slot, or a base class's)
+        if not isinstance(slot, MemberDescriptorType):  # (caught at import)
+            raise TypeError(f"{cls.__name__}.{f.name} is not a slot: it needs slots=True")
+        setters[f.name] = slot.__set__
+    return setters
+
+
+_SETTER_OF = slot_setters(AskRecord)
 _SETTERS = tuple(_SETTER_OF.values())
+_record_values = attrgetter(*_SETTER_OF)
 _new = object.__new__
 
 
