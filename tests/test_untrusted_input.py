@@ -66,6 +66,39 @@ def test_ordinary_json_decodes_as_json_loads_does() -> None:
 
 
 @pytest.mark.parametrize(
+    "data",
+    [
+        '{"a": [1, 2.5, "\u00e9"]}',
+        '\ufeff{"a": 1}',  # a str with a byte-order mark: refused
+        '{"a": 1}'.encode("utf-8-sig"),  # bytes with one: read
+        '{"a": "\u00e9"}'.encode("utf-16"),
+        '{"a": "\u00e9"}'.encode("utf-32-le"),
+        bytearray(b'{"a": [true, null]}'),
+        b'"\\ud800"',  # an escaped lone surrogate: read
+        b'{"a": "\xed\xa0\x80"}',  # an encoded one: read too (json.loads passes it)
+        b'{"a": 1',
+    ],
+)
+def test_the_decoder_reads_what_json_loads_reads_and_refuses_the_rest(
+    data: str | bytes | bytearray,
+) -> None:
+    # loads keeps one decoder (json.loads given hooks builds one a call): same text read.
+    try:
+        expected: object = json.loads(data)
+        refusal = None
+    except ValueError as exc:
+        refusal = str(exc)
+    if refusal is None:
+        assert loads(data) == expected
+    else:
+        with pytest.raises(UnreadableJSON) as caught:
+            loads(data)
+        assert str(caught.value).split(" at line")[0] in refusal
+    with pytest.raises(TypeError, match="not int"):
+        loads(7)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
     "text",
     [
         '{"type": "block_actions", "user": {"id": "U1", "name": "Ada \u00e9"}}',
@@ -206,12 +239,21 @@ async def test_a_hostile_relay_reply_is_a_provider_failure_not_a_crash(reply: st
     assert "could not be read" in str(caught.value)
 
 
-async def test_a_hostile_web_api_reply_is_a_refusal_not_a_recursion_error() -> None:
-    async with replying(DEEP.encode) as url, aiohttp.ClientSession() as session:
+@pytest.mark.parametrize(
+    "reply", [DEEP, '{"ok": NaN}', '{"ok": true, "n": 1e400}', '{"ok": true, "e": "\\udc00"}']
+)
+async def test_a_hostile_web_api_reply_is_a_refusal_not_a_recursion_error(reply: str) -> None:
+    # orjson reads replies, safejson what it refuses: deep, NaN, infinite; a lone surrogate
+    # is read (json reads it), so that reply is a success.
+    async with replying(reply.encode) as url, aiohttp.ClientSession() as session:
         client = AsyncWebClient(token="xoxb-test", base_url=f"{url}/api/")
         client.session = session
+        call = LeanCalls(client).call("chat.update", {"channel": "C1", "ts": "1.2"})
+        if "udc00" in reply:
+            assert (await call)["e"] == "\udc00"
+            return
         with pytest.raises(SlackApiError):
-            await LeanCalls(client).call("chat.update", {"channel": "C1", "ts": "1.2"})
+            await call
 
 
 @pytest.mark.parametrize(
