@@ -176,8 +176,12 @@ async def test_a_click_on_redis_is_one_script_and_nothing_else(redis_url: str) -
         outside.pop("zrangebyscore", None)
         outside.pop("info", None)
         assert outside == {"evalsha": 1}
-        assert calls["hgetall"] == 1  # the script's reply: nothing read before or after it
-        assert calls["hget"] <= 4  # the script's: questions, message, status, owner
+        # The script reads the ask once (HGETALL), checks that copy and writes once: every
+        # command inside it costs Redis more when its caches are cold (BENCHMARKS.md).
+        assert calls["hgetall"] == 1
+        assert calls["hset"] == 1
+        assert calls.get("hget", 0) <= 1  # (the owner's, shared with the other end scripts)
+        assert not {"exists", "hsetnx", "hexists"} & calls.keys()
     finally:
         await admin.aclose()
 
