@@ -470,35 +470,50 @@ return 1
 """
 
 
-async def redis_floor(url: str, samples: int) -> dict[str, Any]:
+class RedisFloor:
     """The floor under a Redis-mode click: one ``EVALSHA`` round trip plus one pub/sub hop,
-    with redis-py on the same Redis. Each sample runs a script that sets a hash field and
-    publishes an id, and ends when a subscriber on another connection has it; the round
-    trip alone is timed too."""
-    import redis.asyncio as aioredis
+    with redis-py on the same Redis. Each ``sample`` runs a script that sets a hash field
+    and publishes an id, and ends when a subscriber on another connection has it; the round
+    trip alone is timed too. Use it as an async context manager."""
 
-    client = aioredis.Redis.from_url(url)
-    pubsub = client.pubsub()
-    try:
-        await pubsub.subscribe("bench:floor")
-        while (await pubsub.get_message(timeout=1.0)) is None:
+    def __init__(self, url: str) -> None:
+        import redis.asyncio as aioredis
+
+        self._client = aioredis.Redis.from_url(url)
+        self._pubsub = self._client.pubsub()
+        self._script = self._client.register_script(_FLOOR_SCRIPT)
+        self._count = 0
+
+    async def __aenter__(self) -> RedisFloor:
+        await self._pubsub.subscribe("bench:floor")
+        while (await self._pubsub.get_message(timeout=1.0)) is None:
             pass  # the subscribe confirmation
-        script = client.register_script(_FLOOR_SCRIPT)
-        await script(keys=["bench:floor:ask", "bench:floor"], args=["warm", "x"])
-        await pubsub.get_message(timeout=1.0)
-        hop: list[float] = []
-        trip: list[float] = []
-        for k in range(samples):
-            sent = time.perf_counter()
-            await script(keys=["bench:floor:ask", "bench:floor"], args=[str(k), "answered"])
-            returned = time.perf_counter()
-            message = await pubsub.get_message(timeout=5.0)
-            while message is None or message.get("type") != "message":
-                message = await pubsub.get_message(timeout=5.0)
-            received = time.perf_counter()
-            trip.append(returned - sent)
-            hop.append(received - sent)
-        return {"evalsha": latency_ms(trip), "evalsha_and_pubsub": latency_ms(hop)}
-    finally:
-        await pubsub.aclose()  # type: ignore[no-untyped-call]
-        await client.aclose()
+        await self.sample()  # (loads the script)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+        await self._client.aclose()
+
+    async def sample(self) -> tuple[float, float]:
+        """One script and its message: (round trip, round trip and pub/sub hop) in seconds."""
+        self._count += 1
+        sent = time.perf_counter()
+        await self._script(keys=["bench:floor:ask", "bench:floor"], args=[str(self._count), "x"])
+        returned = time.perf_counter()
+        message = await self._pubsub.get_message(timeout=5.0)
+        while message is None or message.get("type") != "message":
+            message = await self._pubsub.get_message(timeout=5.0)
+        return returned - sent, time.perf_counter() - sent
+
+
+async def redis_floor(url: str, samples: int) -> dict[str, Any]:
+    """``samples`` of ``RedisFloor``, back to back: its latencies."""
+    trip: list[float] = []
+    hop: list[float] = []
+    async with RedisFloor(url) as floor:
+        for _ in range(samples):
+            round_trip, with_hop = await floor.sample()
+            trip.append(round_trip)
+            hop.append(with_hop)
+    return {"evalsha": latency_ms(trip), "evalsha_and_pubsub": latency_ms(hop)}
