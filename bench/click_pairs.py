@@ -4,7 +4,7 @@
 on a shared virtual machine whose speed drifts by up to 2x within an hour, the ratio of the
 two p50s moved by more than the changes it was meant to judge. Here one process holds two
 relays (a ``SlackProvider`` on a ``MemoryStore`` and one on a ``RedisStore``, each behind its
-own aiohttp app and ``FakeSlack``, with N asks pending), and the rounds alternate between
+own aiohttp app and ``FakeSlack``, with N asks pending), and the rounds rotate between
 them, so both see the machine as it is at that moment. Each round is timed as in
 ``bench.click_latency``: from sending a signed click to the waiting ``ask()`` returning, the
 relay's background ``chat.update`` drained before the next round.

@@ -170,7 +170,7 @@ if KEYS[4] then redis.call('ZADD', KEYS[4], 'NX', {at}, {ask_id}) end
 # that copy, and the reply is that copy with the writes applied) and written once: every
 # command a script runs costs Redis several microseconds more when its caches are cold, as
 # they are for a click that comes between other work (13 -> 7 commands on a one-question
-# ask; see BENCHMARKS.md, tenth pass). Field order in the reply is Redis's own either way.
+# ask; see BENCHMARKS.md, tenth pass). The client reads the reply's fields by name.
 _ANSWER = (
     """
 local all = redis.call('HGETALL', KEYS[1])
