@@ -29,7 +29,7 @@ from relay.questions import MAX_QUESTIONS, validate_request
 from relay.safejson import MAX_DEPTH, JSONTooComplex, UnreadableJSON, loads
 from relay.slack.webapi import LeanCalls
 from relay.testing import FakeSlack
-from tests.redis_server import free_port
+from tests.served import served
 
 DEEP = "[" * 100_000 + "]" * 100_000
 HUGE_INT = '{"questions": [], "n": ' + "9" * 400 + "}"
@@ -212,14 +212,8 @@ async def replying(body: Callable[[], bytes], *, status: int = 200) -> AsyncIter
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with served(app) as url:
+        yield url
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from relay.slack.retries import default_retry_handlers as _default_retry_handler
 from relay.slack.webapi import LeanCalls, ResponseUrlRefused, encode_json
 from relay.testing import FakeSlack
 from tests.redis_server import free_port
+from tests.served import served
 
 TOKEN = "xoxb-1-webapi"
 
@@ -40,14 +41,8 @@ async def web_api(
     """A Web API on a free port whose every method ``answer`` answers; its base URL."""
     app = web.Application()
     app.router.add_post("/api/{method}", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        yield f"http://127.0.0.1:{port}/api/"
-    finally:
-        await runner.cleanup()
+    async with served(app) as url:
+        yield f"{url}/api/"
 
 
 async def posted(calls: LeanCalls) -> str:
