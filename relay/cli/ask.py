@@ -32,13 +32,9 @@ import os
 import signal
 import sys
 from dataclasses import replace
-from typing import Any
-
-from slack_sdk.web.async_client import AsyncWebClient
+from typing import TYPE_CHECKING, Any
 
 from relay.cli.common import USAGE, CommandError, Commands, parse_json, read_text
-from relay.client import RelayProvider
-from relay.config import TeamDefaults
 from relay.errors import ErrorCode, UserInteractionError
 from relay.questions import (
     AgentRef,
@@ -47,10 +43,14 @@ from relay.questions import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
 )
-from relay.server.api import read_slack_section as read_slack
-from relay.service import UserInteractionService
-from relay.slack import SlackProvider
 from relay.tool import js_json
+
+if TYPE_CHECKING:
+    from relay.client import RelayProvider
+    from relay.slack import SlackProvider
+
+# The clients and the API's checks (slack-sdk, aiohttp, the server) are imported where a
+# question is asked, not with the parser: every other ``relay`` command starts without them.
 
 __all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_NOT_APPROVED", "EXIT_TIMED_OUT", "add_ask"]
 
@@ -167,6 +167,8 @@ def add_ask(commands: Commands) -> None:
 
 def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str, Any]]:
     """The request, and the API's ``slack`` section (from ``--file``, then the flags)."""
+    from relay.server.api import read_slack_section as read_slack
+
     agent = AgentRef(id=args.agent)
     if args.file is not None:
         if args.question or args.option or args.default or args.approvals or args.veto:
@@ -205,6 +207,8 @@ def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str
 
 def _with_flags(slack: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """The ``slack`` section with the command line's routing flags laid over it."""
+    from relay.server.api import read_slack_section as read_slack
+
     flags: dict[str, Any] = {
         "channel": args.channel,
         "thread_ts": args.thread_ts,
@@ -226,6 +230,13 @@ def _with_flags(slack: dict[str, Any], args: argparse.Namespace) -> dict[str, An
 
 
 def _provider(args: argparse.Namespace, slack: dict[str, Any]) -> RelayProvider | SlackProvider:
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from relay.client import RelayProvider
+    from relay.config import TeamDefaults
+    from relay.server.api import read_slack_section as read_slack
+    from relay.slack import SlackProvider
+
     if args.relay_url:
         token = os.environ.get("RELAY_TOKEN", "")
         if not token:
@@ -255,6 +266,9 @@ def _provider(args: argparse.Namespace, slack: dict[str, Any]) -> RelayProvider 
 async def _ask(
     args: argparse.Namespace, request: AskUserQuestionRequest, slack: dict[str, Any]
 ) -> AskUserQuestionAnswer:
+    from relay.service import UserInteractionService
+    from relay.slack import SlackProvider
+
     provider = _provider(args, slack)
     service = UserInteractionService()
     service.register_provider(provider)

@@ -19,9 +19,6 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
-import aiohttp
-
-from relay.audit import CSV_COLUMNS, csv_rows
 from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands
 
 __all__ = ["add_audit", "parse_since"]
@@ -103,6 +100,8 @@ def _run_audit(args: argparse.Namespace) -> int:
 async def _export(
     url: str, token: str, params: list[tuple[str, str]], form: str, out: IO[str]
 ) -> int:
+    from relay.audit import CSV_COLUMNS, csv_rows  # (loads the ask lifecycle: here only)
+
     writer = csv.writer(out) if form == "csv" else None
     if writer is not None:
         writer.writerow(CSV_COLUMNS)
@@ -119,6 +118,8 @@ async def _export(
 async def _pages(
     url: str, token: str, params: list[tuple[str, str]]
 ) -> AsyncIterator[dict[str, Any]]:
+    import aiohttp  # (here, not with the parser: other commands start without it)
+
     cursor: str | None = None
     headers = {"Authorization": f"Bearer {token}"}
     timeout = aiohttp.ClientTimeout(total=60)

@@ -5,6 +5,10 @@ Slack directly (``SLACK_BOT_TOKEN`` and ``SLACK_APP_TOKEN``, over Socket Mode).
 The same rules and one-line errors as ``relay ask``. Grants: through a hosted relay they
 are the relay's (shared by every process using the token); asking Slack directly they live
 in this process's memory only.
+
+The clients (slack-sdk, aiohttp, the relay's own) are imported by ``open_backend``, when a
+command has something to ask: a hook decided by its rules alone never loads them (see
+``relay.cli``).
 """
 
 from __future__ import annotations
@@ -13,19 +17,14 @@ import argparse
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
-
-from slack_sdk.web.async_client import AsyncWebClient
+from typing import TYPE_CHECKING, Literal
 
 from relay.cli.common import USAGE, CommandError
-from relay.client import RelayProvider
-from relay.config import TeamDefaults
-from relay.gate.local import Approver, slack_approver
-from relay.gate.remote import RemoteApprover
+from relay.gate.approval import Approver
 from relay.gate.rules import Rules
-from relay.grants import MemoryGrants
-from relay.service import UserInteractionService
-from relay.slack import SlackProvider
+
+if TYPE_CHECKING:
+    from relay.service import UserInteractionService
 
 __all__ = ["Backend", "add_backend_flags", "open_backend"]
 
@@ -91,23 +90,7 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
         token = env.get("RELAY_TOKEN", "")
         if not token:
             raise CommandError(USAGE, "set RELAY_TOKEN to one of the relay's API tokens")
-        provider = RelayProvider(
-            url,
-            token,
-            channel=channel,
-            allowed_users=users,
-            allowed_groups=groups,
-            timeout=timeout,
-        )
-        service = UserInteractionService()
-        service.register_provider(provider)
-        remote = RemoteApprover(url, token)
-
-        async def close_relay() -> None:
-            await provider.aclose()
-            await remote.aclose()
-
-        return Backend("relay", service, remote, close_relay, channel, users, groups)
+        return await _relay_backend(url, token, channel, users, groups, timeout)
     bot, app = env.get("SLACK_BOT_TOKEN"), env.get("SLACK_APP_TOKEN")
     if not bot or not app:
         raise CommandError(
@@ -117,6 +100,52 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
         )
     if not channel:
         raise CommandError(USAGE, "say where to ask: --channel C… (or RELAY_CHANNEL)")
+    return await _slack_backend(bot, app, channel, users, groups, timeout)
+
+
+async def _relay_backend(
+    url: str,
+    token: str,
+    channel: str | None,
+    users: tuple[str, ...] | None,
+    groups: tuple[str, ...] | None,
+    timeout: float | None,
+) -> Backend:
+    from relay.client import RelayProvider
+    from relay.gate.remote import RemoteApprover
+    from relay.service import UserInteractionService
+
+    provider = RelayProvider(
+        url, token, channel=channel, allowed_users=users, allowed_groups=groups, timeout=timeout
+    )
+    service = UserInteractionService()
+    service.register_provider(provider)
+    remote = RemoteApprover(url, token)
+
+    async def close_relay() -> None:
+        await provider.aclose()
+        await remote.aclose()
+
+    return Backend("relay", service, remote, close_relay, channel, users, groups)
+
+
+async def _slack_backend(
+    bot: str,
+    app: str,
+    channel: str,
+    users: tuple[str, ...] | None,
+    groups: tuple[str, ...] | None,
+    timeout: float | None,
+) -> Backend:
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from relay.config import TeamDefaults
+    from relay.gate.local import slack_approver
+    from relay.grants import MemoryGrants
+    from relay.service import UserInteractionService
+    from relay.slack import SlackProvider
+
+    env = os.environ
     team = TeamDefaults.from_env(env)
     slack = SlackProvider(
         client=AsyncWebClient(

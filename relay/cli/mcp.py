@@ -18,14 +18,17 @@ import os
 import secrets
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from relay.cli.backend import add_backend_flags, open_backend
 from relay.cli.common import Commands
 from relay.gate.context import requester
 from relay.gate.gate import Gate
 from relay.gate.rules import Rules, load_rules
-from relay.mcp.server import Context, Toolbox, build_server, client_name
 from relay.questions import AgentRef
+
+if TYPE_CHECKING:
+    from relay.mcp.server import Context, Toolbox
 
 __all__ = ["add_mcp"]
 
@@ -59,7 +62,8 @@ def add_mcp(commands: Commands) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    from relay.mcp.stdio import serve_stdio
+    from relay.mcp.server import Toolbox, build_server, client_name
+    from relay.mcp.stdio import serve_stdio  # (the MCP SDK: loaded for this command only)
 
     rules = load_rules(args.rules) if args.rules else Rules()
     if args.timeout is not None and not args.rules:

@@ -6,12 +6,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from relay.cli.common import Commands, parse_json, read_text
 from relay.questions import AskUserQuestionRequest, validate_request
-from relay.slack.render import RenderedQuestion, render_question
+
+if TYPE_CHECKING:
+    from relay.slack.render import RenderedQuestion
 
 __all__ = ["BLOCK_KIT_BUILDER", "add_preview", "builder_url"]
 
@@ -33,6 +35,8 @@ def add_preview(commands: Commands) -> None:
 
 
 def _run_preview(args: argparse.Namespace) -> int:
+    from relay.slack.render import render_question  # (loads the Slack package: here only)
+
     source = "stdin" if args.file == "-" else args.file
     data = parse_json(read_text(args.file), source)
     request = AskUserQuestionRequest.from_dict(data, strict=True)

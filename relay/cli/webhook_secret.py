@@ -12,7 +12,6 @@ import os
 import sys
 
 from relay.cli.common import USAGE, CommandError, Commands
-from relay.webhooks.signing import token_secret
 
 __all__ = ["add_webhook_secret"]
 
@@ -29,6 +28,8 @@ def add_webhook_secret(commands: Commands) -> None:
 
 
 def _run(_: argparse.Namespace) -> int:
+    from relay.webhooks.signing import token_secret  # (the package loads the webhook sender)
+
     key = os.environ.get("RELAY_WEBHOOK_KEY", "").strip()
     token = os.environ.get("RELAY_TOKEN", "").strip()
     if not key or not token:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from relay.errors import ErrorCode, HarnessError, UserInteractionError
 from relay.gate.describe import describe_tool_use, safe
@@ -27,12 +27,16 @@ from relay.questions import (
     Responder,
 )
 
+if TYPE_CHECKING:
+    from relay.abort import AbortSignal
+
 __all__ = [
     "ALLOW_ONCE",
     "ALLOW_SESSION",
     "DENY",
     "QUESTION_ID",
     "ApprovalRequest",
+    "Approver",
     "Decision",
     "Outcome",
     "allow_minutes_label",
@@ -304,3 +308,17 @@ def decide_error(exc: BaseException, *, timeout: float | None = None) -> Decisio
         " (relay fails closed)",
         "failed",
     )
+
+
+class Approver(Protocol):
+    """Decides approvals (a seam ``Protocol``): in this process, or through a hosted relay."""
+
+    async def approve(
+        self, request: ApprovalRequest, *, signal: AbortSignal | None = None
+    ) -> Decision:
+        """Allow or deny ``request``; never raises for a failure (it denies instead)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the approver holds."""
+        ...

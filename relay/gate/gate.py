@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relay.abort import AbortSignal
-from relay.gate.approval import ApprovalRequest, Decision
-from relay.gate.local import Approver
+from relay.gate.approval import ApprovalRequest, Approver, Decision
 from relay.gate.match import Pattern, subject
 from relay.gate.rules import Rules, Verdict
 from relay.questions import AgentRef

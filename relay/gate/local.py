@@ -12,12 +12,13 @@ import asyncio
 import contextlib
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from relay.abort import AbortSignal
 from relay.errors import ErrorCode, HarnessError, UserInteractionError, ask_aborted
 from relay.gate.approval import (
     ApprovalRequest,
+    Approver,
     Decision,
     approval_question,
     decide_answer,
@@ -30,20 +31,6 @@ from relay.slack.provider import UNSET, SlackProvider, SlackTarget
 from relay.store.record import AskStatus, utcnow
 
 __all__ = ["Approver", "LocalApprover", "SlackAsks", "slack_approver", "target_for"]
-
-
-class Approver(Protocol):
-    """Decides approvals (a seam ``Protocol``): in this process, or through a hosted relay."""
-
-    async def approve(
-        self, request: ApprovalRequest, *, signal: AbortSignal | None = None
-    ) -> Decision:
-        """Allow or deny ``request``; never raises for a failure (it denies instead)."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release what the approver holds."""
-        ...
 
 
 def target_for(request: ApprovalRequest) -> SlackTarget:

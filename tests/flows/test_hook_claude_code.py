@@ -7,13 +7,17 @@ an unreachable relay, a timeout, being stopped.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from relay.testing import FakeSlack
-from tests.gate_env import clean_env, finish, start, write_rules
+from tests.gate_env import Run, clean_env, finish, start, write_rules
 from tests.mcp_env import wait_withdrawn
 from tests.server_env import SECRET, TOKEN, free_port, relay_server
 
@@ -188,3 +192,75 @@ async def test_stopping_the_hook_withdraws_the_question_and_denies() -> None:
         assert run.code == 0
         assert run.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
         await wait_withdrawn(slack, message)
+
+
+# What a process that only reads its arguments (and, for the hook, its rules) must not load:
+# Claude Code runs the hook before every tool call it matches, and these took 1.5-2 s of
+# imports (the MCP SDK, slack-sdk, aiohttp) in a hook that never connects.
+_CLIENTS = {"mcp", "slack_sdk", "slack_bolt", "aiohttp", "redis", "pydantic", "starlette"}
+_RUN_AND_LIST = """
+import json, sys
+from relay.cli import main
+code = main(sys.argv[1:])
+sys.stderr.write("LOADED " + json.dumps(sorted({m.partition(".")[0] for m in sys.modules})))
+sys.exit(code)
+"""
+
+
+async def _loaded(stdin: str, env: dict[str, str], *args: str) -> tuple[Run, set[str]]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _RUN_AND_LIST,
+        *args,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), 60)
+    assert process.returncode is not None
+    text, _, loaded = err.decode().rpartition("LOADED ")
+    return Run(process.returncode, out.decode(), text), set(json.loads(loaded))
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "decision"),
+    [
+        ("Read", {"file_path": "/repo/a"}, "allow"),
+        ("Bash", {"command": "rm -rf /"}, "deny"),
+    ],
+)
+async def test_a_use_the_rules_decide_loads_no_client(
+    tmp_path: Path, tool: str, tool_input: dict[str, Any], decision: str
+) -> None:
+    rules = write_rules(tmp_path, RULES)
+    run, loaded = await _loaded(
+        event("PreToolUse", tool, tool_input), clean_env(), "hook", "claude-code", "--rules", rules
+    )
+    assert run.code == 0, run.err
+    assert run.json()["hookSpecificOutput"]["permissionDecision"] == decision
+    assert loaded & _CLIENTS == set()
+
+
+async def test_the_help_loads_no_client() -> None:
+    run, loaded = await _loaded("", clean_env(), "--help")
+    assert run.code == 0
+    assert "hook" in run.out
+    assert loaded & _CLIENTS == set()
+
+
+async def test_a_use_the_rules_ask_about_loads_the_client_it_asks_with(tmp_path: Path) -> None:
+    # The other side of the two tests above: the list is not empty by accident.
+    rules = write_rules(tmp_path, RULES)
+    down = clean_env(RELAY_URL=f"http://127.0.0.1:{free_port()}", RELAY_TOKEN=TOKEN)
+    run, loaded = await _loaded(
+        event("PreToolUse", "Bash", {"command": "npm publish"}),
+        down,
+        "hook",
+        "claude-code",
+        "--rules",
+        rules,
+    )
+    assert run.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "aiohttp" in loaded
