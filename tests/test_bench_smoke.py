@@ -23,6 +23,7 @@ BENCHMARKS = [
     "slack_economy",
     "api_path",
     "gc_pause",
+    "cli_start",
 ]
 
 
