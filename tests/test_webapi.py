@@ -15,8 +15,12 @@ from aiohttp import web
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from relay.events import Events
+from relay.slack.background import Background
+from relay.slack.messages import SlackMessages
 from relay.slack.retries import default_retry_handlers as _default_retry_handlers
 from relay.slack.webapi import LeanCalls, ResponseUrlRefused, encode_json
+from relay.store.memory import MemoryStore
 from relay.testing import FakeSlack
 from tests.redis_server import free_port
 from tests.served import served
@@ -154,6 +158,45 @@ async def test_the_request_is_the_one_slack_sdk_sends() -> None:
 
 
 _COMPARED = ("Authorization", "Content-Type", "User-Agent", "X-Operator")
+
+
+async def test_a_post_is_the_request_slack_sdks_chat_post_message_sends() -> None:
+    """``SlackMessages.post`` goes through ``LeanCalls``: the same headers and body as
+    ``chat_postMessage`` (a ``None`` field left out, as slack-sdk leaves it out), the
+    response's fields readable by key, and a refusal raising ``SlackApiError``."""
+    seen: list[tuple[str, dict[str, str], Any]] = []
+
+    async def record(request: web.Request) -> web.Response:
+        headers = {k: v for k, v in request.headers.items() if k in _COMPARED}
+        body = json.loads(await request.read())
+        seen.append((request.path, headers, body))
+        if body.get("channel") == "C_GONE":
+            return web.json_response({"ok": False, "error": "channel_not_found"})
+        return web.json_response({"ok": True, "channel": body["channel"], "ts": "1.5"})
+
+    fields: dict[str, Any] = {
+        "thread_ts": None,
+        "text": "Deploy?",
+        "blocks": [{"type": "divider"}],
+        "unfurl_links": False,
+        "unfurl_media": False,
+    }
+    async with web_api(record) as base_url:
+        client = AsyncWebClient(token=TOKEN, base_url=base_url, headers={"X-Operator": "ops"})
+        await client.chat_postMessage(channel="C1", **fields)
+        async with aiohttp.ClientSession() as session:
+            client.session = session
+            messages = SlackMessages(
+                client=client, store=MemoryStore(), events=Events(), background=Background(client)
+            )
+            response = await messages.post("C1", **fields)
+            with pytest.raises(SlackApiError) as refused:
+                await messages.post("C_GONE", text="Deploy?")
+    assert len(seen) == 3
+    assert seen[0] == seen[1]
+    assert "thread_ts" not in seen[1][2]
+    assert (response["ts"], response.get("channel")) == ("1.5", "C1")
+    assert refused.value.response["error"] == "channel_not_found"
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ raises ``SlackApiError`` with an ``AsyncSlackResponse``. A successful call skips
 handlers, which only act on failures. Without a live session (the provider lends one while
 it runs) the call goes through slack-sdk as before. ``LeanCalls.respond`` posts to a click's
 ``response_url`` over the same session (private notices; see ``relay.slack.private``).
+Each ask's ``chat.postMessage`` goes through ``call`` too (``SlackMessages.post``).
 """
 
 from __future__ import annotations
