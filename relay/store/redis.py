@@ -1094,7 +1094,7 @@ class RedisStore:
                     self._confirmed()  # (also when redis-py reconnected by itself)
         finally:
             with contextlib.suppress(Exception):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]
 
     def _published(self, data: bytes | str) -> None:
         self._wake(_text(data))

@@ -155,7 +155,7 @@ def connect(
     if address.tls:
         sentinel_options.update(ssl=True, **(tls or RedisTLS()).kwargs())
         options["connection_class"] = _SentinelSSLConnection
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+    sentinel = Sentinel(  # type: ignore[no-untyped-call, unused-ignore]
         list(address.hosts), sentinel_kwargs=sentinel_options
     )
     assert address.service is not None  # parse_redis_url requires it for Sentinel URLs

@@ -122,9 +122,9 @@ async def own_connection(pool: ConnectionPool) -> AbstractConnection:
     """A new connection made and connected as ``pool`` makes its own (TLS, credentials,
     database, the Sentinels' master), outside the pool's count; closed again if connecting
     fails."""
-    connection: AbstractConnection = pool.make_connection()  # type: ignore[no-untyped-call]
+    connection: AbstractConnection = pool.make_connection()  # type: ignore[no-untyped-call, unused-ignore]
     try:
-        await connection.connect()  # type: ignore[no-untyped-call]
+        await connection.connect()  # type: ignore[no-untyped-call, unused-ignore]
     except BaseException:
         await connection.disconnect(nowait=True)
         raise
