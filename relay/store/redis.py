@@ -224,10 +224,9 @@ return {'completed', state()}
 # finished_at, id, retention ms, channel, end time (epoch)
 _FINISH = (
     """
-if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
-if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
-  return {0, redis.call('HGETALL', KEYS[1])}
-end
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return {0} end
+if status ~= 'pending' then return {0, redis.call('HGETALL', KEYS[1])} end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'error', ARGV[2], 'finished_at', ARGV[3])
 if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[4]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
@@ -243,9 +242,10 @@ return {1, redis.call('HGETALL', KEYS[1])}
 # KEYS: ask hash. ARGV: index, message json. The ask as it stands after (HGETALL); 0: no such
 # ask; -1: no such question.
 _SET_MESSAGE = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local n = redis.call('HGET', KEYS[1], 'n')
+if not n then return 0 end
 local index = tonumber(ARGV[1])
-if index < 0 or index >= tonumber(redis.call('HGET', KEYS[1], 'n')) then return -1 end
+if index < 0 or index >= tonumber(n) then return -1 end
 redis.call('HSET', KEYS[1], 'msg:' .. ARGV[1], ARGV[2])
 return redis.call('HGETALL', KEYS[1])
 """
