@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relay.asks.rules import escalated_at
-from relay.server.records import iso_time, record_json
+from relay.records import iso_time, record_json
 from relay.store.listing import Position
 from relay.store.record import AskRecord, AskStatus
 

@@ -1,10 +1,10 @@
-"""relay.expiry: stopping is certain, even when a store call swallows the cancellation."""
+"""relay.asks.expiry: stopping is certain, even when a store call swallows the cancellation."""
 
 from __future__ import annotations
 
 import asyncio
 
-from relay.expiry import Expiry
+from relay.asks.expiry import Expiry
 from relay.store import MemoryStore
 
 

@@ -1,4 +1,5 @@
-"""The shape of the package: the lifecycle knows no channel, no import circles, small modules.
+"""The shape of the package: imports point down the floors, the lifecycle knows no channel,
+no import circles, no module over ``MOST_LINES``, no shims for names that moved.
 
 Read from the source (``ast``), so that every import counts: those under ``TYPE_CHECKING``
 and inside functions too, since each one is a dependency a reader has to follow.
@@ -16,6 +17,59 @@ ROOT = Path(__file__).resolve().parent.parent / "relay"
 # The lifecycle and the Slack channel read top to bottom; past this, split by concept.
 MOST_LINES = 400
 SMALL_PACKAGES = ("asks", "slack")
+# No module anywhere in relay/ grows past this.
+MOST_LINES_ANYWHERE = 450
+# The house's floors, lowest first: a module imports from its own floor or those below,
+# never from above. A module is on the floor of the longest prefix that names it.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("testing", ("relay.testing",)),  # the fakes: nothing of relay under them
+    (
+        "core",
+        (
+            "relay",
+            "relay.abort",
+            "relay.errors",
+            "relay.events",
+            "relay.logline",
+            "relay.manifest",
+            "relay.plan_review",
+            "relay.questions",
+            "relay.safejson",
+            "relay.service",
+            "relay.tool",
+            "relay.tuning",
+            "relay.waits",
+        ),
+    ),
+    ("state", ("relay.store",)),
+    (
+        "life",
+        (
+            "relay.asks",
+            "relay.audit",
+            "relay.config",
+            "relay.gate.match",
+            "relay.grants",
+            "relay.records",
+            "relay.webhooks",
+        ),
+    ),
+    ("channels", ("relay.slack",)),
+    (
+        "edges",
+        (
+            "relay.cli",
+            "relay.client",
+            "relay.gate",
+            "relay.mcp",
+            "relay.sandbox",
+            "relay.server",
+            "relay.testing.pytest_plugin",
+        ),
+    ),
+)
+# Names that moved, whose old module must not come back as a re-export.
+MOVED = ("relay.expiry",)
 # What the lifecycle may never import: a channel.
 CHANNELS = ("relay.slack", "slack_sdk", "slack_bolt", "aiohttp")
 
@@ -117,3 +171,53 @@ def test_modules_stay_small(package: str) -> None:
     }
     assert sizes
     assert {name: n for name, n in sizes.items() if n > MOST_LINES} == {}
+
+
+def _floor(name: str) -> int:
+    """The floor ``name`` is on (its index in ``FLOORS``)."""
+    best, found = -1, -1
+    for level, (_, prefixes) in enumerate(FLOORS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), level
+    assert found >= 0, f"{name} is on no floor: add it to FLOORS"
+    return found
+
+
+def _upward(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    return {
+        name: sorted(i for i in deps if _floor(i) > _floor(name))
+        for name, deps in sorted(graph.items())
+        if any(_floor(i) > _floor(name) for i in deps)
+    }
+
+
+def test_imports_point_down_the_floors() -> None:
+    assert _upward(_graph()) == {}
+
+
+def test_the_state_and_the_audit_trail_import_no_edge_or_channel() -> None:
+    edges = ("relay.server", "relay.cli", "relay.slack", "relay.mcp", "relay.sandbox")
+    below = [n for n in MODULES if n.startswith("relay.store") or n == "relay.audit"]
+    assert "relay.store.redis.asks" in below
+    bad = {n: sorted(i for i in _imports(n) if i.startswith(edges)) for n in below}
+    assert {n: i for n, i in bad.items() if i} == {}
+
+
+def test_the_floor_checker_sees_an_upward_import() -> None:
+    assert _floor("relay.store.redis.base") < _floor("relay.server.api")
+    assert _floor("relay.gate.match") < _floor("relay.gate.local")
+    assert _upward({"relay.store.base": {"relay.server.api"}}) == {
+        "relay.store.base": ["relay.server.api"]
+    }
+    assert _upward({"relay.server.api": {"relay.store.base"}}) == {}
+
+
+def test_no_module_is_over_the_most_lines() -> None:
+    sizes = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
+    assert {n: size for n, size in sizes.items() if size > MOST_LINES_ANYWHERE} == {}
+
+
+@pytest.mark.parametrize("name", MOVED)
+def test_no_shim_for_a_name_that_moved(name: str) -> None:
+    assert name not in MODULES

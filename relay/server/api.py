@@ -13,6 +13,7 @@ from relay import safejson
 from relay.audit import audit_json, encode_cursor
 from relay.errors import HarnessError, bad_request
 from relay.questions import AskUserQuestionRequest, validate_request
+from relay.records import needs_votes, record_json
 from relay.server.bodies import read_body
 from relay.server.connections import Connections
 from relay.server.errors import ApiError
@@ -20,7 +21,6 @@ from relay.server.idempotency import DEFAULT_WINDOW, CreateKeys
 from relay.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from relay.server.limits import Limiter, RateLimited
 from relay.server.listing import LIST_MAX, LIST_SCAN_BUDGET, read_list_query
-from relay.server.records import needs_votes, record_json
 from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTarget
 from relay.slack.target import MAX_REMINDERS
 from relay.store import PendingLimitReached

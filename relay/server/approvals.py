@@ -31,9 +31,9 @@ from relay.gate.approval import (
 from relay.gate.match import Pattern, subject
 from relay.grants.base import GrantStore
 from relay.questions import MAX_APPROVALS, AgentRef
+from relay.records import iso_time
 from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
-from relay.server.records import iso_time
 from relay.slack.provider import SlackProvider
 from relay.store.record import AskRecord, AskStatus, utcnow
 
