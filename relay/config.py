@@ -6,17 +6,32 @@ Every problem is a ``RelayConfigError`` whose message names the variable and how
 from __future__ import annotations
 
 import ipaddress
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from relay.config_values import (
+    read_api_tokens,
+    read_gc_threshold,
+    read_ids,
+    read_log_level,
+    read_max_connections,
+    read_max_timeout,
+    read_maybe_seconds,
+    read_number,
+    read_port,
+    read_redis,
+    read_redis_connections,
+    read_redis_tls_files,
+    read_seconds,
+    read_timeout,
+    read_url,
+    read_whole,
+)
 from relay.errors import RelayConfigError
 from relay.questions import MAX_APPROVALS
-from relay.store.redis_url import parse_redis_url
-from relay.tuning import DEFAULT_GC_THRESHOLD, MAX_GC_THRESHOLD
+from relay.tuning import DEFAULT_GC_THRESHOLD
 
 __all__ = ["ENV_VARS", "NO_CREDENTIALS_HELP", "Settings", "TeamDefaults"]
 
@@ -105,8 +120,6 @@ relay: no Slack credentials are set, so there is nothing to connect to yet.
 To try relay first with no workspace: `relay serve --sandbox` (a Slack stand-in in your browser).
 """
 
-_LOG_LEVELS = ("debug", "info", "warning", "error")
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TeamDefaults:
@@ -131,14 +144,16 @@ class TeamDefaults:
             value = env.get(name)
             return value.strip() if value is not None and value.strip() else None
 
-        reminders = _whole(get("RELAY_REMINDERS"), "RELAY_REMINDERS", 1)
+        reminders = read_whole(get("RELAY_REMINDERS"), "RELAY_REMINDERS", 1)
         if reminders > 10:
             raise RelayConfigError(
                 f"RELAY_REMINDERS must be 1 to 10 (got {reminders})", setting="RELAY_REMINDERS"
             )
         remind_after = get("RELAY_REMIND_AFTER")
         after = get("RELAY_ESCALATE_AFTER")
-        to = _ids(get("RELAY_ESCALATE_TO"), "RELAY_ESCALATE_TO", "user or user group", "U0123ABCD")
+        to = read_ids(
+            get("RELAY_ESCALATE_TO"), "RELAY_ESCALATE_TO", "user or user group", "U0123ABCD"
+        )
         channel = get("RELAY_ESCALATE_CHANNEL")
         if after is None and (to is not None or channel is not None):
             raise RelayConfigError(
@@ -153,7 +168,9 @@ class TeamDefaults:
                 setting="RELAY_ESCALATE_AFTER",
             )
         approvals = get("RELAY_APPROVALS_REQUIRED")
-        required = None if approvals is None else _whole(approvals, "RELAY_APPROVALS_REQUIRED", 1)
+        required = (
+            None if approvals is None else read_whole(approvals, "RELAY_APPROVALS_REQUIRED", 1)
+        )
         if required is not None and required > MAX_APPROVALS:
             raise RelayConfigError(
                 f"RELAY_APPROVALS_REQUIRED must be 1 to {MAX_APPROVALS} (got {required})",
@@ -163,9 +180,9 @@ class TeamDefaults:
         users = frozenset(i for i in to or () if not i.startswith("S"))
         groups = frozenset(i for i in to or () if i.startswith("S"))
         return cls(
-            remind_after=_maybe_seconds(remind_after, "RELAY_REMIND_AFTER"),
+            remind_after=read_maybe_seconds(remind_after, "RELAY_REMIND_AFTER"),
             reminders=reminders,
-            escalate_after=_maybe_seconds(after, "RELAY_ESCALATE_AFTER"),
+            escalate_after=read_maybe_seconds(after, "RELAY_ESCALATE_AFTER"),
             escalate_users=users or None,
             escalate_groups=groups or None,
             escalate_channel=channel,
@@ -276,9 +293,9 @@ class Settings:
                 " SLACK_APP_TOKEN (Socket Mode: an xapp- token)",
                 setting="SLACK_SIGNING_SECRET",
             )
-        timeout = _timeout(get("RELAY_TIMEOUT"))
-        redis_url = _redis(get("REDIS_URL"))
-        redis_files = _redis_tls_files(
+        timeout = read_timeout(get("RELAY_TIMEOUT"))
+        redis_url = read_redis(get("REDIS_URL"))
+        redis_files = read_redis_tls_files(
             redis_url,
             {
                 "RELAY_REDIS_CA_FILE": get("RELAY_REDIS_CA_FILE"),
@@ -286,44 +303,48 @@ class Settings:
                 "RELAY_REDIS_KEY_FILE": get("RELAY_REDIS_KEY_FILE"),
             },
         )
-        max_timeout = _max_timeout(get("RELAY_MAX_TIMEOUT"), timeout)
+        max_timeout = read_max_timeout(get("RELAY_MAX_TIMEOUT"), timeout)
         return cls(
             bot_token=bot_token,
             signing_secret=secret,
             app_token=app_token,
-            slack_api_url=_url(get("SLACK_API_URL"), "SLACK_API_URL"),
+            slack_api_url=read_url(get("SLACK_API_URL"), "SLACK_API_URL"),
             channel=get("RELAY_CHANNEL"),
-            allowed_users=_ids(
+            allowed_users=read_ids(
                 get("RELAY_ALLOWED_USERS"), "RELAY_ALLOWED_USERS", "user", "U0123ABCD"
             ),
-            allowed_groups=_ids(
+            allowed_groups=read_ids(
                 get("RELAY_ALLOWED_GROUPS"), "RELAY_ALLOWED_GROUPS", "user group", "S0123ABCD"
             ),
             timeout=timeout,
             max_timeout=max_timeout,
-            api_tokens=_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE")),
-            max_wait=_seconds(get("RELAY_MAX_WAIT"), "RELAY_MAX_WAIT", 60.0),
-            retention=_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0),
-            max_body=int(_number(get("RELAY_MAX_BODY"), "RELAY_MAX_BODY", 256 * 1024, whole=True)),
-            retention_bytes=_whole(get("RELAY_RETENTION_BYTES"), "RELAY_RETENTION_BYTES", 64 << 20),
-            rate_limit=_number(get("RELAY_RATE_LIMIT"), "RELAY_RATE_LIMIT", 50.0),
-            max_long_polls=_whole(get("RELAY_MAX_LONG_POLLS"), "RELAY_MAX_LONG_POLLS", 500),
-            max_pending=_whole(get("RELAY_MAX_PENDING"), "RELAY_MAX_PENDING", 1000),
-            read_timeout=_seconds(get("RELAY_READ_TIMEOUT"), "RELAY_READ_TIMEOUT", 10.0),
-            max_connections=_max_connections(get("RELAY_MAX_CONNECTIONS")),
+            api_tokens=read_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE")),
+            max_wait=read_seconds(get("RELAY_MAX_WAIT"), "RELAY_MAX_WAIT", 60.0),
+            retention=read_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0),
+            max_body=int(
+                read_number(get("RELAY_MAX_BODY"), "RELAY_MAX_BODY", 256 * 1024, whole=True)
+            ),
+            retention_bytes=read_whole(
+                get("RELAY_RETENTION_BYTES"), "RELAY_RETENTION_BYTES", 64 << 20
+            ),
+            rate_limit=read_number(get("RELAY_RATE_LIMIT"), "RELAY_RATE_LIMIT", 50.0),
+            max_long_polls=read_whole(get("RELAY_MAX_LONG_POLLS"), "RELAY_MAX_LONG_POLLS", 500),
+            max_pending=read_whole(get("RELAY_MAX_PENDING"), "RELAY_MAX_PENDING", 1000),
+            read_timeout=read_seconds(get("RELAY_READ_TIMEOUT"), "RELAY_READ_TIMEOUT", 10.0),
+            max_connections=read_max_connections(get("RELAY_MAX_CONNECTIONS")),
             host=get("RELAY_HOST") or "0.0.0.0",  # noqa: S104
-            port=_port(get("PORT")),
+            port=read_port(get("PORT")),
             redis_url=redis_url,
             redis_ca_file=redis_files["RELAY_REDIS_CA_FILE"],
             redis_cert_file=redis_files["RELAY_REDIS_CERT_FILE"],
             redis_key_file=redis_files["RELAY_REDIS_KEY_FILE"],
-            redis_max_connections=_redis_connections(get("RELAY_REDIS_MAX_CONNECTIONS")),
-            log_level=_log_level(get("RELAY_LOG_LEVEL")),
-            gc_threshold=_gc_threshold(get("RELAY_GC_THRESHOLD")),
-            mcp_progress_interval=_seconds(
+            redis_max_connections=read_redis_connections(get("RELAY_REDIS_MAX_CONNECTIONS")),
+            log_level=read_log_level(get("RELAY_LOG_LEVEL")),
+            gc_threshold=read_gc_threshold(get("RELAY_GC_THRESHOLD")),
+            mcp_progress_interval=read_seconds(
                 get("RELAY_MCP_PROGRESS_INTERVAL"), "RELAY_MCP_PROGRESS_INTERVAL", 10.0
             ),
-            idempotency_window=_seconds(
+            idempotency_window=read_seconds(
                 get("RELAY_IDEMPOTENCY_WINDOW"), "RELAY_IDEMPOTENCY_WINDOW", 24 * 3600.0
             ),
             team=TeamDefaults.from_env(source),
@@ -368,218 +389,8 @@ def _webhooks(get: Callable[[str], str | None]) -> dict[str, Any]:
         "webhook_key": key,
         "webhook_hosts": names,
         "webhook_networks": networks,
-        "webhook_retry_for": _seconds(
+        "webhook_retry_for": read_seconds(
             get("RELAY_WEBHOOK_RETRY_FOR"), "RELAY_WEBHOOK_RETRY_FOR", 24 * 3600.0
         ),
-        "webhook_backoff": _seconds(get("RELAY_WEBHOOK_BACKOFF"), "RELAY_WEBHOOK_BACKOFF", 1.0),
+        "webhook_backoff": read_seconds(get("RELAY_WEBHOOK_BACKOFF"), "RELAY_WEBHOOK_BACKOFF", 1.0),
     }
-
-
-def _number(raw: str | None, name: str, default: float, *, whole: bool = False) -> float:
-    if raw is None:
-        return default
-    try:
-        value = int(raw) if whole else float(raw)
-    except ValueError:
-        kind = "a whole number" if whole else "a number"
-        raise RelayConfigError(f"{name} must be {kind} (got {raw!r})", setting=name) from None
-    if not math.isfinite(value) or value <= 0:
-        raise RelayConfigError(f"{name} must be greater than 0 (got {raw!r})", setting=name)
-    return value
-
-
-def _seconds(raw: str | None, name: str, default: float) -> float:
-    return _number(raw, name, default)
-
-
-def _maybe_seconds(raw: str | None, name: str) -> float | None:
-    return None if raw is None else _number(raw, name, 0.0)
-
-
-# Past this, counts and sizes are mistakes (and int(1e400) is no count at all).
-_MOST = 2**53
-
-
-def _whole(raw: str | None, name: str, default: int) -> int:
-    value = int(_number(raw, name, default, whole=True))
-    if value > _MOST:
-        raise RelayConfigError(f"{name} must be at most {_MOST} (got {raw!r})", setting=name)
-    return value
-
-
-def _redis_connections(raw: str | None) -> int:
-    value = _whole(raw, "RELAY_REDIS_MAX_CONNECTIONS", 64)
-    if value < 2:  # one of them listens for pub/sub for good
-        raise RelayConfigError(
-            f"RELAY_REDIS_MAX_CONNECTIONS must be at least 2 (got {raw!r})",
-            setting="RELAY_REDIS_MAX_CONNECTIONS",
-        )
-    return value
-
-
-def _max_connections(raw: str | None) -> int | None:
-    if raw is None or raw.lower() == "auto":
-        return None
-    value = _whole(raw, "RELAY_MAX_CONNECTIONS", 0)
-    if value < 16:
-        raise RelayConfigError(
-            f"RELAY_MAX_CONNECTIONS must be at least 16 (got {raw!r})",
-            setting="RELAY_MAX_CONNECTIONS",
-        )
-    return value
-
-
-# As the provider's ceiling (relay.slack.provider.LONGEST_TIMEOUT): a year.
-_LONGEST_TIMEOUT = 366 * 24 * 3600.0
-
-
-def _max_timeout(raw: str | None, timeout: float | None) -> float | None:
-    if raw is None or raw.lower() in ("none", "off", "never"):
-        return None
-    ceiling = _number(raw, "RELAY_MAX_TIMEOUT", 0.0)
-    if ceiling > _LONGEST_TIMEOUT:
-        raise RelayConfigError(
-            f"RELAY_MAX_TIMEOUT must be at most {_LONGEST_TIMEOUT:g} s, a year (got {raw!r});"
-            " 'none' sets no ceiling",
-            setting="RELAY_MAX_TIMEOUT",
-        )
-    if timeout is None or timeout > ceiling:
-        shown = "none" if timeout is None else f"{timeout:g}"
-        raise RelayConfigError(
-            f"RELAY_TIMEOUT ({shown}) is longer than RELAY_MAX_TIMEOUT ({ceiling:g}): set"
-            " RELAY_TIMEOUT to at most the ceiling",
-            setting="RELAY_TIMEOUT",
-        )
-    return ceiling
-
-
-def _timeout(raw: str | None) -> float | None:
-    if raw is not None and raw.lower() in ("none", "off", "never"):
-        return None
-    timeout = _number(raw, "RELAY_TIMEOUT", 900.0)
-    if timeout > _LONGEST_TIMEOUT:
-        raise RelayConfigError(
-            f"RELAY_TIMEOUT must be at most {_LONGEST_TIMEOUT:g} s, a year (got {raw!r});"
-            " 'none' waits forever",
-            setting="RELAY_TIMEOUT",
-        )
-    return timeout
-
-
-def _port(raw: str | None) -> int:
-    port = int(_number(raw, "PORT", 3000, whole=True))
-    if port > 65535:
-        raise RelayConfigError(f"PORT must be between 1 and 65535 (got {raw!r})", setting="PORT")
-    return port
-
-
-def _ids(raw: str | None, name: str, what: str, example: str) -> frozenset[str] | None:
-    if raw is None:
-        return None
-    ids = frozenset(part.strip() for part in raw.split(",") if part.strip())
-    bad = sorted(i for i in ids if not i[:1].isupper() or not i.isalnum())
-    if bad:
-        raise RelayConfigError(
-            f"{name} must be comma-separated Slack {what} ids like {example}"
-            f" (not names); these are not: {', '.join(bad)}",
-            setting=name,
-        )
-    return ids
-
-
-def _url(raw: str | None, name: str) -> str | None:
-    if raw is None:
-        return None
-    if not raw.startswith(("http://", "https://")):
-        raise RelayConfigError(f"{name} must be an http(s) URL (got {raw!r})", setting=name)
-    return raw if raw.endswith("/") else raw + "/"
-
-
-def _redis(raw: str | None) -> str | None:
-    if raw is None:
-        return None
-    try:
-        parse_redis_url(raw)
-    except ValueError as exc:
-        raise RelayConfigError(f"REDIS_URL {exc}", setting="REDIS_URL") from None
-    return raw
-
-
-def _redis_tls_files(url: str | None, files: dict[str, str | None]) -> dict[str, str | None]:
-    given = [name for name, path in files.items() if path is not None]
-    if not given:
-        return files
-    if url is None or not parse_redis_url(url).tls:
-        raise RelayConfigError(
-            f"{given[0]} is set but REDIS_URL is not a TLS URL: use rediss://,"
-            " rediss+sentinel:// or rediss+cluster://, or unset it",
-            setting=given[0],
-        )
-    if files["RELAY_REDIS_KEY_FILE"] is not None and files["RELAY_REDIS_CERT_FILE"] is None:
-        raise RelayConfigError(
-            "RELAY_REDIS_KEY_FILE is set without RELAY_REDIS_CERT_FILE: set the client"
-            " certificate the key belongs to",
-            setting="RELAY_REDIS_CERT_FILE",
-        )
-    for name in given:
-        path = files[name] or ""
-        try:
-            Path(path).read_bytes()
-        except OSError as exc:
-            raise RelayConfigError(
-                f"{name} cannot be read ({exc.strerror}): {path}", setting=name
-            ) from None
-    return files
-
-
-def _gc_threshold(raw: str | None) -> int | None:
-    if raw is not None and raw.lower() == "python":
-        return None
-    threshold = int(_number(raw, "RELAY_GC_THRESHOLD", DEFAULT_GC_THRESHOLD, whole=True))
-    if threshold > MAX_GC_THRESHOLD:
-        raise RelayConfigError(
-            f"RELAY_GC_THRESHOLD must be at most {MAX_GC_THRESHOLD} (got {raw!r})",
-            setting="RELAY_GC_THRESHOLD",
-        )
-    return threshold
-
-
-def _log_level(raw: str | None) -> str:
-    level = (raw or "info").lower()
-    if level not in _LOG_LEVELS:
-        raise RelayConfigError(
-            f"RELAY_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)} (got {raw!r})",
-            setting="RELAY_LOG_LEVEL",
-        )
-    return level
-
-
-def _api_tokens(raw: str | None, path: str | None) -> tuple[str, ...]:
-    if raw is not None and path is not None:
-        raise RelayConfigError(
-            "set RELAY_API_TOKENS or RELAY_API_TOKENS_FILE, not both", setting="RELAY_API_TOKENS"
-        )
-    if path is not None:
-        try:
-            raw = ",".join(Path(path).read_text().splitlines())
-        except OSError as exc:
-            raise RelayConfigError(
-                f"RELAY_API_TOKENS_FILE cannot be read ({exc.strerror}): {path}",
-                setting="RELAY_API_TOKENS_FILE",
-            ) from None
-    tokens = tuple(t.strip() for t in (raw or "").split(",") if t.strip())
-    if not tokens:
-        raise RelayConfigError(
-            "RELAY_API_TOKENS is not set: the /v1 API needs at least one bearer token; make one"
-            ' with: python3 -c "import secrets; print(secrets.token_urlsafe(32))"',
-            setting="RELAY_API_TOKENS",
-        )
-    short = [i for i, t in enumerate(tokens) if len(t) < 16]
-    if short:
-        raise RelayConfigError(
-            "RELAY_API_TOKENS must be at least 16 characters each (a guessable token lets"
-            " anyone ask and read answers); make one with: python3 -c"
-            ' "import secrets; print(secrets.token_urlsafe(32))"',
-            setting="RELAY_API_TOKENS",
-        )
-    return tokens

@@ -7,12 +7,15 @@ path of the first bad field; ``validate_request`` and ``validate_answer`` check 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from .errors import ErrorCode, UserInteractionError, bad_request
+from .parties import AgentRef, Responder, Vote
+from .wire_reader import Reader as _Reader
+from .wire_reader import path_of as _prefix
 
 if TYPE_CHECKING:
     from .abort import AbortSignal
@@ -39,81 +42,6 @@ MAX_APPROVALS = 25
 
 IntentKind = Literal["plan-review"]
 INTENT_KINDS: tuple[str, ...] = ("plan-review",)
-
-
-class _Reader:
-    """Reads one JSON object of the wire form, naming the path of whatever is wrong."""
-
-    def __init__(self, data: object, path: str, known: frozenset[str], *, strict: bool) -> None:
-        if not isinstance(data, Mapping):
-            raise bad_request(f"{path or 'the body'} must be an object")
-        self.data = data
-        self.path = path
-        if strict:
-            for key in data:
-                if key not in known:
-                    raise bad_request(f"{self.at(str(key))} is not a known field{_hint(str(key))}")
-
-    def at(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
-
-    def text(self, key: str) -> str:
-        value = self.data.get(key)
-        if value is None:
-            raise bad_request(f"{self.at(key)} is required")
-        if not isinstance(value, str):
-            raise bad_request(f"{self.at(key)} must be a string")
-        return value
-
-    def opt_str(self, key: str) -> str | None:
-        value = self.data.get(key)
-        if value is not None and not isinstance(value, str):
-            raise bad_request(f"{self.at(key)} must be a string")
-        return value
-
-    def flag(self, key: str) -> bool:
-        value = self.data.get(key, False)
-        if value is None:
-            return False
-        if not isinstance(value, bool):
-            raise bad_request(f"{self.at(key)} must be a boolean")
-        return value
-
-    def opt_int(self, key: str) -> int | None:
-        value = self.data.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise bad_request(f"{self.at(key)} must be a whole number")
-        return value
-
-    def opt_labels(self, key: str) -> tuple[str, ...] | None:
-        value = self.array(key, required=False)
-        if value is None:
-            return None
-        for i, label in enumerate(value):
-            if not isinstance(label, str):
-                raise bad_request(f"{self.at(key)}[{i}] must be a string")
-        return tuple(value)
-
-    def array(self, key: str, *, required: bool) -> list[Any] | None:
-        value = self.data.get(key)
-        if value is None:
-            if required:
-                raise bad_request(f"{self.at(key)} is required")
-            return None
-        if not isinstance(value, list):
-            raise bad_request(f"{self.at(key)} must be a list")
-        return value
-
-
-def _hint(key: str) -> str:
-    camel = "".join(part if i == 0 else part.title() for i, part in enumerate(key.split("_")))
-    if camel != key:
-        return f" (the wire form is camelCase: did you mean {camel}?)"
-    return ""
-
-
-def _prefix(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,37 +195,6 @@ class AskUserQuestionItem:
 
 
 @dataclass(frozen=True, slots=True)
-class _Party:
-    """Someone identified by an id and an optional display name."""
-
-    id: str
-    name: str | None = None
-
-    @property
-    def display_name(self) -> str:
-        """The name if there is one, else the id."""
-        return self.name or self.id
-
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form."""
-        out: dict[str, Any] = {"id": self.id}
-        if self.name is not None:
-            out["name"] = self.name
-        return out
-
-    @classmethod
-    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
-        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
-        r = _Reader(data, path, frozenset({"id", "name"}), strict=strict)
-        return cls(id=r.text("id"), name=r.opt_str("name"))
-
-
-@dataclass(frozen=True, slots=True)
-class AgentRef(_Party):
-    """Who is asking: shown to the human and usable for routing."""
-
-
-@dataclass(frozen=True, slots=True)
 class AskUserQuestionRequest:
     """A batch of questions to put to the human, who is asking, and an optional abort signal."""
 
@@ -339,33 +236,6 @@ class AskUserQuestionRequest:
         if raw_agent is not None:
             agent = AgentRef.from_dict(raw_agent, strict=strict, path=_prefix(path, "agent"))
         return cls(questions=questions, agent=agent, signal=signal)
-
-
-@dataclass(frozen=True, slots=True)
-class Responder(_Party):
-    """The human who answered a question."""
-
-
-@dataclass(frozen=True, slots=True)
-class Vote:
-    """One person's vote on a question that needs several: who, which label, when."""
-
-    by: Responder
-    label: str
-    at: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (audit metadata, as in the API record)."""
-        return {"by": self.by.to_dict(), "label": self.label, "at": self.at.isoformat()}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Vote:
-        """Read ``to_dict``'s output."""
-        return cls(
-            by=Responder.from_dict(data["by"]),
-            label=str(data["label"]),
-            at=datetime.fromisoformat(str(data["at"])),
-        )
 
 
 @dataclass(frozen=True, slots=True)

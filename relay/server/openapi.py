@@ -5,11 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import relay
-from relay.questions import MAX_QUESTIONS
-from relay.server.api import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
 from relay.server.openapi_approvals import approval_paths, approval_schemas
 from relay.server.openapi_operators import OPERATOR_ERROR_CODES, with_operator_features
-from relay.slack.provider import LONGEST_TIMEOUT
+from relay.server.openapi_schemas import (
+    ANSWER_SCHEMA,
+    ASK_REQUEST_SCHEMA,
+    ERROR_BODY_SCHEMA,
+    ERROR_SCHEMA,
+    OPTION_SCHEMA,
+    PERSON_SCHEMA,
+    QUESTION_SCHEMA,
+    RECORD_SCHEMA,
+    VOTE_SCHEMA,
+)
 
 __all__ = ["ERROR_CODES", "openapi_document"]
 
@@ -28,290 +36,6 @@ ERROR_CODES = [
     "INTERNAL",
     *OPERATOR_ERROR_CODES,  # (issue 16: idempotency, audit, webhooks; openapi_operators)
 ]
-
-_OPTION = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["label"],
-    "properties": {"label": {"type": "string"}, "description": {"type": ["string", "null"]}},
-}
-# Optional request fields may also be null, which the relay reads as unset.
-_QUESTION = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["id", "question"],
-    "properties": {
-        "id": {"type": "string", "description": "Stable id, echoed in the answer."},
-        # The relay refuses a question whose escaped text exceeds Slack's 3,000 per section.
-        "question": {"type": "string", "maxLength": 3000},
-        "header": {"type": ["string", "null"]},
-        "detail": {"type": ["string", "null"], "description": "Markdown shown with the question."},
-        "options": {
-            "type": ["array", "null"],
-            "maxItems": 100,
-            "items": {"$ref": "#/components/schemas/Option"},
-        },
-        "multiSelect": {"type": ["boolean", "null"], "default": False},
-        "default": {
-            "type": ["string", "null"],
-            "description": "The label of the option taken when nobody answers before the"
-            " timeout; the answer is then marked defaulted (BAD_REQUEST unless it names one"
-            " of the options). Without one, the ask times out (ASK_ABORTED, timed_out).",
-        },
-        "approvalsRequired": {
-            "type": ["integer", "null"],
-            "minimum": 1,
-            "maximum": 25,
-            "description": "How many different people must vote for an option before it is"
-            " the answer (single-select questions with options); each person votes once, a"
-            " second click does not change the vote. Default 1: the first click decides.",
-        },
-        "veto": {
-            "type": ["array", "null"],
-            "items": {"type": "string"},
-            "description": "Option labels that one vote decides at once, however many"
-            " approvalsRequired says (such as Reject).",
-        },
-        "intent": {
-            "type": ["object", "null"],
-            "additionalProperties": False,
-            "required": ["kind", "approve"],
-            "properties": {
-                "kind": {"type": "string", "enum": ["plan-review"]},
-                "approve": {"type": "string"},
-            },
-        },
-    },
-}
-_PERSON = {
-    "type": "object",
-    "required": ["id"],
-    "properties": {"id": {"type": "string"}, "name": {"type": "string"}},
-}
-_ASK_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["questions"],
-    "properties": {
-        "questions": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_QUESTIONS,
-            "items": {"$ref": "#/components/schemas/Question"},
-            "description": "Each question's id, and each option label within a question, must"
-            " be unique (BAD_REQUEST otherwise).",
-        },
-        "agent": {
-            "type": ["object", "null"],
-            "additionalProperties": False,
-            "required": ["id"],
-            "properties": {"id": {"type": "string"}, "name": {"type": ["string", "null"]}},
-        },
-        "slack": {
-            "type": ["object", "null"],
-            "additionalProperties": False,
-            "description": "Where to ask; unset (or null) fields use the relay's defaults.",
-            "properties": {
-                # null, like leaving a field out, means the relay's default.
-                "channel": {"type": ["string", "null"], "minLength": 1, "pattern": "\\S"},
-                "thread_ts": {"type": ["string", "null"], "minLength": 1, "pattern": "\\S"},
-                "allowed_users": {
-                    "type": ["array", "null"],
-                    "maxItems": MAX_ALLOWED_USERS,
-                    "items": {"type": "string", "minLength": 1},
-                    "description": "User ids (U…) who may answer; null: anyone the relay's"
-                    " own allowlist (RELAY_ALLOWED_USERS/GROUPS) admits. An ask can narrow"
-                    " that allowlist, never widen it.",
-                },
-                "allowed_groups": {
-                    "type": ["array", "null"],
-                    "maxItems": MAX_ALLOWED_GROUPS,
-                    "items": {"type": "string", "minLength": 1},
-                    "description": "User group ids (S…) whose members may answer too (within"
-                    " the relay's own allowlist).",
-                },
-                "requester": {
-                    "type": ["string", "null"],
-                    "minLength": 1,
-                    "pattern": "\\S",
-                    "description": "The Slack user on whose behalf the agent asks.",
-                },
-                "prevent_self_approval": {
-                    "type": "boolean",
-                    "description": "The requester may not answer their own ask.",
-                },
-                "timeout_s": {
-                    "type": ["number", "null"],
-                    "exclusiveMinimum": 0,
-                    "maximum": LONGEST_TIMEOUT,
-                    "description": "Seconds before the ask times out; null: the relay's"
-                    " longest (RELAY_MAX_TIMEOUT, or none). Never past RELAY_MAX_TIMEOUT.",
-                },
-                "remind_after_s": {
-                    "type": ["number", "null"],
-                    "exclusiveMinimum": 0,
-                    "maximum": LONGEST_TIMEOUT,
-                    "description": "Seconds after posting (and between reminders) at which a"
-                    " thread reply mentions who may answer, with the time left; null: none."
-                    " Never after the ask ends or past its deadline.",
-                },
-                "reminders": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 10,
-                    "description": "How many reminders at most (default 1).",
-                },
-                "escalate_after_s": {
-                    "type": ["number", "null"],
-                    "exclusiveMinimum": 0,
-                    "maximum": LONGEST_TIMEOUT,
-                    "description": "Seconds after posting at which the ask is escalated:"
-                    " escalate_users and escalate_groups may answer too from then on (still"
-                    " within RELAY_ALLOWED_USERS/GROUPS), they are mentioned in"
-                    " escalate_channel with a link back (else in the question's thread), and"
-                    " the message says it was escalated. Needs one of the three; null: none.",
-                },
-                "escalate_users": {
-                    "type": ["array", "null"],
-                    "maxItems": MAX_ALLOWED_USERS,
-                    "items": {"type": "string", "minLength": 1},
-                    "description": "User ids (U…) the escalation adds to who may answer.",
-                },
-                "escalate_groups": {
-                    "type": ["array", "null"],
-                    "maxItems": MAX_ALLOWED_GROUPS,
-                    "items": {"type": "string", "minLength": 1},
-                    "description": "User group ids (S…) the escalation adds.",
-                },
-                "escalate_channel": {
-                    "type": ["string", "null"],
-                    "minLength": 1,
-                    "description": "Where the escalation is posted, with a link back to the"
-                    " question: a channel id, or a user id for a DM.",
-                },
-            },
-        },
-    },
-}
-_ANSWER = {
-    "type": "object",
-    "required": ["answers"],
-    "properties": {
-        "answers": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["id", "selected"],
-                "properties": {
-                    "id": {"type": "string"},
-                    "selected": {"type": "array", "items": {"type": "string"}},
-                    "custom": {"type": "string"},
-                    "defaulted": {
-                        "type": "boolean",
-                        "description": "Present (true) when nobody answered in time and this"
-                        " is the question's default, never a person's choice.",
-                    },
-                },
-            },
-        }
-    },
-}
-_RECORD = {
-    "type": "object",
-    "required": ["id", "status", "created_at"],
-    "properties": {
-        "id": {"type": "string"},
-        "status": {
-            "type": "string",
-            "enum": ["pending", "answered", "aborted", "timed_out", "failed"],
-        },
-        "created_at": {
-            "type": "string",
-            "format": "date-time",
-            "description": "When the ask was created (ISO 8601, UTC, like every time here).",
-        },
-        "deadline": {
-            "type": "string",
-            "format": "date-time",
-            "description": "When the ask times out (ISO 8601, UTC); absent when it never"
-            " does (timeouts are at most a year).",
-        },
-        "answer": {"$ref": "#/components/schemas/Answer"},
-        "defaulted": {
-            "type": "boolean",
-            "description": "Present (true) when some question took its default because"
-            " nobody answered in time.",
-        },
-        "answered_by": {
-            "$ref": "#/components/schemas/Person",
-            "description": "Who gave the last answer; absent when it was a default.",
-        },
-        "answered_at": {"type": "string", "format": "date-time"},
-        "responses": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["id"],
-                "properties": {
-                    "id": {"type": "string"},
-                    "answered_by": {"$ref": "#/components/schemas/Person"},
-                    "answered_at": {"type": "string", "format": "date-time"},
-                    "defaulted": {
-                        "type": "boolean",
-                        "description": "Present (true) for a default: no answered_by then.",
-                    },
-                    "votes": {
-                        "type": "array",
-                        "items": {"$ref": "#/components/schemas/Vote"},
-                        "description": "On a question decided by votes: every vote counted;"
-                        " answered_by cast the deciding one.",
-                    },
-                },
-            },
-        },
-        "votes": {
-            "type": "array",
-            "description": "Votes cast so far on questions decided by votes that are not"
-            " decided yet.",
-            "items": {
-                "type": "object",
-                "required": ["id", "votes"],
-                "properties": {
-                    "id": {"type": "string"},
-                    "votes": {"type": "array", "items": {"$ref": "#/components/schemas/Vote"}},
-                },
-            },
-        },
-        "error": {"$ref": "#/components/schemas/ErrorBody"},
-    },
-}
-_VOTE = {
-    "type": "object",
-    "required": ["by", "label", "at"],
-    "properties": {
-        "by": {"$ref": "#/components/schemas/Person"},
-        "label": {"type": "string"},
-        "at": {"type": "string", "format": "date-time"},
-    },
-}
-_ERROR_BODY = {
-    "type": "object",
-    "required": ["code", "message"],
-    "properties": {
-        "code": {"type": "string"},
-        "message": {"type": "string"},
-        "reason": {
-            "type": "string",
-            "enum": ["aborted", "timed_out", "closed"],
-            "description": "Why an ASK_ABORTED ask ended.",
-        },
-    },
-}
-_ERROR = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {"error": {"$ref": "#/components/schemas/ErrorBody"}},
-}
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -374,16 +98,16 @@ def _base_document() -> dict[str, Any]:
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
-                "Option": _OPTION,
-                "Question": _QUESTION,
-                "Vote": _VOTE,
-                "Person": _PERSON,
-                "AskRequest": _ASK_REQUEST,
-                "Answer": _ANSWER,
-                "AskRecord": _RECORD,
-                "ErrorBody": _ERROR_BODY,
-                "Error": _ERROR,
-                **approval_schemas(_ASK_REQUEST["properties"]["slack"]),  # type: ignore[index]
+                "Option": OPTION_SCHEMA,
+                "Question": QUESTION_SCHEMA,
+                "Vote": VOTE_SCHEMA,
+                "Person": PERSON_SCHEMA,
+                "AskRequest": ASK_REQUEST_SCHEMA,
+                "Answer": ANSWER_SCHEMA,
+                "AskRecord": RECORD_SCHEMA,
+                "ErrorBody": ERROR_BODY_SCHEMA,
+                "Error": ERROR_SCHEMA,
+                **approval_schemas(ASK_REQUEST_SCHEMA["properties"]["slack"]),  # type: ignore[index]
             },
         },
         "security": [{"bearer": []}],

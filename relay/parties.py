@@ -1,0 +1,71 @@
+"""Who takes part in an ask on the wire: the agent asking (``AgentRef``), the person who
+answered (``Responder``), and each person's ``Vote`` on a question that needs several."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Self
+
+from .wire_reader import Reader as _Reader
+
+__all__ = ["AgentRef", "Responder", "Vote"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Party:
+    """Someone identified by an id and an optional display name."""
+
+    id: str
+    name: str | None = None
+
+    @property
+    def display_name(self) -> str:
+        """The name if there is one, else the id."""
+        return self.name or self.id
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form."""
+        out: dict[str, Any] = {"id": self.id}
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
+        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
+        r = _Reader(data, path, frozenset({"id", "name"}), strict=strict)
+        return cls(id=r.text("id"), name=r.opt_str("name"))
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRef(_Party):
+    """Who is asking: shown to the human and usable for routing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Responder(_Party):
+    """The human who answered a question."""
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    """One person's vote on a question that needs several: who, which label, when."""
+
+    by: Responder
+    label: str
+    at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (audit metadata, as in the API record)."""
+        return {"by": self.by.to_dict(), "label": self.label, "at": self.at.isoformat()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Vote:
+        """Read ``to_dict``'s output."""
+        return cls(
+            by=Responder.from_dict(data["by"]),
+            label=str(data["label"]),
+            at=datetime.fromisoformat(str(data["at"])),
+        )
