@@ -22,8 +22,6 @@ BOT_SCOPES: tuple[str, ...] = (
     "chat:write",
     # conversations.open: ask one person in a DM (a U… id as the channel).
     "im:write",
-    # users.info: the responder's name for audit lines.
-    "users:read",
     # usergroups.users.list: allow the members of a user group (S… id) to answer.
     "usergroups:read",
 )

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "kubernetes"
 HTTP_URL = "https://relay.example.com/slack/events"
-SCOPES = {"chat:write", "im:write", "users:read", "usergroups:read"}
+SCOPES = {"chat:write", "im:write", "usergroups:read"}
 TOKENS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "RELAY_API_TOKENS")
 
 YAML_FILES = [
@@ -123,7 +123,7 @@ def test_the_http_manifest_file_is_build_manifest_with_its_url() -> None:
 
 
 @pytest.mark.parametrize("name", ["slack-app-manifest.yaml", "slack-app-manifest.http.yaml"])
-def test_the_app_asks_for_exactly_the_four_scopes(name: str) -> None:
+def test_the_app_asks_for_exactly_the_three_scopes(name: str) -> None:
     scopes = load(name)["oauth_config"]["scopes"]
 
     assert list(scopes) == ["bot"]
@@ -141,9 +141,7 @@ def test_socket_mode_manifest() -> None:
             ),
         },
         "features": {"bot_user": {"display_name": "relay", "always_online": True}},
-        "oauth_config": {
-            "scopes": {"bot": ["chat:write", "im:write", "users:read", "usergroups:read"]}
-        },
+        "oauth_config": {"scopes": {"bot": ["chat:write", "im:write", "usergroups:read"]}},
         "settings": {
             "interactivity": {"is_enabled": True},
             "org_deploy_enabled": False,

@@ -275,10 +275,10 @@ def test_detail_past_the_markdown_limit_continues_in_the_thread() -> None:
     q = AskUserQuestionItem(id="x", question="Ok?", detail=detail)
     rendered = render_question(q, ask_id=ASK, index=0)
     (markdown,) = [b["text"] for b in rendered.blocks if b["type"] == "markdown"]
-    # The message holds what its question, inputs and final update leave of 12,000; each
-    # reply a markdown block's 12,000.
-    assert 8_000 < len(markdown) < 9_000
-    assert [len(piece) > 11_000 for piece in rendered.detail_overflow] == [True, True, False]
+    # The message holds what its question, inputs and final update leave of 10,000 (the
+    # budget below Slack's lowest measured refusal); each reply 10,000.
+    assert 6_000 < len(markdown) < 7_000
+    assert [len(piece) > 9_000 for piece in rendered.detail_overflow] == [True, True, False]
     assert markdown + "".join(rendered.detail_overflow) == detail
     assert "continues in 3 thread replies" in str(rendered.blocks)
 
@@ -477,17 +477,17 @@ def test_the_text_bound_holds_for_text_that_escaping_lengthens_most() -> None:
 
 
 def test_a_question_without_room_for_its_outcome_line_is_refused_by_either_path() -> None:
-    # ~9,800 characters of text once escaped: the inputs would fit beside it, the final
-    # "Answered by ..." line would not. The bound (~10,800) must not let it through.
+    # ~8,100 characters of text once escaped: the inputs would fit beside it in 10,000, the
+    # final "Answered by ..." line would not. The bound (~9,100) must not let it through.
     from relay.slack import render
 
     question = AskUserQuestionItem(
         id="q",
         header="x" * 150,
-        question="&" * 1200,
+        question="&" * 1000,
         options=(
-            AskUserQuestionOption(label="Yes", description="&" * 350),
-            AskUserQuestionOption(label="No", description="&" * 350),
+            AskUserQuestionOption(label="Yes", description="&" * 290),
+            AskUserQuestionOption(label="No", description="&" * 290),
         ),
     )
     assert render._text_bound(question, None) + 500 <= render.MESSAGE_CHARS  # (inputs: 500)

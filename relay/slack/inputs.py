@@ -14,6 +14,8 @@ from typing import Any
 
 from relay.errors import bad_request
 from relay.questions import AskUserQuestionItem
+from relay.slack import kit
+from relay.slack.kit import mrkdwn, plain
 from relay.slack.text import chunks, escape, shorten
 
 __all__ = [
@@ -61,19 +63,9 @@ def block_id(ask_id: str, index: int, part: str) -> str:
     return f"{BLOCK_PREFIX}:{ask_id}:{index}:{part}"
 
 
-def plain(text: str) -> dict[str, Any]:
-    """A ``plain_text`` object (shown as it is: Slack parses nothing in it)."""
-    return {"type": "plain_text", "text": text, "emoji": True}
-
-
-def mrkdwn(text: str) -> dict[str, Any]:
-    """A ``mrkdwn`` object; ``text`` must already be escaped where it is someone else's."""
-    return {"type": "mrkdwn", "text": text}
-
-
 def sections(escaped: str) -> list[dict[str, Any]]:
     """Sections holding ``escaped`` mrkdwn: Slack's 3,000 count the escaped characters."""
-    return [{"type": "section", "text": mrkdwn(piece)} for piece in chunks(escaped, SECTION_CHARS)]
+    return [kit.section(piece) for piece in chunks(escaped, SECTION_CHARS)]
 
 
 def _on_buttons(question: AskUserQuestionItem) -> bool:
@@ -110,27 +102,10 @@ def option_listing(question: AskUserQuestionItem) -> list[dict[str, Any]]:
     return sections("\n".join(lines))
 
 
-def _button(text: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
-    button: dict[str, Any] = {
-        "type": "button",
-        "text": plain(text),
-        "action_id": action_id,
-        "value": value,
-    }
-    if style:
-        button["style"] = style
-    return button
-
-
 def _option_object(question: AskUserQuestionItem, index: int, describe: bool) -> dict[str, Any]:
     description = (question.options or ())[index].description
-    option: dict[str, Any] = {
-        "text": plain(_shown(question, index, LABEL_CHARS)),
-        "value": str(index),
-    }
-    if description and describe:
-        option["description"] = plain(shorten(description, LABEL_CHARS))
-    return option
+    shown = shorten(description, LABEL_CHARS) if description and describe else None
+    return kit.option(_shown(question, index, LABEL_CHARS), str(index), shown)
 
 
 def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> list[dict[str, Any]]:
@@ -141,7 +116,7 @@ def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> lis
         for i, o in enumerate(options):
             style = "primary" if o.label == approve else None
             text = _shown(question, i, BUTTON_CHARS)
-            elements.append(_button(text, f"{ACTION_OPTION}.{i}", str(i), style))
+            elements.append(kit.button(text, f"{ACTION_OPTION}.{i}", str(i), style))
     elif options:
         objects = [_option_object(question, i, describe) for i in range(len(options))]
         if not question.multi_select:
@@ -149,7 +124,7 @@ def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> lis
                 {
                     "type": "static_select",
                     "action_id": ACTION_SELECT,
-                    "placeholder": plain("Choose an option"),
+                    "placeholder": plain("Choose an option", kit.PLACEHOLDER_CHARS),
                     "options": objects,
                 }
             )
@@ -160,14 +135,14 @@ def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> lis
                 {
                     "type": "multi_static_select",
                     "action_id": ACTION_MULTI,
-                    "placeholder": plain("Choose options"),
+                    "placeholder": plain("Choose options", kit.PLACEHOLDER_CHARS),
                     "options": objects,
                 }
             )
         if question.multi_select:
-            elements.append(_button("Submit", ACTION_SUBMIT, "submit", "primary"))
+            elements.append(kit.button("Submit", ACTION_SUBMIT, "submit", "primary"))
     if batch:
-        elements.append(_button("Skip", ACTION_SKIP, "skip"))
+        elements.append(kit.button("Skip", ACTION_SKIP, "skip"))
     return elements
 
 
@@ -203,7 +178,7 @@ def input_blocks(
             "type": "input",
             "block_id": block_id(ask_id, index, "text"),
             "dispatch_action": True,
-            "label": plain(_field_label(question)),
+            "label": plain(_field_label(question), kit.INPUT_LABEL_CHARS),
             "element": {
                 "type": "plain_text_input",
                 "action_id": ACTION_TEXT,

@@ -22,6 +22,7 @@ from relay.asks.rules import outcome_of
 from relay.errors import ErrorCode, UserInteractionError
 from relay.events import Events
 from relay.questions import Vote
+from relay.slack import kit
 from relay.slack.background import Background
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.parse import Click
@@ -259,7 +260,7 @@ class SlackMessages:
             message.channel,
             thread_ts=record.target.thread_ts or message.ts,
             text=text,
-            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+            blocks=[kit.section(text)],
         )
 
     async def escalate(self, record: AskRecord) -> None:
@@ -277,7 +278,7 @@ class SlackMessages:
                 await self.post(
                     await self.open_channel(target.escalate_channel),
                     text=text,
-                    blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+                    blocks=[kit.section(text)],
                     unfurl_links=False,
                 )
             except SlackApiError as exc:
@@ -298,7 +299,7 @@ class SlackMessages:
                 message.channel,
                 thread_ts=target.thread_ts or message.ts,
                 text=text,
-                blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+                blocks=[kit.section(text)],
             )
         await self._note_escalation(record, now)
 

@@ -8,6 +8,7 @@ import re
 from collections.abc import Collection
 
 from relay.asks.rules import escalated, widened
+from relay.slack import kit
 from relay.slack.team import duration_text
 from relay.slack.text import escape_within, mention
 from relay.store.record import AskRecord
@@ -16,6 +17,10 @@ __all__ = ["escalation_note", "escalation_text", "reminder_text"]
 
 _GROUP_ID = re.compile(r"S[A-Z0-9]{2,}")
 _NOTE_CHARS = 300  # the most the escalation note names before it counts instead
+# The most a reminder or an escalation names before it counts the rest ("and 87 others"):
+# with the API's own caps (100 users and 10 groups, twice over after an escalation) the
+# whole list would pass Slack's 3,000 characters a section, and the message be refused.
+_WHO_CHARS = 2000
 
 
 def _mentions(users: Collection[str] | None, groups: Collection[str] | None) -> list[str]:
@@ -23,6 +28,10 @@ def _mentions(users: Collection[str] | None, groups: Collection[str] | None) -> 
     who = [mention(user) for user in sorted(users or ())]
     who += [f"<!subteam^{group}>" for group in sorted(groups or ()) if _GROUP_ID.fullmatch(group)]
     return who
+
+
+def _lead(who: list[str]) -> str:
+    return f"{kit.mention_list(who, _WHO_CHARS)}: " if who else ""
 
 
 def _time_left(record: AskRecord, now: float) -> str:
@@ -41,8 +50,7 @@ def reminder_text(record: AskRecord, *, sent: int, now: float) -> str:
     answer (after an escalation, those it added too; nobody is pinged when anyone may),
     with the time left before it times out."""
     target = widened(record, now=now)
-    who = _mentions(target.allowed_users, target.allowed_groups)
-    lead = f"{', '.join(who)}: " if who else ""
+    lead = _lead(_mentions(target.allowed_users, target.allowed_groups))
     return (
         f":alarm_clock: Reminder {sent + 1} of {record.target.reminders}. {lead}{_what(record)}"
         f" still waiting for an answer.{_time_left(record, now)}"
@@ -53,8 +61,7 @@ def escalation_text(record: AskRecord, *, now: float, link: str | None) -> str:
     """The escalation message: who it reaches, what waits (the first question, shortened),
     and ``link`` (the original message's permalink) to answer it at."""
     target = record.target
-    who = _mentions(target.escalate_users, target.escalate_groups)
-    lead = f"{', '.join(who)}: " if who else ""
+    lead = _lead(_mentions(target.escalate_users, target.escalate_groups))
     waited = duration_text(target.escalate_after or 0.0)
     first = record.request.questions[0]
     asked = escape_within(first.header or first.question, 150)

@@ -6,11 +6,13 @@ exactly (they are looked up in the request on the server). The inputs are ``inpu
 
 Sizes: Slack refuses a message whose blocks hold about 13,200 characters of text in total
 (``msg_blocks_too_long``, slackapi/bolt-js#2509) even when each block is within its own
-limit, so every message stays within ``MESSAGE_CHARS`` (12,000, the figure Slack gave there
-"with a buffer for block containers"), its final update too: the detail gets what the
-question, the options and the inputs (or the outcome line, whichever is longer) leave, and
-the rest continues in thread replies. Someone else's text is escaped (mrkdwn, the fallback
-``text``) or made inert (the ``markdown`` block): see ``text``.
+limit, and one was measured refused at 11,341 characters (17,694 bytes, 45 blocks;
+slackapi/bolt-js#2867); Slack documents no figure. So every message stays within
+``MESSAGE_CHARS`` (10,000, below the lowest refusal measured), its final update too: the
+detail gets what the question, the options and the inputs (or the outcome line, whichever
+is longer) leave, and the rest continues in thread replies. Someone else's text is escaped
+(mrkdwn, the fallback ``text``) or made inert (the ``markdown`` block): see ``text``; every
+text object is made by ``kit``, which keeps it within its kind's limit.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Literal
 
 from relay.errors import UserInteractionError, bad_request
 from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem, Vote
+from relay.slack import kit
 from relay.slack.inputs import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -35,7 +38,6 @@ from relay.slack.inputs import (
     MAX_OPTIONS,
     block_id,
     input_blocks,
-    mrkdwn,
     option_listing,
     plain,
     sections,
@@ -48,6 +50,7 @@ from relay.slack.text import (
     escape_within,
     inert_markdown,
     mention,
+    shorten,
 )
 
 __all__ = [
@@ -76,10 +79,10 @@ __all__ = [
 MAX_BLOCKS = 50
 SECTION_CHARS = 3000
 HEADER_CHARS = 150
-MARKDOWN_CHARS = 12_000  # across the markdown blocks of one message
+MARKDOWN_CHARS = 10_000  # across the markdown blocks of one message (Slack: 12,000 a block)
 FALLBACK_CHARS = 3000
-MESSAGE_CHARS = 12_000
-"""Characters of text the relay puts in one message's blocks (Slack refuses at ~13,200)."""
+MESSAGE_CHARS = 10_000
+"""Characters of text the relay puts in one message's blocks (Slack refused 11,341 once)."""
 OUTCOME_LINE_CHARS = 3000  # room every message keeps for its final "Answered by …: …"
 _LAST_DEADLINE = 9_999_999_999.0  # sizes the "times out …" line for any deadline
 _MIN_DETAIL = 500  # with less room left than this, the whole detail goes to the thread
@@ -101,7 +104,7 @@ def _heading_blocks(question: AskUserQuestionItem) -> list[dict[str, Any]]:
     if question.header:
         header = " ".join(question.header.split())
         if header and len(header) <= HEADER_CHARS:
-            blocks.append({"type": "header", "text": plain(header)})
+            blocks.append(kit.header(header))
         elif header:
             blocks.extend(sections(f"*{escape(header)}*"))
     # The limit is what the reader sees; Slack's 3,000 per section count the escaped text,
@@ -114,7 +117,7 @@ def _heading_blocks(question: AskUserQuestionItem) -> list[dict[str, Any]]:
             " in detail"
         )
     if not question.question.strip():
-        blocks.append({"type": "section", "text": mrkdwn("_(no question text)_")})
+        blocks.append(kit.section("_(no question text)_"))
         return blocks
     text = escape(question.question)
     if len(text) <= 2 * SECTION_CHARS:
@@ -122,10 +125,6 @@ def _heading_blocks(question: AskUserQuestionItem) -> list[dict[str, Any]]:
     else:  # mostly & < >: shown as it is, nothing in plain_text is parsed
         blocks.append({"type": "section", "text": plain(question.question)})
     return blocks
-
-
-def _context(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [mrkdwn(text)]}
 
 
 def _detail_blocks(
@@ -136,9 +135,9 @@ def _detail_blocks(
         return [], []
     blocks: list[dict[str, Any]] = []
     if question.intent is not None:
-        blocks.append(_context("*Plan under review*"))
+        blocks.append(kit.context("*Plan under review*"))
     if not question.detail.strip():
-        blocks.append(_context("_(no detail given)_"))
+        blocks.append(kit.context("_(no detail given)_"))
         return blocks, []
     detail = inert_markdown(question.detail)
     first = min(MARKDOWN_CHARS, room - _NOTE_CHARS)
@@ -150,9 +149,9 @@ def _detail_blocks(
     replies = f"{len(overflow)} thread repl{'y' if len(overflow) == 1 else 'ies'}"
     if shown:
         blocks.append({"type": "markdown", "text": shown})
-        blocks.append(_context(f"_The detail continues in {replies}._"))
+        blocks.append(kit.context(f"_The detail continues in {replies}._"))
     else:
-        blocks.append(_context(f"_The detail is in {replies}._"))
+        blocks.append(kit.context(f"_The detail is in {replies}._"))
     return blocks, overflow
 
 
@@ -175,11 +174,12 @@ def _asked_by(
     if deadline is not None:
         ends = f"times out {_slack_date(deadline, 'at the deadline')}"
         if default is not None:
-            ends += f", then takes *{escape(default)}*"
+            # (a label: one longer than its button shows is listed whole under the question)
+            ends += f", then takes *{escape(shorten(default, LABEL_CHARS))}*"
         parts.append(ends)
     if note is not None:
         parts.append(note)
-    return _context(" · ".join(parts))
+    return kit.context(" · ".join(parts))
 
 
 def _fallback(question: AskUserQuestionItem, suffix: str = "") -> str:
@@ -264,7 +264,7 @@ def _measured_layout(
     raise bad_request(
         f"question {question.id} needs {fixed + inputs} characters of Slack text for its"
         f" question and options (labels, descriptions), more than the {MESSAGE_CHARS} one"
-        " message safely holds (Slack refuses about 13,200): shorten the option labels or"
+        " message safely holds (Slack has refused 11,341): shorten the option labels or"
         " descriptions, or offer fewer options"
     )
 

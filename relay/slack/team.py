@@ -7,28 +7,29 @@ from collections.abc import Sequence
 from typing import Any
 
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Vote
-from relay.slack.inputs import mrkdwn
-from relay.slack.text import chunks, escape, mention, shorten
+from relay.slack import kit
+from relay.slack.text import escape, mention, shorten
 
 __all__ = ["TALLY_CHARS", "defaulted_line", "duration_text", "tally_block", "votes_text"]
 
 TALLY_CHARS = 2000  # room a question that needs several votes keeps for its tally
 
 
-def votes_text(votes: Sequence[Vote]) -> str:
-    """The votes cast, as "@alice *Approve*, @bob *Reject*"."""
-    return ", ".join(f"{mention(v.by.id)} *{escape(shorten(v.label, 40))}*" for v in votes)
+def votes_text(votes: Sequence[Vote], limit: int = TALLY_CHARS - 200) -> str:
+    """The votes cast, as "@alice *Approve*, @bob *Reject*", within ``limit`` characters
+    (the rest counted: "and 87 others")."""
+    cast = [f"{mention(v.by.id)} *{escape(shorten(v.label, 40))}*" for v in votes]
+    return kit.mention_list(cast, limit)
 
 
 def tally_block(question: AskUserQuestionItem, votes: Sequence[Vote]) -> dict[str, Any]:
     """The live tally under a question that needs several votes."""
     parts = [f"Needs {question.quorum} votes from different people for an option"]
     if question.veto:
-        vetoes = ", ".join(f"*{escape(shorten(label, 40))}*" for label in question.veto)
+        vetoes = kit.mention_list([f"*{escape(shorten(v, 40))}*" for v in question.veto], 600)
         parts[0] += f" ({vetoes}: one vote decides)"
-    parts.append(f"voted: {votes_text(votes)}" if votes else "no votes yet")
-    text = chunks(" · ".join(parts), TALLY_CHARS)[0]
-    return {"type": "context", "elements": [mrkdwn(text)]}
+    parts.append(f"voted: {votes_text(votes, TALLY_CHARS - 800)}" if votes else "no votes yet")
+    return kit.context(kit.fit(" · ".join(parts), TALLY_CHARS))
 
 
 def duration_text(seconds: float) -> str:

@@ -31,7 +31,7 @@ async def test_a_long_detail_continues_in_the_thread_and_nothing_is_cut() -> Non
     async with slack_env() as env:
         env.ask(q)
         message = await env.message()
-        replies = [await env.message(n) for n in (2, 3, 4)]
+        replies = [await env.message(n) for n in (2, 3, 4, 5)]  # 10,000 characters each
         assert all(r.thread_ts == message.ts for r in replies)
         shown = [
             b["text"] for m in (message, *replies) for b in m.blocks if b["type"] == "markdown"
