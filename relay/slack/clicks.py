@@ -60,7 +60,15 @@ class ClickIntake:
         self.repair_after: timedelta = REPAIR_AFTER
 
     async def handle(self, click: Click) -> None:
-        """Apply one click."""
+        """Apply one click; one whose check would wait on Slack is applied after the ack."""
+        await self._handle(click, acked=False)
+
+    def _after_ack(self, click: Click) -> None:
+        """Apply ``click`` in the background: deciding it waits on Slack (a user group's
+        members), and Slack's 3 s for the ack must not. A refusal is a notice, as ever."""
+        self._background.spawn(self._handle(click, acked=True))
+
+    async def _handle(self, click: Click, *, acked: bool) -> None:
         if click.kind is ClickKind.TOGGLE:
             return
         self._background.lend_session()
@@ -90,6 +98,9 @@ class ClickIntake:
         )
         if quick and known is not None:
             allowed = widened(known, now=time.time())
+            if not acked and self._gatekeeper.needs_slack(allowed, click.user_id):
+                self._after_ack(click)
+                return
             refusal, checked = await self._gatekeeper.refusal(allowed, click.user_id), True
             if refusal is None and await self._claim_at_once(known, click):
                 return
@@ -118,9 +129,11 @@ class ClickIntake:
             self._repair_if_stale(record, click.index, existing)
             return
         if not checked:  # (who may answer changes only by the clock: one look per click)
-            refusal = await self._gatekeeper.refusal(
-                widened(record, now=time.time()), click.user_id
-            )
+            allowed = widened(record, now=time.time())
+            if not acked and self._gatekeeper.needs_slack(allowed, click.user_id):
+                self._after_ack(click)
+                return
+            refusal = await self._gatekeeper.refusal(allowed, click.user_id)
         if refusal is not None:
             events.emit("refused", record.id, user=click.user_id, why="not_allowed")
             notify(click, refusal)

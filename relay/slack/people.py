@@ -1,4 +1,10 @@
-"""Who may answer: user allowlists, user groups (cached briefly), and self-approval."""
+"""Who may answer: user allowlists, user groups (cached briefly), and self-approval.
+
+A click must be acknowledged within Slack's 3 seconds, and ``usergroups.users.list`` can
+take longer (a slow Slack, a 429's Retry-After): ``needs_slack`` says, from the cache alone,
+whether deciding a click would wait on Slack, so the click is checked after its ack
+instead; ``warm`` looks the groups of a new ask up in advance, so its first clicks need not.
+"""
 
 from __future__ import annotations
 
@@ -55,6 +61,44 @@ class Gatekeeper:
     def has_policy(self) -> bool:
         """Whether the operator limits who may answer at all."""
         return self.policy_users is not None or self.policy_groups is not None
+
+    def needs_slack(self, target: Target, user: str) -> bool:
+        """Whether deciding ``refusal(target, user)`` would call Slack (a group it depends
+        on is not in the cache, or no longer fresh)."""
+        if (
+            target.prevent_self_approval
+            and target.requester is not None
+            and user == target.requester
+        ):
+            return False
+        if target.restricted and self._unknown(target.allowed_users, target.allowed_groups, user):
+            return True
+        return self.has_policy and self._unknown(self.policy_users, self.policy_groups, user)
+
+    def _unknown(
+        self, users: frozenset[str] | None, groups: frozenset[str] | None, user: str
+    ) -> bool:
+        if (users is not None and user in users) or not groups:
+            return False
+        now = time.monotonic()
+        fresh = [self._groups.get(g) for g in groups]
+        if any(c is not None and now - c[0] < self._ttl and user in c[1] for c in fresh):
+            return False  # a member of a group known: allowed whatever the others say
+        return any(c is None or now - c[0] >= self._ttl for c in fresh)
+
+    async def warm(self, target: Target) -> None:
+        """Look up now, before anyone clicks, the groups that ``target`` (its escalation
+        too) and the policy depend on and the cache lacks; a failure is the click's to meet."""
+        groups = set(self.policy_groups or ())
+        if target.restricted:  # (an ask anyone may answer stays so when escalated)
+            groups |= set(target.allowed_groups or ()) | set(target.escalate_groups or ())
+        now = time.monotonic()
+        stale = [g for g in groups if (c := self._groups.get(g)) is None or now - c[0] >= self._ttl]
+        await asyncio.gather(*(self.members(g) for g in sorted(stale)), return_exceptions=True)
+
+    def forget(self) -> None:
+        """Drop every cached membership: the next click that needs one looks it up."""
+        self._groups.clear()
 
     async def refusal(self, target: Target, user: str) -> str | None:
         """``None`` if ``user`` may answer, else the private notice saying why not."""

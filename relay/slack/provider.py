@@ -20,11 +20,7 @@ from relay.asks.lifecycle import AskLifecycle, known
 from relay.asks.rules import LONGEST_TIMEOUT, QuestionDefaults, answer_of, capped, check_timeout
 from relay.errors import RelayConfigError, ask_aborted, ask_closed
 from relay.events import Events
-from relay.questions import (
-    AskUserQuestionAnswer,
-    AskUserQuestionRequest,
-    validate_request,
-)
+from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest, validate_request
 from relay.slack.background import Background
 from relay.slack.clicks import ClickIntake
 from relay.slack.credentials import check_credentials
@@ -237,6 +233,8 @@ class SlackProvider:
         validate_request(request)  # also when called without the service in front
         self._background.lend_session()
         resolved = await self._defaults.resolve(request, target)
+        # Who may answer, looked up while posting: the first clicks need not wait on Slack.
+        self._background.spawn(self.gatekeeper.warm(resolved))
         return await self._poster.start(request, resolved, owner=owner, held=held)
 
     async def wait(self, ask_id: str, *, within: float | None = None) -> AskRecord:
