@@ -121,7 +121,7 @@ async def test_codex_fails_closed_in_its_schema(tmp_path: Path) -> None:
         assert decision["behavior"] == "deny"
         assert why in decision["message"]
     # Input that is no Codex event: exit 2 with the reason on stderr is Codex's deny.
-    for bad in ("not json", {"hook_event_name": "Stop"}, {**npm, "tool_input": {}}):
+    for bad in ("not json", {"hook_event_name": "Stop"}, {**npm, "tool_input": "rm -rf /"}):
         run = await hook("codex", bad)
         assert run.code == 2
         assert run.err.startswith("relay: error: BAD_HOOK_INPUT: ")

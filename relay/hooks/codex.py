@@ -8,7 +8,8 @@ allow|deny, message}`` (``updatedInput``, ``updatedPermissions`` and ``interrupt
 hook fail closed, so they are never sent). Any deny among the hooks wins; a quiet or
 invalid hook falls back to Codex's own approval prompt; exit 2 with a reason on stderr
 denies. ``PreToolUse`` (``tool_name`` ``Bash``, with ``tool_use_id``) can only block: an
-allow is left unsaid and Codex goes on with its approval policy.
+allow is left unsaid and Codex goes on with its approval policy. Codex's docs add
+``apply_patch`` and MCP tools to both events' matchers, so any tool input object is read.
 """
 
 from __future__ import annotations
@@ -48,13 +49,10 @@ class Codex:
         tool = data.get("tool_name")
         if not isinstance(tool, str) or not tool:
             raise BadHookInput("the hook input has no tool_name")
-        tool_input = object_input(data.get("tool_input"), "tool_input")
-        if not isinstance(tool_input.get("command"), str):
-            raise BadHookInput("the hook input has no tool_input.command")
         return HookCall(
             event=event,
             tool=tool,
-            input=tool_input,
+            input=object_input(data.get("tool_input"), "tool_input"),
             session=text_field(data, "session_id"),
             cwd=text_field(data, "cwd"),
             tool_use_id=text_field(data, "tool_use_id", "turn_id"),
