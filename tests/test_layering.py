@@ -64,6 +64,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.cli",
             "relay.client",
             "relay.gate",
+            "relay.integrations",
             "relay.mcp",
             "relay.sandbox",
             "relay.server",
