@@ -24,6 +24,7 @@ from relay.events import Events
 from relay.questions import Vote
 from relay.slack import kit
 from relay.slack.background import Background
+from relay.slack.coalesce import Coalescer
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.parse import Click
 from relay.slack.private import tell_privately
@@ -40,6 +41,9 @@ from relay.store import AskRecord, AskStore, MessageRef, StoreUnavailable
 __all__ = ["SlackMessages", "Unrecorded", "final_of"]
 
 _log = logging.getLogger("relay.slack")
+
+TALLY_GAP = 1.0
+"""Seconds between two live updates of one message (Slack's Tier 3: ~50 a minute)."""
 
 # Slack's refusals of a post that no retry fixes (the channel is wrong, gone or closed).
 _NO_RETRY = frozenset(
@@ -71,6 +75,8 @@ class SlackMessages:
         self._dm_channels: dict[str, str] = {}
         # Final updates on their way (ask id, question): the sweep leaves them to land.
         self._in_flight: set[tuple[str, int]] = set()
+        # Live tallies and notes, per message: at most one update a TALLY_GAP (see show_live).
+        self._tallies = Coalescer(TALLY_GAP)
         # One post at a time per channel (see post); unused locks are dropped.
         self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -133,10 +139,8 @@ class SlackMessages:
         sent together would be refused together, retried together and, with many, run out of
         retries. Queued, each waits its turn and needs at most a retry or two.
 
-        Sent by ``LeanCalls`` as ``chat.update`` is: the request slack-sdk's
-        ``chat_postMessage`` sends (its ``None`` fields left out), failures retried and
-        raised as slack-sdk does, for less CPU and fewer objects per create (see
-        BENCHMARKS.md, twelfth pass).
+        Sent by ``LeanCalls`` as ``chat.update`` is: slack-sdk's request (``None`` fields
+        left out), retried and raised as slack-sdk does, for less CPU (BENCHMARKS.md, 12th).
         """
         lock = self._post_locks.get(channel)
         if lock is None:
@@ -329,37 +333,38 @@ class SlackMessages:
         votes: Sequence[Vote] | None = None,
     ) -> None:
         """Show question ``index`` still open: its tally (``votes``, or the store's) and
-        whether it was escalated. Then read the ask again: an update that landed after the
-        question's final one would bring its buttons back, so the final one is shown again;
-        one that landed after a newer vote's shows the newer tally (votes only grow)."""
-        if votes is None:
+        whether it was escalated. Coalesced per message (``TALLY_GAP``): a request while one
+        is shown waits, the newest replacing the others, and reads the votes afresh."""
+        key = (record.id, index)
+        cast = None if self._tallies.busy(key) else votes
+        await self._tallies.run(key, lambda: self._show_live_once(record, index, message, cast))
+
+    async def _show_live_once(
+        self, record: AskRecord, index: int, message: MessageRef, votes: Sequence[Vote] | None
+    ) -> bool:
+        """One live update; whether the question has ended (its final update then shown).
+        The ask is read after: an update that landed after the question's final one would
+        bring its buttons back, so the final one is shown again, never overtaken."""
+        if votes is None:  # (a later request: the question may have ended meanwhile)
+            if _ended(await self._store.get(ask_id=record.id), index):
+                return True  # its final update is the ending's own
             cast = await self._store.votes(ask_id=record.id)
             votes = cast[index] if index < len(cast) else ()
-        shown = tuple(votes)
-        for _ in range(3):  # (a tally that keeps growing is shown by the newer votes' updates)
-            live = render_question(
-                record.request.questions[index],
-                ask_id=record.id,
-                index=index,
-                count=len(record.request.questions),
-                agent=record.request.agent,
-                deadline=record.deadline,
-                votes=shown,
-                note=escalation_note(record, now=time.time()),
-            )
-            await self.update(record.id, message, live)
-            current = await self._store.get(ask_id=record.id)
-            if current is None:
-                return
-            item = current.responses[index] if index < len(current.responses) else None
-            if item is not None or not current.pending:
-                await self.update(record.id, message, final_of(current, index), index=index)
-                return
-            cast = await self._store.votes(ask_id=record.id)
-            latest = cast[index] if index < len(cast) else ()
-            if len(latest) <= len(shown):
-                return
-            shown = tuple(latest)
+        live = render_question(
+            record.request.questions[index],
+            ask_id=record.id,
+            index=index,
+            count=len(record.request.questions),
+            agent=record.request.agent,
+            deadline=record.deadline,
+            votes=tuple(votes),
+            note=escalation_note(record, now=time.time()),
+        )
+        await self.update(record.id, message, live)
+        current = await self._store.get(ask_id=record.id)
+        if current is not None and _ended(current, index):
+            await self.update(record.id, message, final_of(current, index), index=index)
+        return current is None or _ended(current, index)
 
     def notify(self, click: Click, text: str, *, fallback: bool = True) -> None:
         """Tell the clicker ``text`` privately, in the background."""
@@ -370,6 +375,13 @@ class SlackMessages:
         # The click's response_url first (it reaches non-members), then chat.postEphemeral.
         async with self._background.slots:
             await tell_privately(self.lean, click, text, fallback=fallback)
+
+
+def _ended(record: AskRecord | None, index: int) -> bool:
+    """Whether question ``index`` of ``record`` is answered, or the ask over (or unknown)."""
+    if record is None or not record.pending:
+        return True
+    return index < len(record.responses) and record.responses[index] is not None
 
 
 def final_of(record: AskRecord, index: int) -> RenderedQuestion:
