@@ -26,6 +26,7 @@ from relay.server.limits import Limiter, RateLimited, TokenLimits, retry_after_h
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
 from relay.slack.app import slack_handler
+from relay.slack.identity import TOKEN_REFUSALS
 from relay.slack.provider import SlackProvider
 from relay.store.base import StoreUnavailable
 from relay.webhooks.sender import Webhooks
@@ -83,8 +84,10 @@ class _Readiness:
                 failure = None
             except SlackApiError as exc:
                 code = exc.response.get("error") if exc.response is not None else None
-                failure = f"auth.test failed ({code or 'error'})"
-                details["slack"] = f"{exc}"
+                # In relay's words, not slack-sdk's (its text holds the URL and the body).
+                refused = code in TOKEN_REFUSALS
+                failure = "refused token" if refused else f"auth.test failed ({code or 'error'})"
+                details["slack"] = f"auth.test answered {code or 'an error'}"
             except (SlackClientError, aiohttp.ClientError, OSError) as exc:
                 failure = "auth.test failed (Slack unreachable)"
                 details["slack"] = f"{exc or type(exc).__name__}"

@@ -41,6 +41,7 @@ SHUTDOWN_TIMEOUT = 10.0
 """Seconds a stopping relay gives requests in flight (posts to Slack, mostly) once every
 long-poll was answered, and then again the Slack updates it still owes: inside Kubernetes'
 default 30 s grace period."""
+_TOKEN_CHECK_WAIT = 5.0  # seconds the start waits for auth.test's first answer
 _SLACK_TOKEN = re.compile(r"\b(xox[abposr]|xapp)-[A-Za-z0-9-]+")
 
 
@@ -217,6 +218,11 @@ async def serve(
         listening = True
         provider.start_expiry()
         provider.prefetch_identity()
+        # A bot token Slack refuses stops the relay here, in one line; one it cannot reach
+        # yet is retried in the background (the first attempt waited for briefly).
+        refusal = await provider.lookup.first_check(within=_TOKEN_CHECK_WAIT)
+        if refusal is not None:
+            raise refusal
         if webhooks is not None:
             webhooks.start()
         if settings.app_token:
@@ -261,8 +267,11 @@ async def serve(
 
 
 async def _until_stopped(stop: asyncio.Event, provider: SlackProvider) -> None:
-    """Wait for SIGTERM/SIGINT; raise ``RelayConfigError`` if Slack refuses the app token."""
-    waits: set[asyncio.Future[Any]] = {asyncio.ensure_future(stop.wait())}
+    """Wait for SIGTERM/SIGINT; raise ``RelayConfigError`` if Slack refuses a token."""
+    waits: set[asyncio.Future[Any]] = {
+        asyncio.ensure_future(stop.wait()),
+        asyncio.ensure_future(provider.lookup.refused()),
+    }
     if provider.socket_mode is not None:
         waits.add(asyncio.ensure_future(provider.socket_mode.refused()))
     try:

@@ -146,7 +146,7 @@ class SlackProvider:
         )
         self._questions = QuestionDefaults.checked(default_option, approvals_required, veto)
         self._background = Background(client)
-        self._identity = InstallationLookup(client, background=self._background)
+        self.lookup = InstallationLookup(client, background=self._background)
         self._messages = SlackMessages(
             client=client, store=self.store, events=self.events, background=self._background
         )
@@ -264,7 +264,7 @@ class SlackProvider:
         """Look up ``identity`` now, in the background, so that the first click does not wait
         for ``auth.test`` (a click must be acknowledged within 3 s). A failure is retried by
         the first click that needs it."""
-        self._identity.prefetch()
+        self.lookup.prefetch()
 
     async def identity(self) -> tuple[str | None, str | None]:
         """The bot's workspace (team) id and app id, from ``auth.test`` once per process."""
@@ -274,7 +274,7 @@ class SlackProvider:
     async def installation(self) -> Installation:
         """The installation the bot token belongs to (workspace, app, Grid organisation),
         from ``auth.test`` once per process."""
-        return await self._identity.get()
+        return await self.lookup.get()
 
     # ---- clicks and the Slack transport -----------------------------------------------------
 
@@ -384,6 +384,7 @@ class SlackProvider:
         self._finished = True
         # Posts in flight finish (and withdraw what they posted) before the close completes.
         await self._poster.finish()
+        await self.lookup.close()
         await self.drain()
         if self._socket is not None:
             await self._socket.close()
