@@ -86,15 +86,20 @@ class Gatekeeper:
             return False  # a member of a group known: allowed whatever the others say
         return any(c is None or now - c[0] >= self._ttl for c in fresh)
 
-    async def warm(self, target: Target) -> None:
-        """Look up now, before anyone clicks, the groups that ``target`` (its escalation
-        too) and the policy depend on and the cache lacks; a failure is the click's to meet."""
+    def unknown_groups(self, target: Target) -> list[str]:
+        """The groups ``target`` (its escalation too) and the policy depend on that the
+        cache lacks (or holds stale): for ``warm`` before anyone clicks."""
         groups = set(self.policy_groups or ())
         if target.restricted:  # (an ask anyone may answer stays so when escalated)
             groups |= set(target.allowed_groups or ()) | set(target.escalate_groups or ())
         now = time.monotonic()
-        stale = [g for g in groups if (c := self._groups.get(g)) is None or now - c[0] >= self._ttl]
-        await asyncio.gather(*(self.members(g) for g in sorted(stale)), return_exceptions=True)
+        return sorted(
+            g for g in groups if (c := self._groups.get(g)) is None or now - c[0] >= self._ttl
+        )
+
+    async def warm(self, groups: list[str]) -> None:
+        """Look ``groups`` up now; a failure is left for a click to meet (and retry)."""
+        await asyncio.gather(*(self.members(g) for g in groups), return_exceptions=True)
 
     def forget(self) -> None:
         """Drop every cached membership: the next click that needs one looks it up."""

@@ -234,7 +234,8 @@ class SlackProvider:
         self._background.lend_session()
         resolved = await self._defaults.resolve(request, target)
         # Who may answer, looked up while posting: the first clicks need not wait on Slack.
-        self._background.spawn(self.gatekeeper.warm(resolved))
+        if groups := self.gatekeeper.unknown_groups(resolved):
+            self._background.spawn(self.gatekeeper.warm(groups))
         return await self._poster.start(request, resolved, owner=owner, held=held)
 
     async def wait(self, ask_id: str, *, within: float | None = None) -> AskRecord:
