@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from relay import (
     AgentRef,
+    AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
@@ -204,7 +205,7 @@ def extreme_questions(draw: st.DrawFn) -> AskUserQuestionItem:
     )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(extreme_questions(), st.text(max_size=400))
 def test_every_text_of_every_message_fits_whatever_the_input(
     question: AskUserQuestionItem, agent: str
@@ -223,9 +224,10 @@ def test_every_text_of_every_message_fits_whatever_the_input(
     if refused is not None:
         assert refused.code == ErrorCode.BAD_REQUEST
         return
-    for blocks in (
-        live.blocks,
-        render_outcome(question, outcome="timed_out", agent=who).blocks,
-    ):
+    outcomes = [render_outcome(question, outcome="timed_out", agent=who).blocks]
+    if question.default is not None:
+        taken = AskUserQuestionAnswerItem(id="q", selected=(question.default,), defaulted=True)
+        outcomes.append(render_outcome(question, outcome="answered", item=taken, timeout=60).blocks)
+    for blocks in (live.blocks, *outcomes):
         assert over_limit(blocks) == []
         assert block_text_length(blocks) <= MESSAGE_CHARS < MEASURED_REFUSAL
