@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from relay.hooks.common import BadHookInput, HookCall, Reply, object_input, text_field
-
-if TYPE_CHECKING:
-    from relay.gate.approval import Decision
+from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, object_input, text_field
 
 __all__ = ["CLAUDE_CODE", "EVENTS", "ClaudeCode", "claude_code_output"]
 
 EVENTS = ("PreToolUse", "PermissionRequest")
 
 
-def claude_code_output(event: str, decision: Decision | None) -> dict[str, Any] | None:
+def claude_code_output(event: str, decision: Decided | None) -> dict[str, Any] | None:
     """The JSON Claude Code reads for ``event`` (``None``: no opinion, print nothing)."""
     if decision is None:
         return None
@@ -74,7 +71,7 @@ class ClaudeCode:
             tool_use_id=text_field(data, "tool_use_id"),
         )
 
-    def reply(self, call: HookCall, decision: Decision | None) -> Reply:
+    def reply(self, call: HookCall, decision: Decided | None) -> Reply:
         """``hookSpecificOutput`` for the event, exit 0."""
         return Reply(claude_code_output(call.event, decision))
 
