@@ -66,6 +66,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.client",
             "relay.gate",
             "relay.hooks",
+            "relay.integrations",
             "relay.mcp",
             "relay.sandbox",
             "relay.server",
