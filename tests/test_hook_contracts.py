@@ -220,6 +220,11 @@ async def test_copilot_fails_closed(tmp_path: Path) -> None:
     run = await hook("copilot", npm, "--event", "preToolUse")
     jsonschema.validate(run.json(), COPILOT_PRE_TOOL_USE)
     assert run.json()["permissionDecision"] == "deny"
+    bad_rules = write_rules(tmp_path, "timeout = -1\n")
+    run = await hook("copilot", npm, "--rules", bad_rules)
+    jsonschema.validate(run.json(), COPILOT_PERMISSION)
+    assert run.json()["behavior"] == "deny"
+    assert "BAD_RULES" in run.json()["message"]
     # Unreadable input, whichever event it was for: a deny both events read.
     run = await hook("copilot", "[]")
     assert run.code == 0
@@ -274,10 +279,17 @@ async def test_cursor_answers_shell_and_mcp_calls(tmp_path: Path) -> None:
 async def test_cursor_fails_closed(tmp_path: Path) -> None:
     npm = cursor_event("beforeShellExecution", command="npm publish", cwd="/repo")
     bad_rules = write_rules(tmp_path, "[[rules]]\naction = 1\n")
-    for run in (await hook("cursor", npm), await hook("cursor", npm, "--rules", bad_rules)):
+    down = clean_env(RELAY_URL=f"http://127.0.0.1:{free_port()}", RELAY_TOKEN=TOKEN)
+    runs = (
+        await hook("cursor", npm),
+        await hook("cursor", npm, "--rules", bad_rules),
+        await hook("cursor", npm, env=down),
+    )
+    for run, why in zip(runs, ("USAGE", "BAD_RULES", "cannot reach the relay"), strict=True):
         assert run.code == 0
         jsonschema.validate(run.json(), CURSOR_OUTPUT)
         assert run.json()["permission"] == "deny"
+        assert why in run.json()["agent_message"]
     for bad in ("{", cursor_event("afterFileEdit"), cursor_event("beforeShellExecution")):
         run = await hook("cursor", bad)
         assert run.code == 0
