@@ -19,12 +19,13 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from relay.cli.backend import add_backend_flags
 from relay.cli.common import Commands
 from relay.hooks import ADAPTERS, Adapter, BadHookInput, HookCall
-from relay.hooks.claude_code import EVENTS, claude_code_output
+from relay.hooks.claude_code import CLAUDE_CODE, EVENTS, claude_code_output
 from relay.hooks.common import Decided, RulesDecision, load_event
 
 if TYPE_CHECKING:
@@ -65,7 +66,9 @@ def add_hook(commands: Commands) -> None:
         sub.set_defaults(handler=_handler(adapter))
 
 
-def _decide(args: argparse.Namespace, adapter: Adapter, call: HookCall) -> Decided | None:
+def _decide(
+    args: argparse.Namespace, adapter: Adapter, call: HookCall
+) -> Decided | Deferred | None:
     """The rules' decision, made here without asyncio or the gate's clients (a hook runs
     before every tool call it matches); only a use the team is asked about goes on."""
     from relay.gate.match import subject
@@ -86,7 +89,7 @@ def _decide(args: argparse.Namespace, adapter: Adapter, call: HookCall) -> Decid
 
 async def _ask(
     args: argparse.Namespace, adapter: Adapter, call: HookCall, rules: Rules, cwd: str
-) -> Decision | None:
+) -> Decision | Deferred | None:
     import asyncio
 
     from relay.abort import AbortController
@@ -115,10 +118,24 @@ async def _ask(
         # The harness stops a hook it no longer needs: withdraw the question, then deny.
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, controller.abort, "stopped")
+    defer_after = getattr(args, "defer_after", None)
+    if defer_after is not None and call.event == "PreToolUse" and backend.mode == "relay":
+        from relay.gate.remote import RemoteApprover
+
+        if isinstance(backend.approver, RemoteApprover):
+            # Claude Code's defer: the question stays open for the run's --resume.
+            backend.approver.reattach = True
+            loop.call_later(defer_after, controller.abort, "deferred")
     try:
         gate = Gate(rules=backend.fill(rules), approver=backend.approver)
         async with asyncio.timeout(timeout + _MARGIN):
-            return await gate.decide(use, signal=controller.signal, allow_pass=True)
+            decision = await gate.decide(use, signal=controller.signal, allow_pass=True)
+        if controller.signal.aborted and controller.signal.reason == "deferred":
+            return Deferred(
+                "no one on the team has decided yet: the question stays open in Slack;"
+                " resume this run (claude -p --resume) for the decision"
+            )
+        return decision
     except TimeoutError:
         return Decision.deny(
             f"relay got no decision within {timeout + _MARGIN:g} s, so this is denied (it"
@@ -127,6 +144,13 @@ async def _ask(
         )
     finally:
         await backend.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """The call is handed back to the harness undecided; its question stays open."""
+
+    message: str
 
 
 class _NoApprover:
@@ -159,7 +183,10 @@ def _run(adapter: Adapter, args: argparse.Namespace) -> int:
                 f"relay could not decide this tool use ({code}: {exc}), so it is denied"
                 " (relay fails closed)",
             )
-        reply = adapter.reply(call, decision)
+        if isinstance(decision, Deferred):
+            reply = CLAUDE_CODE.deferred(decision.message)
+        else:
+            reply = adapter.reply(call, decision)
     if reply.stderr:
         sys.stderr.write(reply.stderr)
     if reply.output is not None:
