@@ -143,6 +143,12 @@ async def test_a_stopped_or_timed_out_hook_denies_and_withdraws(tmp_path: Path) 
         decision = run.json()["hookSpecificOutput"]["decision"]
         assert decision["behavior"] == "deny"
         assert "No reviewer answered within 1 s" in decision["message"]
+        run = await finish(await hook("copilot", copilot("deploy"), env, "--rules", short))
+        assert run.json()["behavior"] == "deny"
+        assert "No reviewer answered within 1 s" in run.json()["message"]
+        run = await finish(await hook("cursor", cursor("deploy"), env, "--rules", short))
+        assert run.json()["permission"] == "deny"
+        assert "No reviewer answered within 1 s" in run.json()["agent_message"]
 
 
 # A hook runs before every tool call its harness matches: one the rules decide must load
