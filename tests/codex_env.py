@@ -32,16 +32,19 @@ RELAY = Path(sys.executable).parent / "relay"
 
 @dataclass
 class ScriptedModel:
-    """A Responses API that runs ``command`` once, then says ``done``; it keeps each request."""
+    """A Responses API that runs ``command`` once (or, given ``tool``, calls that MCP tool
+    with ``arguments``), then says ``done``; it keeps each request."""
 
     command: str
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
+    tool: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
 
     def outputs(self) -> list[str]:
         """The outputs Codex sent back for the scripted call."""
         return [
-            str(item.get("output"))
+            json.dumps(item.get("output"))
             for body in self.requests
             for item in body.get("input", [])
             if item.get("type") == "function_call_output" and item.get("call_id") == "call_1"
@@ -60,18 +63,25 @@ class ScriptedModel:
                 "content": [{"type": "output_text", "text": "done"}],
             }
         else:
-            arguments = {
-                "cmd": self.command,
-                "sandbox_permissions": "require_escalated",
-                "justification": "the task needs it",
-            }
-            item = {
-                "type": "function_call",
-                "id": "fc_1",
-                "call_id": "call_1",
-                "name": "exec_command",
-                "arguments": json.dumps(arguments),
-            }
+            name, arguments = (
+                "exec_command",
+                {
+                    "cmd": self.command,
+                    "sandbox_permissions": "require_escalated",
+                    "justification": "the task needs it",
+                },
+            )
+            item = {"type": "function_call", "id": "fc_1", "call_id": "call_1"}
+            if self.tool is not None:
+                # An MCP server's tools come as one "namespace" tool (mcp__<server>).
+                name, arguments = self.tool, self.arguments
+                item["namespace"] = next(
+                    str(t.get("name"))
+                    for t in body.get("tools", [])
+                    if t.get("type") == "namespace"
+                    and any(sub.get("name") == self.tool for sub in t.get("tools", []))
+                )
+            item |= {"name": name, "arguments": json.dumps(arguments)}
         usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
         events = [
             {"type": "response.created", "response": {"id": f"resp_{n}"}},
@@ -86,9 +96,11 @@ class ScriptedModel:
 
 
 @asynccontextmanager
-async def scripted_model(command: str) -> AsyncIterator[ScriptedModel]:
+async def scripted_model(
+    command: str, *, tool: str | None = None, arguments: dict[str, Any] | None = None
+) -> AsyncIterator[ScriptedModel]:
     """The scripted API on a free loopback port."""
-    model = ScriptedModel(command)
+    model = ScriptedModel(command, tool=tool, arguments=arguments or {})
     app = web.Application()
     app.router.add_post("/v1/responses", model._responses)
     app.router.add_route("*", "/{tail:.*}", model._anything_else)
@@ -103,8 +115,11 @@ async def scripted_model(command: str) -> AsyncIterator[ScriptedModel]:
         await runner.cleanup()
 
 
-def codex_home(home: Path, model: ScriptedModel, hooks: dict[str, Any]) -> Path:
-    """A ``CODEX_HOME`` whose provider is ``model`` and whose hooks are ``hooks``."""
+def codex_home(
+    home: Path, model: ScriptedModel, hooks: dict[str, Any], extra_config: str = ""
+) -> Path:
+    """A ``CODEX_HOME`` whose provider is ``model``, whose hooks are ``hooks``, and whose
+    ``config.toml`` ends with ``extra_config``."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         'model = "scripted"\nmodel_provider = "scripted"\n\n'
@@ -112,7 +127,7 @@ def codex_home(home: Path, model: ScriptedModel, hooks: dict[str, Any]) -> Path:
         'name = "scripted"\n'
         f'base_url = "{model.url}"\n'
         'env_key = "SCRIPTED_API_KEY"\n'
-        'wire_api = "responses"\n'
+        'wire_api = "responses"\n' + extra_config
     )
     (home / "hooks.json").write_text(json.dumps({"hooks": hooks}))
     return home
@@ -136,15 +151,17 @@ def relay_hook(event: str, rules: str, timeout: int = 120) -> dict[str, Any]:
 
 
 async def codex_exec(
-    workdir: Path, env: dict[str, str], prompt: str = "make the file"
+    workdir: Path, env: dict[str, str], prompt: str = "make the file", *, auto_review: bool = True
 ) -> asyncio.subprocess.Process:
-    """Start ``codex exec`` in ``workdir`` (``env`` names the ``CODEX_HOME``)."""
+    """Start ``codex exec`` in ``workdir`` (``env`` names the ``CODEX_HOME``); without
+    ``auto_review`` its approval policy stays ``never``."""
     assert CODEX.exists(), f"{CODEX} is missing: scripts/test installs @openai/codex there"
+    review = ["--approve-for-me"] if auto_review else []
     return await asyncio.create_subprocess_exec(
         str(CODEX),
         "exec",
         "--skip-git-repo-check",
-        "--approve-for-me",
+        *review,
         "--dangerously-bypass-hook-trust",
         prompt,
         cwd=workdir,

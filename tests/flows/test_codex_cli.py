@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from relay.testing import FakeSlack
-from tests.codex_env import codex_exec, codex_home, relay_hook, scripted_model
+from tests.codex_env import RELAY, codex_exec, codex_home, relay_hook, scripted_model
 from tests.gate_env import clean_env, write_rules
 from tests.server_env import SECRET, TOKEN, relay_server
 
@@ -87,3 +87,49 @@ async def test_the_rules_block_a_command_before_it_runs_without_any_connection(
         assert (work / "keep").is_dir()
         (output,) = model.outputs()
         assert "recursive deletes are never allowed" in output
+
+
+async def test_codex_asks_the_team_through_mcp_under_approval_policy_never(
+    tmp_path: Path,
+) -> None:
+    # The README's MCP configuration: required = true (codex exec waits for relay's tools)
+    # and read-only tools, which approval_policy = "never" (codex exec's) lets through.
+    work = tmp_path / "work"
+    work.mkdir()
+    question = {
+        "questions": [
+            {
+                "id": "env",
+                "question": "Which environment?",
+                "header": "Deploy",
+                "options": [{"label": "staging"}, {"label": "prod"}],
+            }
+        ]
+    }
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack) as relay,
+        scripted_model("", tool="ask_user_question", arguments=question) as model,
+    ):
+        slack.add_user("U0ALICE", name="alice")
+        server = (
+            "\n[mcp_servers.relay]\n"
+            f'command = "{RELAY}"\n'
+            'args = ["mcp", "--timeout", "60"]\n'
+            f'env = {{ RELAY_URL = "{relay.url}" }}\n'
+            'env_vars = ["RELAY_TOKEN"]\n'
+            "required = true\n"
+            "tool_timeout_sec = 90\n"
+        )
+        home = codex_home(tmp_path / "codex", model, {}, server)
+        env = clean_env(CODEX_HOME=str(home), RELAY_TOKEN=TOKEN)
+        codex = await codex_exec(work, env, "ask the team", auto_review=False)
+        message = await slack.wait_for_message(timeout=60)
+        assert "Which environment?" in json.dumps(message.blocks)
+        await slack.click(message, "prod", user="U0ALICE")
+        _, err = await asyncio.wait_for(codex.communicate(), 90)
+        assert codex.returncode == 0, err.decode()[-2000:]
+        (output,) = model.outputs()
+        parts = json.loads(output)  # an MCP result: a list of text parts
+        text = " ".join(p["text"] for p in parts) if isinstance(parts, list) else str(parts)
+        assert '{"answers":[{"id":"env","selected":["prod"]}]}' in text
