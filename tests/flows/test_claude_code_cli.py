@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from relay.testing import FakeSlack
-from tests.claude_env import claude, claude_env, hook_settings, result, scripted_claude
+from tests.claude_env import RELAY, claude, claude_env, hook_settings, result, scripted_claude
 from tests.gate_env import write_rules
 from tests.server_env import SECRET, TOKEN, relay_server
 
@@ -64,3 +64,34 @@ async def test_a_deferred_call_runs_on_resume_with_the_teams_allow(tmp_path: Pat
         await result(resumed)
         assert (work / "made-by-claude").exists()
         assert len(slack.messages) == 1
+
+
+async def test_the_readme_permission_request_hook_hands_the_prompt_to_the_team(
+    tmp_path: Path,
+) -> None:
+    # The README's hook command as written: relay on PATH, the rules under
+    # $CLAUDE_PROJECT_DIR (so a later cd cannot lose them).
+    work = tmp_path / "work"
+    (work / ".claude").mkdir(parents=True)
+    (work / ".claude" / "relay-rules.toml").write_text(RULES)
+    command = 'relay hook claude-code --rules "$CLAUDE_PROJECT_DIR"/.claude/relay-rules.toml'
+    hook = {"type": "command", "command": command, "timeout": 120, "onFailure": "block"}
+    settings = tmp_path / "settings.json"
+    settings.write_text(
+        json.dumps({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [hook]}]}})
+    )
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack) as relay,
+        scripted_claude("touch approved-file") as model,
+    ):
+        slack.add_user("U0ALICE", name="alice")
+        env = claude_env(tmp_path / "home", model, RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+        env["PATH"] = f"{RELAY.parent}:{env.get('PATH', '')}"
+        run = await claude(work, env, "--settings", str(settings), "make it")
+        message = await slack.wait_for_message(timeout=60)
+        assert "touch approved-file" in json.dumps(message.blocks)
+        assert not (work / "approved-file").exists()
+        await slack.click(message, "Allow once", user="U0ALICE")
+        await result(run)
+        assert (work / "approved-file").exists()
