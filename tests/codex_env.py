@@ -133,21 +133,22 @@ def codex_home(
     return home
 
 
-def relay_hook(event: str, rules: str, timeout: int = 120) -> dict[str, Any]:
-    """One hooks.json entry running ``relay hook codex`` for ``event``."""
-    return {
-        event: [
-            {
-                "hooks": [
-                    {
-                        "type": "command",
-                        "command": f"{RELAY} hook codex --rules {rules}",
-                        "timeout": timeout,
-                    }
-                ]
-            }
-        ]
-    }
+def relay_hook(
+    event: str, rules: str, timeout: int = 120, *, capture: Path | None = None
+) -> dict[str, Any]:
+    """One hooks.json entry running ``relay hook codex`` for ``event`` (its stdin and stdout
+    also appended to ``capture``.in and ``capture``.out, given one)."""
+    command = f"{RELAY} hook codex --rules {rules}"
+    if capture is not None:
+        command = f"tee -a {capture}.in | {command} | tee -a {capture}.out"
+    return {event: [{"hooks": [{"type": "command", "command": command, "timeout": timeout}]}]}
+
+
+def captured(capture: Path) -> tuple[Any, Any]:
+    """The one hook input and the one output a ``relay_hook(capture=…)`` entry saw."""
+    (sent,) = Path(f"{capture}.in").read_text().splitlines()
+    (answered,) = Path(f"{capture}.out").read_text().splitlines()
+    return json.loads(sent), json.loads(answered)
 
 
 async def codex_exec(

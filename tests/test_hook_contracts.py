@@ -1,7 +1,8 @@
 """Each ``relay hook HARNESS`` against its harness's published contract, as a subprocess.
 
-Codex publishes JSON schemas for its hooks (vendored in ``tests/data/codex/``, see its
-NOTICE): the inputs here are validated against the input schemas first (so they are inputs
+Codex publishes JSON schemas for its hooks (those of the version the end-to-end test
+runs, vendored in ``tests/data/codex/``, see its NOTICE): the inputs here are validated
+against the input schemas first (so they are inputs
 Codex can send), and every output the hook writes against the output schemas. Copilot and
 Cursor publish tables, not schemas: the schemas below transcribe those tables (the field
 names and values the docs list, nothing else). Every failure path must come out as the
@@ -62,7 +63,12 @@ def codex_event(event: str, command: str) -> dict[str, Any]:
         data["tool_input"]["description"] = "run it"
         jsonschema.validate(data, schema("permission-request.command.input"))
     else:
-        data = {**common, "tool_use_id": "call_1", "tool_input": {"command": command}}
+        data = {
+            **common,
+            "turn_id": "turn-1",
+            "tool_use_id": "call_1",
+            "tool_input": {"command": command},
+        }
         jsonschema.validate(data, schema("pre-tool-use.command.input"))
     return data
 

@@ -9,10 +9,20 @@ import asyncio
 import json
 from pathlib import Path
 
+import jsonschema
+
 from relay.testing import FakeSlack
-from tests.codex_env import RELAY, codex_exec, codex_home, relay_hook, scripted_model
+from tests.codex_env import (
+    RELAY,
+    captured,
+    codex_exec,
+    codex_home,
+    relay_hook,
+    scripted_model,
+)
 from tests.gate_env import clean_env, write_rules
 from tests.server_env import SECRET, TOKEN, relay_server
+from tests.test_hook_contracts import schema
 
 RULES = """
 timeout = 60
@@ -36,7 +46,9 @@ async def test_the_team_allows_and_the_command_runs(tmp_path: Path) -> None:
         scripted_model("touch made-by-codex") as model,
     ):
         slack.add_user("U0ALICE", name="alice")
-        home = codex_home(tmp_path / "codex", model, relay_hook("PermissionRequest", rules))
+        capture = tmp_path / "hook"
+        hooks = relay_hook("PermissionRequest", rules, capture=capture)
+        home = codex_home(tmp_path / "codex", model, hooks)
         env = clean_env(CODEX_HOME=str(home), RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         codex = await codex_exec(work, env)
         message = await slack.wait_for_message(timeout=60)
@@ -49,6 +61,10 @@ async def test_the_team_allows_and_the_command_runs(tmp_path: Path) -> None:
         assert codex.returncode == 0, err.decode()[-2000:]
         assert (work / "made-by-codex").exists()
         assert "exited with code 0" in model.outputs()[0]
+        # What this Codex sent and what relay answered, against its own schemas.
+        sent, answered = captured(capture)
+        jsonschema.validate(sent, schema("permission-request.command.input"))
+        jsonschema.validate(answered, schema("permission-request.command.output"))
 
 
 async def test_the_team_denies_with_a_reason_and_nothing_runs(tmp_path: Path) -> None:
@@ -80,13 +96,18 @@ async def test_the_rules_block_a_command_before_it_runs_without_any_connection(
     work = tmp_path / "work"
     (work / "keep").mkdir(parents=True)
     async with scripted_model("rm -rf keep") as model:
-        home = codex_home(tmp_path / "codex", model, relay_hook("PreToolUse", rules))
+        capture = tmp_path / "hook"
+        hooks = relay_hook("PreToolUse", rules, capture=capture)
+        home = codex_home(tmp_path / "codex", model, hooks)
         codex = await codex_exec(work, clean_env(CODEX_HOME=str(home)))
         _, err = await asyncio.wait_for(codex.communicate(), 90)
         assert codex.returncode == 0, err.decode()[-2000:]
         assert (work / "keep").is_dir()
         (output,) = model.outputs()
         assert "recursive deletes are never allowed" in output
+        sent, answered = captured(capture)
+        jsonschema.validate(sent, schema("pre-tool-use.command.input"))
+        jsonschema.validate(answered, schema("pre-tool-use.command.output"))
 
 
 async def test_codex_asks_the_team_through_mcp_under_approval_policy_never(
