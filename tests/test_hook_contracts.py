@@ -2,11 +2,10 @@
 
 Codex publishes JSON schemas for its hooks (those of the version the end-to-end test
 runs, vendored in ``tests/data/codex/``, see its NOTICE): the inputs here are validated
-against the input schemas first (so they are inputs
-Codex can send), and every output the hook writes against the output schemas. Copilot and
-Cursor publish tables, not schemas: the schemas below transcribe those tables (the field
-names and values the docs list, nothing else). Every failure path must come out as the
-harness's own deny.
+against the input schemas first (so they are inputs Codex can send), and every output the
+hook writes against the output schemas. Copilot and Cursor publish tables, not schemas: the
+schemas below transcribe those tables (the field names and values the docs list, nothing
+else). Every failure path must come out as the harness's own deny.
 """
 
 from __future__ import annotations
