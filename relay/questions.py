@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from .errors import ErrorCode, UserInteractionError, bad_request
+from .limits import MAX_APPROVALS as MAX_APPROVALS
 from .parties import AgentRef, Responder, Vote
 from .wire_reader import Reader as _Reader
 from .wire_reader import path_of as _prefix
@@ -37,8 +38,6 @@ __all__ = [
 
 # What one person can answer in one go: Slack's own batch forms stop at a few dozen inputs.
 MAX_QUESTIONS = 25
-# The most distinct people a question can wait for (a message's tally stays readable).
-MAX_APPROVALS = 25
 
 IntentKind = Literal["plan-review"]
 INTENT_KINDS: tuple[str, ...] = ("plan-review",)

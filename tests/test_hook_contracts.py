@@ -1,11 +1,11 @@
 """Each ``relay hook HARNESS`` against its harness's published contract, as a subprocess.
 
-Codex publishes JSON schemas for its hooks (vendored in ``tests/data/codex/``, see its
-NOTICE): the inputs here are validated against the input schemas first (so they are inputs
-Codex can send), and every output the hook writes against the output schemas. Copilot and
-Cursor publish tables, not schemas: the schemas below transcribe those tables (the field
-names and values the docs list, nothing else). Every failure path must come out as the
-harness's own deny.
+Codex publishes JSON schemas for its hooks (those of the version the end-to-end test
+runs, vendored in ``tests/data/codex/``, see its NOTICE): the inputs here are validated
+against the input schemas first (so they are inputs Codex can send), and every output the
+hook writes against the output schemas. Copilot and Cursor publish tables, not schemas: the
+schemas below transcribe those tables (the field names and values the docs list, nothing
+else). Every failure path must come out as the harness's own deny.
 """
 
 from __future__ import annotations
@@ -62,7 +62,12 @@ def codex_event(event: str, command: str) -> dict[str, Any]:
         data["tool_input"]["description"] = "run it"
         jsonschema.validate(data, schema("permission-request.command.input"))
     else:
-        data = {**common, "tool_use_id": "call_1", "tool_input": {"command": command}}
+        data = {
+            **common,
+            "turn_id": "turn-1",
+            "tool_use_id": "call_1",
+            "tool_input": {"command": command},
+        }
         jsonschema.validate(data, schema("pre-tool-use.command.input"))
     return data
 
@@ -220,6 +225,11 @@ async def test_copilot_fails_closed(tmp_path: Path) -> None:
     run = await hook("copilot", npm, "--event", "preToolUse")
     jsonschema.validate(run.json(), COPILOT_PRE_TOOL_USE)
     assert run.json()["permissionDecision"] == "deny"
+    bad_rules = write_rules(tmp_path, "timeout = -1\n")
+    run = await hook("copilot", npm, "--rules", bad_rules)
+    jsonschema.validate(run.json(), COPILOT_PERMISSION)
+    assert run.json()["behavior"] == "deny"
+    assert "BAD_RULES" in run.json()["message"]
     # Unreadable input, whichever event it was for: a deny both events read.
     run = await hook("copilot", "[]")
     assert run.code == 0
@@ -274,10 +284,17 @@ async def test_cursor_answers_shell_and_mcp_calls(tmp_path: Path) -> None:
 async def test_cursor_fails_closed(tmp_path: Path) -> None:
     npm = cursor_event("beforeShellExecution", command="npm publish", cwd="/repo")
     bad_rules = write_rules(tmp_path, "[[rules]]\naction = 1\n")
-    for run in (await hook("cursor", npm), await hook("cursor", npm, "--rules", bad_rules)):
+    down = clean_env(RELAY_URL=f"http://127.0.0.1:{free_port()}", RELAY_TOKEN=TOKEN)
+    runs = (
+        await hook("cursor", npm),
+        await hook("cursor", npm, "--rules", bad_rules),
+        await hook("cursor", npm, env=down),
+    )
+    for run, why in zip(runs, ("USAGE", "BAD_RULES", "cannot reach the relay"), strict=True):
         assert run.code == 0
         jsonschema.validate(run.json(), CURSOR_OUTPUT)
         assert run.json()["permission"] == "deny"
+        assert why in run.json()["agent_message"]
     for bad in ("{", cursor_event("afterFileEdit"), cursor_event("beforeShellExecution")):
         run = await hook("cursor", bad)
         assert run.code == 0

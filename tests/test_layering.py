@@ -30,6 +30,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.abort",
             "relay.errors",
             "relay.events",
+            "relay.limits",
             "relay.logline",
             "relay.manifest",
             "relay.parties",

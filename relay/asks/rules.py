@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_closed
+from relay.limits import LONGEST_TIMEOUT, MAX_REMINDERS
 from relay.questions import (
     MAX_APPROVALS,
     AskUserQuestionAnswer,
@@ -42,13 +43,6 @@ __all__ = [
     "outcome_of",
     "widened",
 ]
-
-# The longest timeout anything may set (a year): a deadline beyond it is no deadline a person
-# can act on, and past ~1e11 s it cannot even be shown as a date.
-LONGEST_TIMEOUT = 366 * 24 * 3600.0
-
-# The most reminders one ask may send (more is nagging, not reminding).
-MAX_REMINDERS = 10
 
 # A click on a question that ended longer ago than this came from a message whose final
 # update never landed (Slack refused it, or the replica died first): show it again.

@@ -15,55 +15,66 @@ holds it to loading none of them).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from relay import __version__
-from relay.cli.ask import add_ask
-from relay.cli.audit import add_audit
 from relay.cli.common import CommandError, Commands, Parser
-from relay.cli.exec_ import add_exec
-from relay.cli.hook import add_hook
-from relay.cli.manifest import add_manifest
-from relay.cli.mcp import add_mcp
-from relay.cli.preview import BLOCK_KIT_BUILDER, add_preview, builder_url
-from relay.cli.serve import add_serve
-from relay.cli.webhook_secret import add_webhook_secret
-from relay.errors import HarnessError, RelayConfigError
-from relay.gate.rules import RulesError
+
+if TYPE_CHECKING:
+    from relay.cli.preview import BLOCK_KIT_BUILDER, builder_url
 
 __all__ = ["BLOCK_KIT_BUILDER", "build_parser", "builder_url", "main"]
 
-# The subcommands, in the order `relay --help` lists them.
-_SUBCOMMANDS: tuple[Callable[[Commands], None], ...] = (
-    add_serve,
-    add_ask,
-    add_mcp,
-    add_hook,
-    add_exec,
-    add_audit,
-    add_webhook_secret,
-    add_preview,
-    add_manifest,
+# The subcommands, in the order `relay --help` lists them: the name and the module whose
+# ``add_<module>`` registers it. Only the one named on the command line is imported (the
+# help imports all): ``relay hook``, run before every tool call, loads no other command.
+_SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("serve", "serve"),
+    ("ask", "ask"),
+    ("mcp", "mcp"),
+    ("hook", "hook"),
+    ("exec", "exec_"),
+    ("audit", "audit"),
+    ("webhook-secret", "webhook_secret"),
+    ("preview", "preview"),
+    ("manifest", "manifest"),
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``relay`` argument parser with every subcommand registered."""
+def __getattr__(name: str) -> Any:
+    if name in ("BLOCK_KIT_BUILDER", "builder_url"):
+        return getattr(importlib.import_module("relay.cli.preview"), name)
+    raise AttributeError(f"module 'relay.cli' has no attribute {name!r}")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``relay`` argument parser with every subcommand registered (or just ``only``,
+    when it names one)."""
+    from relay import __version__
+
     parser = Parser(
         prog="relay",
         description="Ask a team of humans a question in Slack from an AI agent.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for add in _SUBCOMMANDS:
-        add(commands)
+    named = only if any(only == name for name, _ in _SUBCOMMANDS) else None
+    for name, module in _SUBCOMMANDS:
+        if named is None or name == named:
+            # ``relay.cli.exec_`` registers with ``add_exec``, the others ``add_<module>``.
+            add: Callable[[Commands], None] = getattr(
+                importlib.import_module(f"relay.cli.{module}"), f"add_{module.rstrip('_')}"
+            )
+            add(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``relay`` command with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits for --help, --version and usage errors
@@ -74,6 +85,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return handler(args)
-    except (CommandError, HarnessError, RelayConfigError, RulesError) as exc:
-        sys.stderr.write(f"relay: error: {exc.code}: {exc}\n")
+    except Exception as exc:
+        if not isinstance(exc, _one_line_errors()):
+            raise
+        sys.stderr.write(f"relay: error: {getattr(exc, 'code', '')}: {exc}\n")
         return 2
+
+
+def _one_line_errors() -> tuple[type[Exception], ...]:
+    # Imported when one is raised: the rules' error class would load the gate for every command.
+    from relay.errors import HarnessError, RelayConfigError
+    from relay.gate.rules import RulesError
+
+    return (CommandError, HarnessError, RelayConfigError, RulesError)

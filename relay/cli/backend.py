@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from relay.cli.common import USAGE, CommandError
-from relay.gate.approval import Approver
-from relay.gate.rules import Rules
 
 if TYPE_CHECKING:
+    from relay.gate.approval import Approver
+    from relay.gate.rules import Rules
     from relay.service import UserInteractionService
 
 __all__ = ["Backend", "add_backend_flags", "open_backend"]

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from relay import safejson
@@ -53,7 +51,8 @@ def read_text(file: str) -> str:
     try:
         if file == "-":
             return sys.stdin.read()
-        return Path(file).read_text(encoding="utf-8")
+        with open(file, encoding="utf-8") as f:
+            return f.read()
     except UnicodeDecodeError:
         raise CommandError("BAD_REQUEST", f"{file} is not UTF-8 text") from None
     except OSError as exc:
@@ -76,6 +75,8 @@ def relay_command() -> str:
     started = sys.argv[0] if sys.argv else ""
     if os.path.basename(started) != "relay":
         return f"{os.path.basename(sys.executable)} -m relay.cli"
+    import shutil  # (with its compression modules: not for commands that never need it)
+
     found = shutil.which("relay")
     if found is not None and os.path.realpath(found) == os.path.realpath(started):
         return "relay"

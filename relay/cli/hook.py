@@ -13,23 +13,24 @@ deadline (the rules' timeout plus a margin) and withdraws the question if it is 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from relay.cli.backend import add_backend_flags
 from relay.cli.common import Commands
 from relay.hooks import ADAPTERS, Adapter, BadHookInput, HookCall
-from relay.hooks.claude_code import EVENTS, claude_code_output
-from relay.hooks.common import load_event
+from relay.hooks.claude_code import CLAUDE_CODE, EVENTS, claude_code_output
+from relay.hooks.common import Decided, RulesDecision, load_event
 
 if TYPE_CHECKING:
     from relay.gate.approval import Decision
+    from relay.gate.rules import Rules
 
 __all__ = ["EVENTS", "add_hook", "hook_output"]
 
@@ -65,16 +66,39 @@ def add_hook(commands: Commands) -> None:
         sub.set_defaults(handler=_handler(adapter))
 
 
-async def _decide(args: argparse.Namespace, adapter: Adapter, call: HookCall) -> Decision | None:
-    # The gate and its rules load here, and the clients only when a person must be asked:
-    # a hook the rules decide pays for neither (bench.cli_start).
-    from relay.gate.context import requester, who_asks
-    from relay.gate.gate import Gate, ToolUse
+def _decide(
+    args: argparse.Namespace, adapter: Adapter, call: HookCall
+) -> Decided | Deferred | None:
+    """The rules' decision, made here without asyncio or the gate's clients (a hook runs
+    before every tool call it matches); only a use the team is asked about goes on."""
+    from relay.gate.match import subject
     from relay.gate.rules import Rules, load_rules
-    from relay.questions import AgentRef
 
     rules = load_rules(args.rules) if args.rules else Rules()
     cwd: str = call.cwd or os.getcwd()
+    # What ``Gate.verdict`` and ``Gate.decide`` say for a use the rules decide alone.
+    verdict = rules.verdict(subject(call.tool, call.input, cwd=cwd))
+    if verdict.action == "allow" or verdict.action == "deny":
+        return RulesDecision(verdict.action, verdict.reason(rules.source))
+    if verdict.action == "pass":
+        return None
+    import asyncio
+
+    return asyncio.run(_ask(args, adapter, call, rules, cwd))
+
+
+async def _ask(
+    args: argparse.Namespace, adapter: Adapter, call: HookCall, rules: Rules, cwd: str
+) -> Decision | Deferred | None:
+    import asyncio
+
+    from relay.abort import AbortController
+    from relay.cli.backend import open_backend
+    from relay.gate.approval import Decision
+    from relay.gate.context import requester, who_asks
+    from relay.gate.gate import Gate, ToolUse
+    from relay.questions import AgentRef
+
     who = requester()
     use = ToolUse(
         tool=call.tool,
@@ -85,15 +109,7 @@ async def _decide(args: argparse.Namespace, adapter: Adapter, call: HookCall) ->
         cwd=cwd,
         context=who_asks(os.environ, cwd),
     )
-    gate = Gate(rules=rules, approver=_NoApprover())
-    verdict = gate.verdict(use)
-    if verdict.action != "ask" and verdict.action != "pass":
-        return await gate.decide(use)  # decided by the rules alone: no connection needed
-    if verdict.action == "pass":
-        return None
-    from relay.abort import AbortController
-    from relay.cli.backend import open_backend
-
+    verdict = Gate(rules=rules, approver=_NoApprover()).verdict(use)
     timeout = rules.timeout_for(verdict)
     backend = await open_backend(args, timeout=timeout)
     controller = AbortController()
@@ -102,13 +118,25 @@ async def _decide(args: argparse.Namespace, adapter: Adapter, call: HookCall) ->
         # The harness stops a hook it no longer needs: withdraw the question, then deny.
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, controller.abort, "stopped")
+    defer_after = getattr(args, "defer_after", None)
+    if defer_after is not None and call.event == "PreToolUse" and backend.mode == "relay":
+        from relay.gate.remote import RemoteApprover
+
+        if isinstance(backend.approver, RemoteApprover):
+            # Claude Code's defer: the question stays open for the run's --resume.
+            backend.approver.reattach = True
+            loop.call_later(defer_after, controller.abort, "deferred")
     try:
         gate = Gate(rules=backend.fill(rules), approver=backend.approver)
         async with asyncio.timeout(timeout + _MARGIN):
-            return await gate.decide(use, signal=controller.signal, allow_pass=True)
+            decision = await gate.decide(use, signal=controller.signal, allow_pass=True)
+        if controller.signal.aborted and controller.signal.reason == "deferred":
+            return Deferred(
+                "no one on the team has decided yet: the question stays open in Slack;"
+                " resume this run (claude -p --resume) for the decision"
+            )
+        return decision
     except TimeoutError:
-        from relay.gate.approval import Decision
-
         return Decision.deny(
             f"relay got no decision within {timeout + _MARGIN:g} s, so this is denied (it"
             " fails closed)",
@@ -116,6 +144,13 @@ async def _decide(args: argparse.Namespace, adapter: Adapter, call: HookCall) ->
         )
     finally:
         await backend.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """The call is handed back to the harness undecided; its question stays open."""
+
+    message: str
 
 
 class _NoApprover:
@@ -140,17 +175,18 @@ def _run(adapter: Adapter, args: argparse.Namespace) -> int:
         reply = adapter.refuse(str(exc))
     else:
         try:
-            decision = asyncio.run(_decide(args, adapter, call))
+            decision = _decide(args, adapter, call)
         except (Exception, KeyboardInterrupt) as exc:  # an interrupted hook denies too
-            from relay.gate.approval import Decision
-
             code = getattr(exc, "code", type(exc).__name__)
-            decision = Decision.deny(
+            decision = RulesDecision(
+                "deny",
                 f"relay could not decide this tool use ({code}: {exc}), so it is denied"
                 " (relay fails closed)",
-                "failed",
             )
-        reply = adapter.reply(call, decision)
+        if isinstance(decision, Deferred):
+            reply = CLAUDE_CODE.deferred(decision.message)
+        else:
+            reply = adapter.reply(call, decision)
     if reply.stderr:
         sys.stderr.write(reply.stderr)
     if reply.output is not None:

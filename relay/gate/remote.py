@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import random
 from typing import Any
 
@@ -17,6 +18,7 @@ import aiohttp
 from relay.abort import AbortSignal
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_aborted
 from relay.gate.approval import ApprovalRequest, Decision, decide_error
+from relay.gate.match import fingerprint
 
 __all__ = ["RemoteApprover", "approval_body"]
 
@@ -88,6 +90,11 @@ class RemoteApprover:
         self._token = token
         self._poll = poll
         self._session: aiohttp.ClientSession | None = None
+        # Set by a harness that can defer a call and run it again later (Claude Code's
+        # ``defer``): the same tool use re-attaches to its approval (an ``Idempotency-Key``
+        # from the agent, the tool use id and the input), and an abort with reason
+        # ``"deferred"`` leaves the question open in Slack for that later run.
+        self.reattach = False
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -111,7 +118,12 @@ class RemoteApprover:
     async def _approve(self, request: ApprovalRequest, signal: AbortSignal | None) -> Decision:
         if signal is not None and signal.aborted:
             raise ask_aborted()
-        created = await self._call("POST", "/v1/approvals", json=approval_body(request))
+        headers = {}
+        if self.reattach and request.tool_use_id:
+            headers["Idempotency-Key"] = _reattach_key(request)
+        created = await self._call(
+            "POST", "/v1/approvals", json=approval_body(request), headers=headers
+        )
         approval_id = created.get("id")
         decision = created.get("decision")
         if isinstance(decision, dict):
@@ -127,9 +139,12 @@ class RemoteApprover:
                 if isinstance(decision, dict):
                     return Decision.from_json(decision)
         except BaseException:
-            # Aborted, cancelled, or failed: withdraw the question in Slack.
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._delete(approval_id))
+            # Aborted, cancelled, or failed: withdraw the question in Slack (unless the
+            # harness deferred the call: its later run waits for this same approval).
+            deferred = signal is not None and signal.aborted and signal.reason == "deferred"
+            if not (deferred and self.reattach):
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._delete(approval_id))
             raise
 
     async def _abortable(self, work: Any, signal: AbortSignal | None) -> dict[str, Any]:
@@ -192,6 +207,13 @@ class RemoteApprover:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _reattach_key(request: ApprovalRequest) -> str:
+    """The same key for the same tool use of the same agent session, and only for it."""
+    use = fingerprint(request.tool, request.input)
+    who = f"{request.agent.id}\n{request.tool_use_id}\n{use}"
+    return "tool-use-" + hashlib.sha256(who.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 async def _body(response: aiohttp.ClientResponse) -> dict[str, Any]:

@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from relay.hooks.common import BadHookInput, HookCall, Reply, object_input, text_field
-
-if TYPE_CHECKING:
-    from relay.gate.approval import Decision
+from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, object_input, text_field
 
 __all__ = ["CLAUDE_CODE", "EVENTS", "ClaudeCode", "claude_code_output"]
 
 EVENTS = ("PreToolUse", "PermissionRequest")
 
 
-def claude_code_output(event: str, decision: Decision | None) -> dict[str, Any] | None:
+def claude_code_output(event: str, decision: Decided | None) -> dict[str, Any] | None:
     """The JSON Claude Code reads for ``event`` (``None``: no opinion, print nothing)."""
     if decision is None:
         return None
@@ -52,7 +49,16 @@ class ClaudeCode:
     help = "Claude Code's PreToolUse and PermissionRequest hooks"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """None beyond the shared ones."""
+        """``--defer-after``: headless runs hand a long wait back to Claude Code."""
+        parser.add_argument(
+            "--defer-after",
+            metavar="SECONDS",
+            type=float,
+            help="headless runs (claude -p) through a hosted relay: when no one has decided a"
+            " PreToolUse call within SECONDS, answer defer and leave the question open; the"
+            " run ends with deferred_tool_use, and claude -p --resume gets the team's"
+            " decision without asking again",
+        )
 
     def read(self, data: Mapping[str, Any], args: argparse.Namespace) -> HookCall:
         """Claude Code's hook input."""
@@ -74,9 +80,22 @@ class ClaudeCode:
             tool_use_id=text_field(data, "tool_use_id"),
         )
 
-    def reply(self, call: HookCall, decision: Decision | None) -> Reply:
+    def reply(self, call: HookCall, decision: Decided | None) -> Reply:
         """``hookSpecificOutput`` for the event, exit 0."""
         return Reply(claude_code_output(call.event, decision))
+
+    def deferred(self, message: str) -> Reply:
+        """``defer`` (``PreToolUse`` in ``-p`` only): the run ends, the call waits for
+        ``--resume``."""
+        return Reply(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "defer",
+                    "permissionDecisionReason": message,
+                }
+            }
+        )
 
     def refuse(self, message: str) -> Reply:
         """Exit 2 blocks the call and shows Claude the line: still closed, and says why."""

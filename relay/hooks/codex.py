@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from relay.hooks.common import BadHookInput, HookCall, Reply, object_input, text_field
-
-if TYPE_CHECKING:
-    from relay.gate.approval import Decision
+from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, object_input, text_field
 
 __all__ = ["CODEX", "EVENTS", "Codex"]
 
@@ -58,7 +55,7 @@ class Codex:
             tool_use_id=text_field(data, "tool_use_id", "turn_id"),
         )
 
-    def reply(self, call: HookCall, decision: Decision | None) -> Reply:
+    def reply(self, call: HookCall, decision: Decided | None) -> Reply:
         """The event's ``hookSpecificOutput``; nothing for no opinion or a PreToolUse allow."""
         if decision is None:
             return Reply()

@@ -9,22 +9,55 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     import argparse
 
-    from relay.gate.approval import Decision
-
 __all__ = [
     "Adapter",
     "BadHookInput",
+    "Decided",
     "HookCall",
     "Reply",
+    "RulesDecision",
     "load_event",
     "object_input",
     "text_field",
 ]
+
+
+class Decided(Protocol):
+    """What an adapter writes back: allow or deny, and the reason the agent sees. The gate's
+    ``Decision`` is one; so is ``RulesDecision``, made without loading the gate's clients."""
+
+    @property
+    def behavior(self) -> Literal["allow", "deny"]:
+        """``allow`` or ``deny``."""
+        ...
+
+    @property
+    def message(self) -> str:
+        """Why (shown to the agent on a deny)."""
+        ...
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the tool may run."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RulesDecision:
+    """A decision the rules file made alone (``Gate.decide``'s allow or deny, same words)."""
+
+    behavior: Literal["allow", "deny"]
+    message: str
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the tool may run."""
+        return self.behavior == "allow"
 
 
 class BadHookInput(Exception):
@@ -70,7 +103,7 @@ class Adapter(Protocol):
         """The tool use in ``data``; raises ``BadHookInput`` if it is not one."""
         ...
 
-    def reply(self, call: HookCall, decision: Decision | None) -> Reply:
+    def reply(self, call: HookCall, decision: Decided | None) -> Reply:
         """The answer for ``decision`` (``None``: no opinion, the harness decides)."""
         ...
 

@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from relay.hooks.common import BadHookInput, HookCall, Reply, object_input, text_field
-
-if TYPE_CHECKING:
-    from relay.gate.approval import Decision
+from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, object_input, text_field
 
 __all__ = ["COPILOT", "EVENTS", "Copilot"]
 
@@ -71,7 +68,7 @@ class Copilot:
             cwd=text_field(data, "cwd"),
         )
 
-    def reply(self, call: HookCall, decision: Decision | None) -> Reply:
+    def reply(self, call: HookCall, decision: Decided | None) -> Reply:
         """The event's decision fields, exit 0; nothing for no opinion."""
         if decision is None:
             return Reply()

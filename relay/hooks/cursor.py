@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from relay.hooks.common import BadHookInput, HookCall, Reply, object_input, text_field
-
-if TYPE_CHECKING:
-    from relay.gate.approval import Decision
+from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, object_input, text_field
 
 __all__ = ["CURSOR", "EVENTS", "Cursor"]
 
@@ -69,7 +66,7 @@ class Cursor:
             cwd=cwd,
         )
 
-    def reply(self, call: HookCall, decision: Decision | None) -> Reply:
+    def reply(self, call: HookCall, decision: Decided | None) -> Reply:
         """``permission`` and the messages, exit 0; nothing for no opinion."""
         if decision is None:
             return Reply()

@@ -264,3 +264,38 @@ async def test_a_use_the_rules_ask_about_loads_the_client_it_asks_with(tmp_path:
     )
     assert run.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert "aiohttp" in loaded
+
+
+async def test_a_long_wait_defers_and_the_resumed_run_gets_the_decision_unasked(
+    tmp_path: Path,
+) -> None:
+    # Claude Code's defer (headless -p): the run ends with the call undecided, and claude -p
+    # --resume fires the hook again for the same tool use.
+    rules = write_rules(tmp_path, RULES)
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        slack.add_user("U0ALICE", name="alice")
+        env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+        npm = event("PreToolUse", "Bash", {"command": "npm publish"})
+        deferred = await hook(npm, env, "--rules", rules, "--defer-after", "1")
+        output = deferred.json()["hookSpecificOutput"]
+        assert output["permissionDecision"] == "defer"
+        assert "--resume" in output["permissionDecisionReason"]
+        (message,) = slack.messages
+        assert "Withdrawn" not in json.dumps(message.blocks)  # still open in Slack
+        # The resumed run (the same hook command; a longer wait only so that the click below
+        # lands inside it) waits on the same question; the team allows; nothing new is asked.
+        resumed = await start(
+            "hook", "claude-code", "--rules", rules, "--defer-after", "60", env=env, stdin=npm
+        )
+        await slack.click(message, "Allow once", user="U0ALICE")
+        run = await finish(resumed)
+        assert run.json()["hookSpecificOutput"]["permissionDecision"] == "allow"
+        # Resumed once more: the recorded decision, at once.
+        again = await hook(npm, env, "--rules", rules, "--defer-after", "1")
+        assert again.json()["hookSpecificOutput"]["permissionDecision"] == "allow"
+        assert len(slack.messages) == 1
+        # Another tool use (another id) is its own question.
+        other = json.loads(npm) | {"tool_use_id": "toolu_02"}
+        second = await hook(json.dumps(other), env, "--rules", rules, "--defer-after", "1")
+        assert second.json()["hookSpecificOutput"]["permissionDecision"] == "defer"
+        assert len(slack.messages) == 2

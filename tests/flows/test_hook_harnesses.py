@@ -5,10 +5,14 @@ ends as Claude Code's hook, each answered in its harness's own shape.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
+import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from relay.testing import FakeSlack
 from tests.gate_env import clean_env, finish, start, write_rules
@@ -139,3 +143,66 @@ async def test_a_stopped_or_timed_out_hook_denies_and_withdraws(tmp_path: Path) 
         decision = run.json()["hookSpecificOutput"]["decision"]
         assert decision["behavior"] == "deny"
         assert "No reviewer answered within 1 s" in decision["message"]
+        run = await finish(await hook("copilot", copilot("deploy"), env, "--rules", short))
+        assert run.json()["behavior"] == "deny"
+        assert "No reviewer answered within 1 s" in run.json()["message"]
+        run = await finish(await hook("cursor", cursor("deploy"), env, "--rules", short))
+        assert run.json()["permission"] == "deny"
+        assert "No reviewer answered within 1 s" in run.json()["agent_message"]
+
+
+# A hook runs before every tool call its harness matches: one the rules decide must load
+# nothing it does not need (bench.cli_start times it; this holds the reason it is fast).
+_NOT_FOR_THE_RULES = {"asyncio", "aiohttp", "slack_sdk", "mcp", "relay.questions", "relay.asks"}
+_RUN_AND_LIST = """
+import json, sys
+from relay.cli import main
+code = main(sys.argv[1:])
+sys.stderr.write("LOADED " + json.dumps(sorted(sys.modules)))
+sys.exit(code)
+"""
+
+
+async def _loaded(harness: str, stdin: str, *args: str) -> tuple[str, set[str]]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _RUN_AND_LIST,
+        "hook",
+        harness,
+        *args,
+        env=clean_env(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), 60)
+    assert process.returncode == 0, err.decode()
+    return out.decode(), set(json.loads(err.decode().rpartition("LOADED ")[2]))
+
+
+@pytest.mark.parametrize(
+    ("harness", "command", "word"),
+    [
+        ("codex", "rm -rf /", '"deny"'),
+        ("copilot", "rm -rf /", '"deny"'),
+        ("cursor", "rm -rf /", '"deny"'),
+        ("cursor", "git status", '"allow"'),
+    ],
+)
+async def test_a_use_the_rules_decide_loads_neither_asyncio_nor_a_client(
+    tmp_path: Path, harness: str, command: str, word: str
+) -> None:
+    event = {"codex": codex, "copilot": copilot, "cursor": cursor}[harness]
+    rules = write_rules(
+        tmp_path,
+        '[[rules]]\naction = "deny"\ntools = ["Bash"]\ncommands = ["rm -rf *"]\n\n'
+        '[[rules]]\naction = "allow"\ntools = ["Bash"]\ncommands = ["git status"]\n',
+    )
+    out, loaded = await _loaded(harness, event(command), "--rules", rules)
+    assert word in out
+    assert loaded & _NOT_FOR_THE_RULES == set()
+    # The other side: a use the team is asked about does load them (the list is not empty
+    # by accident).
+    _, asked = await _loaded(harness, event("npm publish"), "--rules", rules)
+    assert "asyncio" in asked

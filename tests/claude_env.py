@@ -1,0 +1,159 @@
+"""The real Claude Code CLI, offline: ``claude -p`` against a scripted Messages API served here.
+
+Claude Code (the npm package ``@anthropic-ai/claude-code``, pinned in ``scripts/test`` and
+installed into ``.venv/npm``; its native binary needs no Node of its own) takes
+``ANTHROPIC_BASE_URL``. The script answers a turn that has no tool result yet with one
+``Bash`` tool use (id ``toolu_e2e``) and any later turn with ``done``; each request is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from tests.server_env import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+CLAUDE = ROOT / ".venv" / "npm" / "node_modules" / ".bin" / "claude"
+RELAY = Path(sys.executable).parent / "relay"
+TOOL_USE_ID = "toolu_e2e"
+
+
+@dataclass
+class ScriptedClaude:
+    """A Messages API that runs ``command`` with Bash once, then says ``done``."""
+
+    command: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    url: str = ""
+
+    def results(self) -> list[str]:
+        """The tool results Claude Code sent back for the scripted call."""
+        return [
+            json.dumps(block.get("content"))
+            for body in self.requests
+            for message in body.get("messages", [])
+            if isinstance(message.get("content"), list)
+            for block in message["content"]
+            if block.get("type") == "tool_result" and block.get("tool_use_id") == TOOL_USE_ID
+        ]
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        tools = {t.get("name") for t in body.get("tools", [])}
+        block: dict[str, Any]
+        if "Bash" in tools and not self.results():
+            arguments = {"command": self.command, "description": "the task needs it"}
+            block = {"type": "tool_use", "id": TOOL_USE_ID, "name": "Bash", "input": arguments}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
+            stop = "tool_use"
+        else:
+            block = {"type": "text", "text": "done"}
+            delta = {"type": "text_delta", "text": "done"}
+            stop = "end_turn"
+        message = {
+            "id": f"msg_{len(self.requests)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "scripted"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+        if not body.get("stream"):
+            return web.json_response({**message, "content": [block], "stop_reason": stop})
+        start = {**block, "input": {}} if block["type"] == "tool_use" else {**block, "text": ""}
+        events = [
+            {"type": "message_start", "message": message},
+            {"type": "content_block_start", "index": 0, "content_block": start},
+            {"type": "content_block_delta", "index": 0, "delta": delta},
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": 1},
+            },
+            {"type": "message_stop"},
+        ]
+        text = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+        return web.Response(text=text, content_type="text/event-stream")
+
+    async def _anything_else(self, request: web.Request) -> web.Response:
+        return web.json_response({})
+
+
+@asynccontextmanager
+async def scripted_claude(command: str) -> AsyncIterator[ScriptedClaude]:
+    """The scripted API on a free loopback port."""
+    model = ScriptedClaude(command)
+    app = web.Application()
+    app.router.add_post("/v1/messages", model._messages)
+    app.router.add_route("*", "/{tail:.*}", model._anything_else)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    model.url = f"http://127.0.0.1:{port}"
+    try:
+        yield model
+    finally:
+        await runner.cleanup()
+
+
+def hook_settings(path: Path, rules: str, *extra: str) -> Path:
+    """A ``--settings`` file whose ``PreToolUse`` hook on Bash is ``relay hook claude-code``."""
+    command = " ".join([str(RELAY), "hook", "claude-code", "--rules", rules, *extra])
+    hook = {"type": "command", "command": command, "timeout": 120, "onFailure": "block"}
+    path.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}}))
+    return path
+
+
+def claude_env(home: Path, model: ScriptedClaude, **extra: str) -> dict[str, str]:
+    """The environment of an offline run: its own ``HOME``, the scripted API, no traffic."""
+    from tests.gate_env import clean_env
+
+    home.mkdir(parents=True, exist_ok=True)
+    return clean_env(
+        HOME=str(home),
+        ANTHROPIC_BASE_URL=model.url,
+        ANTHROPIC_API_KEY="offline",
+        DISABLE_TELEMETRY="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+        **extra,
+    )
+
+
+async def claude(workdir: Path, env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
+    """Start ``claude -p ARGS --output-format json`` in ``workdir``."""
+    assert CLAUDE.exists(), f"{CLAUDE} is missing: scripts/test installs Claude Code there"
+    return await asyncio.create_subprocess_exec(
+        str(CLAUDE),
+        "-p",
+        *args,
+        "--output-format",
+        "json",
+        cwd=workdir,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def result(process: asyncio.subprocess.Process) -> dict[str, Any]:
+    """The run's final JSON (``--output-format json``)."""
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, (out.decode()[-2000:], err.decode()[-2000:])
+    loaded: dict[str, Any] = json.loads(out)
+    return loaded
