@@ -15,7 +15,10 @@ from tests.server_env import SECRET, TOKEN, relay_server
 
 @pytest.mark.parametrize(
     ("script", "said_when_allowed"),
-    [("pydantic_ai_agent.py", "deleted branch a")],
+    [
+        ("pydantic_ai_agent.py", "deleted branch a"),
+        ("openai_agents_agent.py", "deleted branch stale"),
+    ],
 )
 async def test_a_paused_run_resumes_in_a_new_process(
     tmp_path: Path, script: str, said_when_allowed: str
