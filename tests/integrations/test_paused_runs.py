@@ -20,6 +20,7 @@ from tests.server_env import SECRET, TOKEN, relay_server
         ("pydantic_ai_agent.py", "deleted branch a"),
         ("openai_agents_agent.py", "deleted branch stale"),
         ("langgraph_agent.py", "deleted branch stale"),
+        ("google_adk_agent.py", "deleted branch stale"),
     ],
 )
 async def test_a_paused_run_resumes_in_a_new_process(
