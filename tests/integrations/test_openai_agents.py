@@ -25,9 +25,11 @@ from openai.types.responses import (
 )
 
 from relay import AgentRef
+from relay.gate.approval import Decision
 from relay.gate.local import slack_approver
 from relay.grants.memory import MemoryGrants
 from relay.integrations import openai_agents as relay_oa
+from relay.integrations.core import Verdict
 from relay.slack import SlackProvider
 from relay.testing import FakeSlack
 
@@ -125,3 +127,18 @@ async def test_no_answer_in_time_denies_and_says_so(
     assert said["call-0"].startswith("No reviewer answered within 1 s, so relay denied this")
     assert DELETED == []
     assert len(fake_slack.messages) == 1
+
+
+async def test_an_edit_is_a_rejection_naming_the_reviewers_arguments() -> None:
+    # The SDK has no edited-arguments field (issue 40's edits map here once they exist).
+    DELETED.clear()
+    agent = build("/var/cache/a")
+    first = await Runner.run(agent, "clean up")
+    state = first.to_state()
+    allowed = Decision(behavior="allow", message="alice allowed this", outcome="approved")
+    relay_oa.apply(state, {"call-0": Verdict(allowed, edited_args={"path": "/var/cache/b"})})
+    second = await Runner.run(agent, state)
+    said = json.loads(str(second.final_output))["call-0"]
+    assert said.startswith("alice allowed this, with these arguments instead:")
+    assert '{"path": "/var/cache/b"}' in said
+    assert DELETED == []
