@@ -29,6 +29,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from relay.abort import AbortSignal
+from relay.errors import RelayConfigError
 from relay.gate.approval import Approver
 from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict, decide
 from relay.questions import AgentRef
@@ -50,7 +51,8 @@ _PAYLOAD_KEY = "relay"
 
 def pending_in(events: Iterable[Event]) -> list[PendingCall]:
     """The confirmations ``events`` ask for and no later event answers (a run's events, or
-    a stored session's ``session.events``), with the tool call each one holds back."""
+    a stored session's ``session.events``), with the tool call each one holds back. Raises
+    ``RelayConfigError`` for one that wants a payload of the tool's own."""
     asked: dict[str, PendingCall] = {}
     for event in events:
         for call in event.get_function_calls():
@@ -58,6 +60,14 @@ def pending_in(events: Iterable[Event]) -> list[PendingCall]:
                 continue
             args = call.args or {}
             original = args.get("originalFunctionCall") or {}
+            wanted = (args.get("toolConfirmation") or {}).get("payload")
+            if wanted is not None:
+                raise RelayConfigError(
+                    f"the tool {original.get('name')} asks for a confirmation payload of its"
+                    " own (request_confirmation(payload=…)), which a reviewer cannot fill in;"
+                    " use require_confirmation for tools relay confirms",
+                    setting="require_confirmation",
+                )
             asked[call.id] = PendingCall(
                 call_id=call.id,
                 tool=str(original.get("name") or "tool"),

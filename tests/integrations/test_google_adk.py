@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import pytest
 from google.adk.agents import LlmAgent
 from google.adk.events import Event
 from google.adk.models.base_llm import BaseLlm
@@ -21,6 +22,7 @@ from google.genai import types
 from pydantic import Field
 
 from relay import AgentRef
+from relay.errors import RelayConfigError
 from relay.gate.local import slack_approver
 from relay.grants.memory import MemoryGrants
 from relay.integrations import google_adk as relay_adk
@@ -135,3 +137,17 @@ async def test_no_answer_in_time_rejects_and_says_so(
         "No reviewer answered within 1 s, so relay denied this"
     )
     assert DELETED == []
+
+
+def test_a_confirmation_wanting_a_payload_of_its_own_is_refused() -> None:
+    asked = types.FunctionCall(
+        name=relay_adk.CONFIRMATION,
+        id="adk-1",
+        args={
+            "originalFunctionCall": {"name": "book", "args": {}, "id": "c1"},
+            "toolConfirmation": {"hint": "pick a seat", "payload": {"seat": None}},
+        },
+    )
+    event = Event(author="ops", content=types.Content(parts=[types.Part(function_call=asked)]))
+    with pytest.raises(RelayConfigError, match="confirmation payload of its own"):
+        relay_adk.pending_in([event])

@@ -101,3 +101,21 @@ async def test_withdrawn_approvals_are_denied(hosted: tuple[FakeSlack, Relay]) -
         verdicts = await approvals.collect([CALL], AGENT, tickets)
     assert verdicts is not None
     assert verdicts["c1"].decision.outcome == "aborted"
+
+
+async def test_the_relays_quorum_holds_for_framework_approvals() -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_APPROVALS_REQUIRED="2") as relay,
+        RelayApprovals(relay.url, TOKEN) as approvals,
+    ):
+        slack.add_user("U0ALICE", name="alice")
+        slack.add_user("U0BOB", name="bob")
+        tickets = await approvals.submit([CALL], AGENT)
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "Allow once", user="U0ALICE")
+        assert await approvals.collect([CALL], AGENT, tickets, wait=False) is None
+        await slack.click(message, "Allow once", user="U0BOB")
+        verdicts = await approvals.collect([CALL], AGENT, tickets)
+    assert verdicts is not None
+    assert verdicts["c1"].decision.message == "alice and bob allowed this in Slack (allow once)"
