@@ -140,3 +140,41 @@ async def test_the_pytest_plugin_example_passes_under_a_plain_pytest_setup(tmp_p
         code, out, err = await finish(process, timeout=120)
         assert code == 0, out + err
         assert "2 passed" in out
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "pydantic_ai_agent.py",
+        "openai_agents_agent.py",
+        "langgraph_agent.py",
+        "google_adk_agent.py",
+    ],
+)
+async def test_a_framework_run_paused_on_an_approval_resumes_in_a_new_process(
+    hosted: tuple[FakeSlack, Relay], tmp_path: Path, script: str
+) -> None:
+    # Each framework keeps the paused run its own way (saved messages, RunState JSON, a
+    # checkpointer, a session store); no process of the agent runs while the team decides.
+    slack, relay = hosted
+    env = base_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN, RUN_FILE=str(tmp_path / "run"))
+    agent = str(EXAMPLES / script)
+    code, out, err = await finish(await run(sys.executable, agent, "start", env=env))
+    assert (code, out.strip()) == (3, "paused: 1 approval(s) asked in Slack; run `resume` later")
+    message = await slack.wait_for_message(timeout=30)
+    await slack.click(message, "Allow once", user="U0ALICE")
+    code, out, err = await finish(await run(sys.executable, agent, "resume", env=env))
+    assert code == 0, err
+    assert "deleted branch" in out
+    assert os.listdir(tmp_path) == []  # the run is over: nothing kept
+
+    # Denied with a reason: the model reads it, in a new process again.
+    code, _, err = await finish(await run(sys.executable, agent, "start", env=env))
+    assert code == 3, err
+    message = await slack.wait_for_message(count=2, timeout=30)
+    await slack.type(message, "that branch has open PRs", user="U0ALICE")
+    await slack.press_enter(message, user="U0ALICE")
+    code, out, err = await finish(await run(sys.executable, agent, "resume", env=env))
+    assert code == 0, err
+    assert "alice denied this in Slack: that branch has open PRs" in out
+    assert "deleted branch" not in out

@@ -3,7 +3,8 @@ run as a complete program (or test file), against FakeSlack playing Slack and it
 
 A block says how to run it with the hidden marker line before it, `<!-- readme-test: KIND -->`:
 `seam` (Socket Mode env), `relay-provider` (RELAY_URL/RELAY_TOKEN of a `relay serve`),
-`pytest` (a user's test file) or `plain`. A block without a marker is a failure."""
+`approval` (the same, a framework's tool use the reviewer allows), `pytest` (a user's test
+file) or `plain`. A block without a marker is a failure."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tests.test_examples import base_env, finish, run
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 MARKED = re.compile(r"<!-- readme-test: ([a-z-]+) -->\n```python\n(.*?)\n```", re.S)
-KINDS = ("seam", "relay-provider", "pytest", "plain")
+KINDS = ("seam", "relay-provider", "approval", "pytest", "plain")
 
 
 def blocks() -> list[tuple[str, str]]:
@@ -78,6 +79,25 @@ async def test_relay_provider_blocks_run_against_relay_serve(code: str, tmp_path
             await slack.click(message, "Approve", user="U01ALICE")
             exit_code, out, err = await finish(process)
     assert (exit_code, out.strip()) == (0, "approved"), err
+
+
+@pytest.mark.parametrize("code", of_kind("approval"))
+async def test_framework_blocks_run_their_tool_once_a_reviewer_allows_it(
+    code: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    async with FakeSlack(signing_secret="server-signing-secret") as slack:
+        slack.add_user("U01ALICE", name="alice")
+        async with relay_server(slack) as relay:
+            env = base_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+            process = await run(sys.executable, str(script), env=env)
+            message = await slack.wait_for_message(timeout=30)
+            assert "delete_branch: permission request" in str(message.blocks)
+            await slack.click(message, "Allow once", user="U01ALICE")
+            exit_code, out, err = await finish(process)
+    assert exit_code == 0, err
+    assert "deleted branch" in out, out + err
 
 
 @pytest.mark.parametrize("code", of_kind("pytest"))

@@ -146,13 +146,14 @@ class RelayApprovals:
         self._session: aiohttp.ClientSession | None = None
 
     async def submit(self, calls: Sequence[PendingCall], agent: AgentRef) -> Tickets:
-        """Post an approval per call; the tickets of those still pending (a call a grant or
-        the relay's rules answered at once is simply posted again by ``collect``)."""
+        """Post an approval per call, all at once; the tickets of those still pending (a call
+        a grant answered at once is simply posted again by ``collect``). Raises
+        ``UserInteractionError`` when the relay cannot take them: nothing is paused then."""
+        created = await asyncio.gather(*(self._create(call, agent) for call in calls))
         tickets: Tickets = {}
-        for call in calls:
-            created = await self._create(call, agent)
-            approval_id = created.get("id")
-            if isinstance(approval_id, str) and created.get("status") == "pending":
+        for call, approval in zip(calls, created, strict=True):
+            approval_id = approval.get("id")
+            if isinstance(approval_id, str) and approval.get("status") == "pending":
                 tickets[call.call_id] = {"id": approval_id, "digest": call.digest}
         return tickets
 

@@ -19,11 +19,13 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.toolsets import FunctionToolset
 
-from relay import AgentRef
+from relay import AgentRef, UserInteractionService
 from relay.gate.local import slack_approver
 from relay.grants.memory import MemoryGrants
 from relay.integrations import pydantic_ai as relay_pai
+from relay.integrations.core import seam_approver
 from relay.slack import SlackProvider
 from relay.testing import FakeSlack
 
@@ -133,3 +135,50 @@ async def test_no_answer_in_time_denies_and_says_so(
     said = json.loads(str(second.output))
     assert said["delete_file"].startswith("No reviewer answered within 1 s, so relay denied this")
     assert DELETED == []
+
+
+async def test_a_toolset_behind_approval_required_is_asked_too(
+    fake_slack: FakeSlack, slack_provider: SlackProvider
+) -> None:
+    # How pydantic-ai gates MCP servers' tools: any toolset, wrapped in ApprovalRequiredToolset.
+    dropped: list[str] = []
+
+    def drop_table(table: str) -> str:
+        """Drop a table."""
+        dropped.append(table)
+        return f"dropped {table}"
+
+    toolset = FunctionToolset([drop_table]).approval_required()
+    approver = slack_approver(slack_provider, MemoryGrants(), owner="local")
+    agent: Agent[None, str] = Agent(
+        TestModel(),
+        toolsets=[toolset],
+        capabilities=[HandleDeferredToolCalls(handler=relay_pai.handler(approver, AGENT))],
+    )
+    running = asyncio.create_task(agent.run("drop it"))
+    message = await shown(fake_slack, "drop_table", 1)
+    await fake_slack.click(message, "Allow once", user="U0ALICE")
+    result = await running
+    assert json.loads(result.output) == {"drop_table": "dropped a"}
+    assert dropped == ["a"]
+
+
+async def test_through_the_seams_registered_provider(
+    fake_slack: FakeSlack, relay_service: UserInteractionService
+) -> None:
+    DELETED.clear()
+    agent = build()
+    first = await agent.run("clean up")
+    assert isinstance(first.output, DeferredToolRequests)
+    approver = seam_approver(relay_service)
+
+    async def review() -> None:
+        for n in (1, 2):
+            message = await fake_slack.wait_for_message(count=n, timeout=15)
+            await fake_slack.click(message, "Allow once", user="U0ALICE")
+
+    reviewing = asyncio.create_task(review())
+    results = await relay_pai.approve(first.output, approver, AGENT)
+    await reviewing
+    second = await agent.run(message_history=first.all_messages(), deferred_tool_results=results)
+    assert json.loads(str(second.output)) == {"delete_file": "deleted a", "restart": "restarted a"}

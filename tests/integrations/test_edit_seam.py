@@ -1,0 +1,81 @@
+"""The seam for reviewers' edits (issue 40 makes them): a ``Verdict`` with ``edited_args``
+becomes each framework's edit where it has one, and a deny carrying the new arguments where
+it has none, so nothing runs with arguments nobody approved."""
+
+from __future__ import annotations
+
+import json
+
+from langgraph.types import Interrupt
+from pydantic_ai.tools import ToolApproved, ToolDenied
+
+from relay.gate.approval import Decision
+from relay.integrations import google_adk as relay_adk
+from relay.integrations import langgraph as relay_lg
+from relay.integrations import pydantic_ai as relay_pai
+from relay.integrations.core import Verdict
+from relay.parties import Responder
+
+ALLOWED = Decision(
+    behavior="allow",
+    message="alice allowed this in Slack (allow once)",
+    outcome="approved",
+    by=Responder("U0ALICE", "alice"),
+)
+EDITED = Verdict(ALLOWED, edited_args={"path": "/srv/a/tmp"})
+
+
+def test_pydantic_ai_takes_the_edit_as_override_args() -> None:
+    results = relay_pai.results({"c1": EDITED, "c2": Verdict(Decision.deny("no"))})
+    assert results.approvals == {
+        "c1": ToolApproved(override_args={"path": "/srv/a/tmp"}),
+        "c2": ToolDenied("no"),
+    }
+    assert results.answered_by == {"c1": "U0ALICE"}
+
+
+def test_langgraph_takes_the_edit_as_an_edited_action_when_the_tool_allows_edits() -> None:
+    batched = Interrupt(
+        value={
+            "action_requests": [{"name": "delete_file", "args": {"path": "/srv/a"}}],
+            "review_configs": [
+                {"action_name": "delete_file", "allowed_decisions": ["approve", "edit", "reject"]}
+            ],
+        },
+        id="i1",
+    )
+    command = relay_lg.resume([batched], {"i1:0": EDITED})
+    assert command.resume == {
+        "i1": {
+            "decisions": [
+                {
+                    "type": "edit",
+                    "edited_action": {"name": "delete_file", "args": {"path": "/srv/a/tmp"}},
+                }
+            ]
+        }
+    }
+    # A tool without "edit": the edit is a reject naming the reviewer's arguments.
+    strict = Interrupt(
+        value={
+            **batched.value,
+            "review_configs": [
+                {"action_name": "delete_file", "allowed_decisions": ["approve", "reject"]}
+            ],
+        },
+        id="i1",
+    )
+    decision = relay_lg.resume([strict], {"i1:0": EDITED}).resume["i1"]["decisions"][0]
+    assert decision["type"] == "reject"
+    assert json.dumps({"path": "/srv/a/tmp"}) in decision["message"]
+
+
+def test_adk_has_no_edit_so_the_edit_is_a_rejection_naming_the_new_arguments() -> None:
+    message = relay_adk.resume_message({"adk-1": EDITED})
+    assert message.parts is not None
+    response = message.parts[0].function_response
+    assert response is not None
+    assert response.response is not None
+    assert response.response["confirmed"] is False
+    said = response.response["payload"]["relay"]["message"]
+    assert json.dumps({"path": "/srv/a/tmp"}) in said
