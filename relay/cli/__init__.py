@@ -28,6 +28,7 @@ from relay.cli.manifest import add_manifest
 from relay.cli.mcp import add_mcp
 from relay.cli.preview import BLOCK_KIT_BUILDER, add_preview, builder_url
 from relay.cli.serve import add_serve
+from relay.cli.verify import add_verify
 from relay.cli.webhook_secret import add_webhook_secret
 from relay.errors import HarnessError, RelayConfigError
 from relay.gate.rules import RulesError
@@ -42,6 +43,7 @@ _SUBCOMMANDS: tuple[Callable[[Commands], None], ...] = (
     add_hook,
     add_exec,
     add_audit,
+    add_verify,
     add_webhook_secret,
     add_preview,
     add_manifest,

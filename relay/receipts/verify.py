@@ -93,8 +93,10 @@ def check_chain(receipts: list[Checked]) -> list[Failure]:
             before = here
             continue
         if seq in seen:
+            # Reported once: what follows is checked against the chain it forked from.
             failures.append(Failure(here.name, f"takes place {seq} of {seen[seq]} (a fork)"))
-        seen.setdefault(seq, here.name)
+            continue
+        seen[seq] = here.name
         if before is None:
             if seq == 1 and prev is not None:
                 failures.append(Failure(here.name, "is first in the chain but names a prev"))
