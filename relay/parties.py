@@ -53,9 +53,10 @@ class Responder(_Party):
     team: str | None = field(default=None, compare=False)
     request: str | None = field(default=None, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form (``team`` and ``request`` when known)."""
-        out = _Party.to_dict(self)
+    def to_store(self) -> dict[str, Any]:
+        """The stored form: the wire form (``to_dict``, which the API shows) with ``team``
+        and ``request`` when known."""
+        out = self.to_dict()
         if self.team is not None:
             out["team"] = self.team
         if self.request is not None:
@@ -64,7 +65,7 @@ class Responder(_Party):
 
     @classmethod
     def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
-        """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
+        """Read the wire or the stored form; raises ``BAD_REQUEST`` naming the bad field."""
         r = _Reader(data, path, frozenset({"id", "name", "team", "request"}), strict=strict)
         return cls(
             id=r.text("id"),
@@ -86,9 +87,13 @@ class Vote:
         """The JSON form (audit metadata, as in the API record)."""
         return {"by": self.by.to_dict(), "label": self.label, "at": self.at.isoformat()}
 
+    def to_store(self) -> dict[str, Any]:
+        """The stored form: ``to_dict`` with the voter's ``Responder.to_store``."""
+        return {"by": self.by.to_store(), "label": self.label, "at": self.at.isoformat()}
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Vote:
-        """Read ``to_dict``'s output."""
+        """Read ``to_dict``'s or ``to_store``'s output."""
         return cls(
             by=Responder.from_dict(data["by"]),
             label=str(data["label"]),

@@ -276,5 +276,8 @@ async def test_replicas_racing_to_append_never_fork_the_chain(replica_stores: li
     assert sorted(payload_of(t)["ask"] for t in chain) == sorted(r.id for r in records)
     named = [(str(i), t) for i, t in enumerate(chain)]
     assert verify_all(named, keys(), chain=True) == []
+    # The click's evidence went through the store (Redis' JSON, memory's packing) intact.
+    by = payload_of(chain[0])["outcome"]["decisions"][0]["by"]
+    assert by == {"team": "T1", "user": "U1", "request": digest(b"v0:1:U1")}
     head = await a.receipt_head()
     assert (head.seq, head.digest) == (60, digest(chain[-1].encode()))

@@ -59,6 +59,7 @@ class ReceiptWriter:
         self._header: dict[str, Any] = {"alg": "EdDSA", "kid": key.kid, "typ": TYPE}
         self._head: ChainHead | None = None  # the head as last seen here (a hint only)
         self._background: set[asyncio.Task[None]] = set()
+        self._lock = asyncio.Lock()
         self._closed = False
         self.written = 0
         """Receipts this process appended (for tests and the bench)."""
@@ -92,7 +93,14 @@ class ReceiptWriter:
 
     async def write(self, record: AskRecord) -> str:
         """Sign ended ``record``'s receipt after the chain's head and append it (or the
-        receipt another replica appended for it first)."""
+        receipt another replica appended for it first).
+
+        One append at a time per process: ends that come together would otherwise all sign
+        after the same head, and all but one sign again, round after round."""
+        async with self._lock:
+            return await self._append(record)
+
+    async def _append(self, record: AskRecord) -> str:
         head = self._head or await self._store.receipt_head()
         for _ in range(_ATTEMPTS):
             token = self.sign(record, head)
