@@ -24,7 +24,7 @@ from redis_server import RedisServer
 from slack_sdk.signature import SignatureVerifier
 
 from relay.testing import FakeSlack
-from tests.server_env import SECRET, Relay, free_port, relay_env, start_relay
+from tests.server_env import SECRET, TOKEN, Relay, free_port, relay_env, start_relay
 from tests.slack_env import first_button
 
 ASK = {
@@ -146,7 +146,24 @@ async def test_a_clicked_ask_has_a_receipt_binding_the_signed_click(tmp_path: Pa
             assert jwks["keys"][0]["kid"] == payload_of(token)["kid"]
             items = await chain_of(relay, 1)
             assert items[0]["receipt"] == token
-            code, out = relay_verify(tmp_path, items, f"{relay.url}/.well-known/jwks.json")
+            # The auditor's way: export with relay audit --receipts, check with relay verify.
+            export = tmp_path / "export.jsonl"
+            exported = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "relay.cli",
+                "audit",
+                "--receipts",
+                "-O",
+                str(export),
+                env={**env, "RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN},
+                stderr=asyncio.subprocess.PIPE,
+            )
+            _, err = await exported.communicate()
+            assert exported.returncode == 0, err
+            lines = [json.loads(line) for line in export.read_text().splitlines()]
+            assert lines == items
+            code, out = relay_verify(tmp_path, lines, f"{relay.url}/.well-known/jwks.json")
             assert code == 0, out
         finally:
             await relay.stop()

@@ -60,6 +60,7 @@ class ReceiptWriter:
         self._head: ChainHead | None = None  # the head as last seen here (a hint only)
         self._background: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
+        self._deferred = 0  # ends seen whose task is not started yet
         self._closed = False
         self.written = 0
         """Receipts this process appended (for tests and the bench)."""
@@ -69,7 +70,15 @@ class ReceiptWriter:
         background."""
         if self._closed or event.name not in END_EVENTS:
             return
-        task = asyncio.get_running_loop().create_task(self._on_end(event.ask_id))
+        # Started two turns of the loop on: after the waiter wakes and the click's ack is on
+        # its way, so that signing is no part of either.
+        loop = asyncio.get_running_loop()
+        self._deferred += 1
+        loop.call_soon(loop.call_soon, self._start, event.ask_id)
+
+    def _start(self, ask_id: str) -> None:
+        self._deferred -= 1
+        task = asyncio.get_running_loop().create_task(self._on_end(ask_id))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -127,8 +136,15 @@ class ReceiptWriter:
         )
         return sign(canonical(payload), self._key.private, header=self._header)
 
+    async def drain(self) -> None:
+        """Wait until the receipts being written in the background are written."""
+        while self._background or self._deferred:
+            if self._background:
+                await asyncio.gather(*self._background, return_exceptions=True)
+            else:
+                await asyncio.sleep(0)  # (a deferred start is two turns away)
+
     async def aclose(self) -> None:
         """Stop taking ends; wait for the receipts being written (idempotent)."""
+        await self.drain()
         self._closed = True
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
