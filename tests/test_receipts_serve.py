@@ -24,7 +24,8 @@ from redis_server import RedisServer
 from slack_sdk.signature import SignatureVerifier
 
 from relay.testing import FakeSlack
-from tests.server_env import SECRET, TOKEN, Relay, free_port, relay_env, start_relay
+from tests.mcp_env import http_client, result_text
+from tests.server_env import SECRET, TOKEN, Relay, free_port, relay_env, relay_server, start_relay
 from tests.slack_env import first_button
 
 ASK = {
@@ -32,6 +33,8 @@ ASK = {
         {"id": "go", "question": "Ship it?", "options": [{"label": "yes"}, {"label": "no"}]}
     ]
 }
+
+MCP_QUESTION = {"questions": [{"id": "go", "question": "Ship it?", "options": [{"label": "yes"}]}]}
 
 
 def key_file(directory: Path) -> str:
@@ -262,3 +265,35 @@ async def test_a_replica_killed_while_appending_leaves_a_chain_that_verifies(
             assert code == 0, out
         finally:
             await b.stop()
+
+
+async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RECEIPT_KEY_FILE=key_file(tmp_path)) as relay,
+        http_client(relay, mode="legacy") as client,
+    ):
+        call = asyncio.create_task(client.call_tool("ask_user_question", MCP_QUESTION))
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "yes", user="U0ALICE")
+        result = json.loads(result_text(await asyncio.wait_for(call, 15)))
+        assert result["answers"] == [{"id": "go", "selected": ["yes"]}]
+        ask_id = result["receipt"].removeprefix("rcpt_")
+        status, _, token = await raw(relay, f"/v1/asks/{ask_id}/receipt")
+        assert status == 200
+        assert payload_of(token)["jti"] == result["receipt"]
+
+        approval = {"tool": "Bash", "input": {"command": "make deploy"}, "agent": {"id": "a"}}
+        status, made = await relay.request("POST", "/v1/approvals", json=approval)
+        assert status == 201, made
+        message = await slack.wait_for_message(count=2, timeout=15)
+        await slack.click(message, "Deny", user="U0BOB")
+        await relay.request("GET", f"/v1/approvals/{made['id']}?wait=10")
+        status, _, token = await raw(relay, f"/v1/approvals/{made['id']}/receipt")
+        assert status == 200
+        payload = payload_of(token)
+        assert payload["kind"] == "approval"
+        assert payload["outcome"]["decisions"][0]["selected"] == ["Deny"]
+        # An ordinary ask is no approval: its receipt is not served there.
+        status, _, _ = await raw(relay, f"/v1/approvals/{ask_id}/receipt")
+        assert status == 404

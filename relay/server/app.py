@@ -263,6 +263,7 @@ def build_app(
         # approve_tool_use on /mcp: an approval needing several people, as on /v1/approvals.
         rules=Rules(team=TeamRules(approvals=min_approvals)) if (min_approvals or 1) > 1 else None,
         progress_interval=mcp_progress_interval,
+        receipts=receipts is not None,
     )
     if serve_slack_events:
         app.router.add_post(
