@@ -25,7 +25,16 @@ from slack_sdk.signature import SignatureVerifier
 
 from relay.testing import FakeSlack
 from tests.mcp_env import http_client, result_text
-from tests.server_env import SECRET, TOKEN, Relay, free_port, relay_env, relay_server, start_relay
+from tests.server_env import (
+    SECRET,
+    TOKEN,
+    Relay,
+    free_port,
+    relay_env,
+    relay_server,
+    run_to_exit,
+    start_relay,
+)
 from tests.slack_env import first_button
 
 ASK = {
@@ -47,6 +56,15 @@ def key_file(directory: Path) -> str:
         )
     )
     return str(path)
+
+
+def write_public(private: str, out: Path) -> None:
+    """The public key of PEM file ``private``, as PEM, into ``out``."""
+    key = serialization.load_pem_private_key(Path(private).read_bytes(), password=None)
+    pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    out.write_bytes(pem)
 
 
 def payload_of(token: str) -> dict[str, Any]:
@@ -297,3 +315,53 @@ async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> 
         # An ordinary ask is no approval: its receipt is not served there.
         status, _, _ = await raw(relay, f"/v1/approvals/{ask_id}/receipt")
         assert status == 404
+
+
+async def test_a_rotated_key_still_publishes_the_old_one_and_the_chain_goes_on(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    old_dir, new_dir = tmp_path / "old", tmp_path / "new"
+    old_dir.mkdir()
+    new_dir.mkdir()
+    old_key = key_file(old_dir)
+    old_public = old_dir / "old-public.pem"
+    write_public(old_key, old_public)
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        env = relay_env(
+            slack, free_port(), REDIS_URL=redis_server.url, RELAY_RECEIPT_KEY_FILE=old_key
+        )
+        relay = await start_relay(env)
+        _, made = await relay.request("POST", "/v1/asks", json=ASK)
+        await relay.request("DELETE", f"/v1/asks/{made['id']}")
+        await chain_of(relay, 1)
+        await relay.stop()
+        env = {
+            **env,
+            "RELAY_RECEIPT_KEY_FILE": key_file(new_dir),
+            "RELAY_RECEIPT_RETIRED_KEYS_FILE": str(old_public),
+        }
+        relay = await start_relay(env)
+        try:
+            _, made = await relay.request("POST", "/v1/asks", json=ASK)
+            await relay.request("DELETE", f"/v1/asks/{made['id']}")
+            items = await chain_of(relay, 2)
+            kids = [payload_of(i["receipt"])["kid"] for i in items]
+            assert kids[0] != kids[1]
+            _, jwks = await relay.request("GET", "/.well-known/jwks.json", token=None)
+            assert {k["kid"] for k in jwks["keys"]} == set(kids)
+            code, out = relay_verify(tmp_path, items, f"{relay.url}/.well-known/jwks.json")
+            assert code == 0, out
+        finally:
+            await relay.stop()
+
+
+async def test_a_key_file_that_is_no_ed25519_key_stops_serve_saying_so(tmp_path: Path) -> None:
+    bad = tmp_path / "not-a-key.pem"
+    bad.write_text("hello\n")
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        env = relay_env(slack, free_port(), RELAY_RECEIPT_KEY_FILE=str(bad))
+        code, lines = await run_to_exit(env)
+    assert code == 2
+    text = "".join(lines)
+    assert "RELAY_RECEIPT_KEY_FILE" in text
+    assert "openssl genpkey -algorithm ed25519" in text
