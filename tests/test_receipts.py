@@ -281,3 +281,27 @@ async def test_replicas_racing_to_append_never_fork_the_chain(replica_stores: li
     assert by == {"team": "T1", "user": "U1", "request": digest(b"v0:1:U1")}
     head = await a.receipt_head()
     assert (head.seq, head.digest) == (60, digest(chain[-1].encode()))
+
+
+async def test_an_append_after_a_stale_head_or_for_a_receipted_ask_changes_nothing(
+    replica_stores: list[Any],
+) -> None:
+    a, b = replica_stores
+    first = await a.receipt_append(ask_id="ask-1", receipt="r1", seq=1, prev=None, digest="d1")
+    assert first.outcome == "appended"
+    # Signed after the empty chain too, on another replica: the chain moved on.
+    stale = await b.receipt_append(ask_id="ask-2", receipt="r2", seq=1, prev=None, digest="d2")
+    assert (stale.outcome, stale.head) == ("moved", ChainHead(1, "d1"))
+    # The right place but the wrong prev (a fork of the same length): refused as well.
+    forked = await b.receipt_append(ask_id="ask-2", receipt="r2", seq=2, prev="dX", digest="d2")
+    assert forked.outcome == "moved"
+    again = await b.receipt_append(ask_id="ask-1", receipt="r1b", seq=2, prev="d1", digest="e")
+    assert (again.outcome, again.receipt) == ("exists", "r1")
+    assert await a.receipt_range() == ["r1"]
+    assert await b.receipt_head() == ChainHead(1, "d1")
+    assert await b.receipt_of(ask_id="ask-1") == "r1"
+    assert await b.receipt_of(ask_id="ask-2") is None
+    second = await b.receipt_append(ask_id="ask-2", receipt="r2", seq=2, prev="d1", digest="d2")
+    assert second.outcome == "appended"
+    assert await a.receipt_range(start=2) == ["r2"]
+    assert await a.receipt_range(start=1, limit=1) == ["r1"]
