@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography.exceptions import InvalidSignature
+
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import BadJWS, parse
 from relay.receipts.keys import PublicKeys
@@ -59,7 +61,7 @@ def check_receipt(token: str, keys: PublicKeys, *, name: str) -> Checked | Failu
         return Failure(name, f"signed with key {kid!r}, which the key set does not hold")
     try:
         key.verify(parsed.signature, parsed.signing_input)
-    except Exception:  # cryptography's InvalidSignature
+    except InvalidSignature:
         return Failure(name, "the signature does not verify (altered, or signed by another key)")
     try:
         payload = json.loads(parsed.payload)

@@ -77,10 +77,10 @@ class ReceiptApi:
 
     async def chain(self, request: web.Request) -> web.Response:
         """``GET /v1/receipts?after=N&limit=M``: receipts after place N, in chain order."""
-        if self._writer is None:
-            raise _off()
         after = _whole(request.query.get("after"), "after", 0, None)
         limit = _whole(request.query.get("limit"), "limit", _PAGE_DEFAULT, _PAGE_MAX)
+        if self._writer is None:
+            raise _off()
         store = self._asks.provider.store
         if not isinstance(store, ReceiptChain):
             raise _off()
