@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import uuid
 import warnings
 from datetime import UTC, datetime
@@ -305,3 +306,34 @@ async def test_an_append_after_a_stale_head_or_for_a_receipted_ask_changes_nothi
     assert second.outcome == "appended"
     assert await a.receipt_range(start=2) == ["r2"]
     assert await a.receipt_range(start=1, limit=1) == ["r1"]
+
+
+async def test_a_receipt_a_dead_replica_owed_is_written_by_anothers_sweep(
+    replica_stores: list[Any],
+) -> None:
+    a, b = replica_stores
+    record = await ended(a)
+    # Replica A noted the debt, then died before signing.
+    await a.receipt_owe(ask_id=record.id, at=1_000.0)
+    await a.receipt_owe(ask_id="expired-unsigned", at=1_000.0)
+    sweeper = ReceiptWriter(store=b, key=KEY, issuer="relay.example", grace=10.0)
+    assert await sweeper.sweep(now=1_005.0) == 0  # within the grace: A may still write it
+    assert await b.receipt_range() == []
+    assert await sweeper.sweep(now=1_011.0) == 1
+    (token,) = await b.receipt_range()
+    assert payload_of(token)["ask"] == record.id
+    # Both debts are settled: one by the append, the other dropped (its ask is gone).
+    assert await a.receipt_owed(before=math.inf, limit=10) == []
+    # A debt noted after the receipt exists is no debt.
+    await a.receipt_owe(ask_id=record.id, at=2_000.0)
+    assert await b.receipt_owed(before=math.inf, limit=10) == []
+
+
+async def test_the_end_notes_a_debt_and_its_receipt_settles_it() -> None:
+    store = MemoryStore()
+    writer = ReceiptWriter(store=store, key=KEY, issuer="relay.example")
+    record = await ended(store)
+    await store.receipt_owe(ask_id=record.id, at=1.0)
+    assert await store.receipt_owed(before=2.0, limit=10) == [record.id]
+    await writer.write(record)
+    assert await store.receipt_owed(before=2.0, limit=10) == []

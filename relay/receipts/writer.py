@@ -5,14 +5,18 @@ answer never waits on a signature or the chain), and that task reads the ended r
 its payload after the chain's head and appends it; another replica's receipt landing first
 makes the append answer ``moved``, and the receipt is signed again after the new head.
 Anything that needs the receipt (the webhook's body, ``GET …/receipt``) calls ``ensure``,
-which writes it there and then if no replica has yet: a replica killed between an ask's end
-and its receipt leaves it to the next reader, never to nobody.
+which writes it there and then if no replica has yet. The task first notes in the store that
+the ask owes a receipt, and every replica's sweep (``start``) writes the debts older than a
+grace: a replica killed between an ask's end and its receipt leaves it to another replica
+(or to the next reader), not to nobody.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from typing import Any, Protocol
 
 from relay.events import AskEvent
@@ -33,6 +37,8 @@ END_EVENTS = frozenset({"answered", "defaulted", "timed_out", "aborted", "closed
 TYPE = "relay-receipt+jws"
 # Appends lost to other replicas before giving up (each loss means the chain moved on).
 _ATTEMPTS = 1_000
+# Debts swept per pass.
+_SWEEP_BATCH = 100
 
 
 class _Store(ReceiptChain, Protocol):
@@ -41,7 +47,9 @@ class _Store(ReceiptChain, Protocol):
 
 class ReceiptWriter:
     """Writes ended asks' receipts to ``store``'s chain, signed with ``key`` as ``issuer``;
-    ``published`` are the public keys a verifier needs (``key``'s and retired ones)."""
+    ``published`` are the public keys a verifier needs (``key``'s and retired ones). Once
+    started, every ``sweep_interval`` seconds it writes the receipts owed for over ``grace``
+    seconds (their replica died, or the store failed it)."""
 
     def __init__(
         self,
@@ -50,6 +58,8 @@ class ReceiptWriter:
         key: SigningKey,
         issuer: str,
         retired: PublicKeys | None = None,
+        sweep_interval: float = 5.0,
+        grace: float = 10.0,
     ) -> None:
         self._store = store
         self._key = key
@@ -61,6 +71,9 @@ class ReceiptWriter:
         self._background: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
         self._deferred = 0  # ends seen whose task is not started yet
+        self._sweep_interval = sweep_interval
+        self._grace = grace
+        self._sweeper: asyncio.Task[None] | None = None
         self._closed = False
         self.written = 0
         """Receipts this process appended (for tests and the bench)."""
@@ -84,6 +97,7 @@ class ReceiptWriter:
 
     async def _on_end(self, ask_id: str) -> None:
         try:
+            await self._store.receipt_owe(ask_id=ask_id, at=time.time())
             await self.ensure(ask_id)
         except Exception:
             # The next reader (ensure) writes it; nothing else is lost.
@@ -136,6 +150,31 @@ class ReceiptWriter:
         )
         return sign(canonical(payload), self._key.private, header=self._header)
 
+    def start(self) -> None:
+        """Start sweeping owed receipts (one background task; idempotent; needs a loop)."""
+        if self._sweeper is None:
+            loop = asyncio.get_running_loop()
+            self._sweeper = loop.create_task(self._sweep_forever(), name="relay-receipts")
+
+    async def _sweep_forever(self) -> None:
+        while not self._closed:
+            try:
+                await self.sweep(now=time.time())
+            except Exception:
+                _log.warning("could not sweep the owed receipts", exc_info=True)
+            await asyncio.sleep(self._sweep_interval)
+
+    async def sweep(self, *, now: float) -> int:
+        """Write the receipts owed since before ``now`` less the grace; how many were
+        written (a debt whose ask expired unsigned is dropped)."""
+        written = 0
+        for ask_id in await self._store.receipt_owed(before=now - self._grace, limit=_SWEEP_BATCH):
+            if await self.ensure(ask_id) is not None:
+                written += 1
+            elif await self._store.get(ask_id=ask_id) is None:
+                await self._store.receipt_forget(ask_id=ask_id)
+        return written
+
     async def drain(self) -> None:
         """Wait until the receipts being written in the background are written."""
         while self._background or self._deferred:
@@ -148,3 +187,7 @@ class ReceiptWriter:
         """Stop taking ends; wait for the receipts being written (idempotent)."""
         await self.drain()
         self._closed = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper

@@ -258,6 +258,8 @@ async def serve(
         provider.prefetch_identity()
         if webhooks is not None:
             webhooks.start()
+        if receipts is not None:
+            receipts.start()
         if settings.app_token:
             # In the background: serving, /readyz and signals work while Slack is unreachable.
             await provider.connect_socket_mode(settings.app_token, wait=False)

@@ -5,7 +5,10 @@ chain is appended with a check: ``receipt_append`` adds a receipt only if the ch
 still the one it was signed after, in one atomic step (memory: no await; Redis: one script on
 one slot), else it answers ``moved`` and the writer signs again after the new head. So
 replicas never fork it, and a replica killed mid-append leaves its receipt whole or absent.
-An ask has one receipt: appending a second answers ``exists`` with the first.
+An ask has one receipt: appending a second answers ``exists`` with the first. An ask that
+ended is first noted as owing one (``receipt_owe``), and the append settles that, so that a
+replica killed between an ask's end and its receipt leaves it to another replica's sweep
+(``receipt_owed``), not to nobody.
 """
 
 from __future__ import annotations
@@ -55,4 +58,17 @@ class ReceiptChain(Protocol):
 
     async def receipt_range(self, *, start: int = 1, limit: int = 1000) -> list[str]:
         """Up to ``limit`` receipts in chain order from place ``start`` (the first is 1)."""
+        ...
+
+    async def receipt_owe(self, *, ask_id: str, at: float) -> None:
+        """Note that ended ``ask_id`` owes a receipt since ``at`` (epoch seconds), unless it
+        has one; appending it settles the debt."""
+        ...
+
+    async def receipt_owed(self, *, before: float, limit: int) -> list[str]:
+        """Up to ``limit`` asks owing a receipt since before ``before``, oldest first."""
+        ...
+
+    async def receipt_forget(self, *, ask_id: str) -> None:
+        """Drop ``ask_id``'s debt (it expired before anyone could sign for it)."""
         ...

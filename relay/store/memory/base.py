@@ -93,6 +93,7 @@ class MemoryBase:
         self._receipts: list[str] = []
         self._receipt_at: dict[str, int] = {}
         self._receipt_head = ChainHead(0, None)
+        self._receipts_owed: dict[str, float] = {}  # ended asks owing one -> since when
 
     def __len__(self) -> int:
         return len(self._records) + len(self._ended)

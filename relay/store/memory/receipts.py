@@ -19,6 +19,7 @@ class MemoryReceipts(MemoryBase):
         """Append if the head is still ``(seq - 1, prev)`` and the ask has no receipt."""
         at = self._receipt_at.get(ask_id)
         if at is not None:
+            self._receipts_owed.pop(ask_id, None)
             return AppendResult("exists", receipt=self._receipts[at - 1])
         head = self._receipt_head
         if head.seq != seq - 1 or head.digest != prev:
@@ -26,6 +27,7 @@ class MemoryReceipts(MemoryBase):
         self._receipts.append(receipt)
         self._receipt_at[ask_id] = seq
         self._receipt_head = ChainHead(seq, digest)
+        self._receipts_owed.pop(ask_id, None)
         return AppendResult("appended")
 
     async def receipt_of(self, *, ask_id: str) -> str | None:
@@ -37,3 +39,17 @@ class MemoryReceipts(MemoryBase):
         """Receipts in chain order from place ``start``."""
         first = max(start, 1) - 1
         return self._receipts[first : first + max(limit, 0)]
+
+    async def receipt_owe(self, *, ask_id: str, at: float) -> None:
+        """Note the debt unless the ask has its receipt."""
+        if ask_id not in self._receipt_at:
+            self._receipts_owed.setdefault(ask_id, at)
+
+    async def receipt_owed(self, *, before: float, limit: int) -> list[str]:
+        """Asks owing since before ``before``, oldest first (debts are few: a scan)."""
+        due = sorted((at, i) for i, at in self._receipts_owed.items() if at < before)
+        return [ask_id for _, ask_id in due[: max(limit, 0)]]
+
+    async def receipt_forget(self, *, ask_id: str) -> None:
+        """Drop the debt."""
+        self._receipts_owed.pop(ask_id, None)

@@ -1,8 +1,9 @@
 """The receipt chain on Redis (``relay.store.receipts``).
 
 ``{prefix}receipts:chain`` (a list of compact JWS, place ``seq`` at index ``seq - 1``),
-``{prefix}receipts:at`` (a hash: ask id -> place) and ``{prefix}receipts:head``
-(``seq:digest``); on a cluster each is tagged ``{<prefix>receipts}`` (``Keys.receipts``), one
+``{prefix}receipts:at`` (a hash: ask id -> place), ``{prefix}receipts:head``
+(``seq:digest``) and ``{prefix}receipts:owed`` (a sorted set of ended asks owing a receipt,
+by since when); on a cluster each is tagged ``{<prefix>receipts}`` (``Keys.receipts``), one
 slot, so the append is one script. Receipts are evidence: nothing here expires them.
 """
 
@@ -22,7 +23,8 @@ class RedisReceipts(RedisBase):
     """The chain, appended by one script (first append after a head wins, on any replica)."""
 
     def _receipt_keys(self) -> list[str]:
-        return [self._keys.receipts(n) for n in ("receipts:chain", "receipts:at", "receipts:head")]
+        names = ("receipts:chain", "receipts:at", "receipts:head", "receipts:owed")
+        return [self._keys.receipts(n) for n in names]
 
     @translated
     async def receipt_head(self) -> ChainHead:
@@ -48,7 +50,7 @@ class RedisReceipts(RedisBase):
     @translated
     async def receipt_of(self, *, ask_id: str) -> str | None:
         """``ask_id``'s receipt."""
-        chain, at, _ = self._receipt_keys()
+        chain, at, _, _ = self._receipt_keys()
         place = await self._redis.hget(at, ask_id)
         if place is None:
             return None
@@ -65,3 +67,23 @@ class RedisReceipts(RedisBase):
             self._keys.receipts("receipts:chain"), first, first + limit - 1
         )
         return [as_text(r) for r in rows]
+
+    @translated
+    async def receipt_owe(self, *, ask_id: str, at: float) -> None:
+        """Note the debt unless the ask has its receipt (one script)."""
+        _, place, _, owed = self._receipt_keys()
+        await self._script("receipt_owe")(keys=[place, owed], args=[ask_id, repr(at)])
+
+    @translated
+    async def receipt_owed(self, *, before: float, limit: int) -> list[str]:
+        """Asks owing since before ``before``, oldest first."""
+        if limit <= 0:
+            return []
+        owed = self._keys.receipts("receipts:owed")
+        rows = await self._redis.zrangebyscore(owed, "-inf", f"({before!r}", start=0, num=limit)
+        return [as_text(r) for r in rows]
+
+    @translated
+    async def receipt_forget(self, *, ask_id: str) -> None:
+        """Drop the debt."""
+        await self._redis.zrem(self._keys.receipts("receipts:owed"), ask_id)
