@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import math
+import sys
 import uuid
 import warnings
 from datetime import UTC, datetime
@@ -239,7 +241,7 @@ async def test_a_fork_signed_by_the_relay_itself_is_reported() -> None:
 
 
 async def test_relay_verify_checks_an_export_offline(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chain, writer = await _chain(4)
     keys_file = tmp_path / "jwks.json"
@@ -255,6 +257,9 @@ async def test_relay_verify_checks_an_export_offline(
     out = capsys.readouterr().out.splitlines()
     third = payload_of(chain[2])["jti"]
     assert out == [f"{third}: is at place 3 right after place 1 (receipts missing in between)"]
+    # From standard input, bare compact JWS lines as well as audit's JSON lines.
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(chain) + "\n"))
+    assert main(["verify", "--keys", str(keys_file), "--chain", "-"]) == 0
     # PEM public keys work as well as a JWK Set.
     pem = KEY.private.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
