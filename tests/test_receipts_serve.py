@@ -310,7 +310,8 @@ async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> 
         status, _, token = await raw(relay, f"/v1/approvals/{made['id']}/receipt")
         assert status == 200
         payload = payload_of(token)
-        assert payload["kind"] == "approval"
+        assert payload["ask"] == made["id"]
+        assert "Deny" in payload["options"][0]
         assert payload["outcome"]["decisions"][0]["selected"] == ["Deny"]
         # An ordinary ask is no approval: its receipt is not served there.
         status, _, _ = await raw(relay, f"/v1/approvals/{ask_id}/receipt")

@@ -19,9 +19,6 @@ from relay.store.record import AskRecord
 __all__ = ["VERSION", "digest", "receipt_id", "receipt_payload", "subject_digest"]
 
 VERSION = 1
-# The question id of an approval (relay.gate.approval.QUESTION_ID; not imported: the gate
-# sits above the lifecycle).
-_APPROVAL_QUESTION = "approval"
 
 
 def digest(data: bytes) -> str:
@@ -79,9 +76,12 @@ def _decision(item: AskUserQuestionAnswerItem | None, question_id: str) -> dict[
 def receipt_payload(
     record: AskRecord, *, issuer: str, kid: str, seq: int, prev: str | None
 ) -> dict[str, Any]:
-    """The payload of ended ``record``'s receipt, ``seq``-th in the chain after ``prev``."""
+    """The payload of ended ``record``'s receipt, ``seq``-th in the chain after ``prev``.
+
+    An approval is an ask whose one question shows the tool call; nothing in the record
+    tells it from an ordinary ask that a client shaped alike, so the receipt claims no kind
+    (``GET /v1/approvals/{id}/receipt`` serves only the relay's own approvals)."""
     questions = record.request.questions
-    approval = len(questions) == 1 and questions[0].id == _APPROVAL_QUESTION
     responses = list(record.responses) + [None] * (len(questions) - len(record.responses))
     error = record.error
     return {
@@ -91,7 +91,6 @@ def receipt_payload(
         "jti": receipt_id(record.id),
         "seq": seq,
         "prev": prev,
-        "kind": "approval" if approval else "ask",
         "ask": record.id,
         "agent": {
             "owner": record.owner,  # the API token's fingerprint, never the token
