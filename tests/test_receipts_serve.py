@@ -301,10 +301,21 @@ async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> 
         assert status == 200
         assert payload_of(token)["jti"] == result["receipt"]
 
+        use = {"tool_name": "Bash", "input": {"command": "rm -rf build"}}
+        call = asyncio.create_task(client.call_tool("approve_tool_use", use))
+        message = await slack.wait_for_message(count=2, timeout=15)
+        await slack.click(message, "Deny", user="U0BOB")
+        denied = json.loads(result_text(await asyncio.wait_for(call, 15)))
+        assert denied["behavior"] == "deny"
+        named = denied["message"].rsplit("(receipt ", 1)[1].rstrip(")")
+        status, _, token = await raw(relay, f"/v1/asks/{named.removeprefix('rcpt_')}/receipt")
+        assert status == 200
+        assert payload_of(token)["jti"] == named
+
         approval = {"tool": "Bash", "input": {"command": "make deploy"}, "agent": {"id": "a"}}
         status, made = await relay.request("POST", "/v1/approvals", json=approval)
         assert status == 201, made
-        message = await slack.wait_for_message(count=2, timeout=15)
+        message = await slack.wait_for_message(count=3, timeout=15)
         await slack.click(message, "Deny", user="U0BOB")
         await relay.request("GET", f"/v1/approvals/{made['id']}?wait=10")
         status, _, token = await raw(relay, f"/v1/approvals/{made['id']}/receipt")

@@ -184,9 +184,19 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
                 # Fail closed, in the shape the harness reads, saying what was wrong.
                 denied = Decision.deny(f"relay could not read the permission request: {args}")
                 return decision_result(denied, {})
-            decision = await _with_progress(
-                ctx, progress_interval, lambda signal: _approve(box, args, signal)
-            )
+            asked = []
+            noting = _ASKED.set(asked)
+            try:
+                decision = await _with_progress(
+                    ctx, progress_interval, lambda signal: _approve(box, args, signal)
+                )
+            finally:
+                _ASKED.reset(noting)
+            if box.receipts and asked and not decision.allowed:
+                # A denial's message reaches the model; an allow's JSON stays as the
+                # harness reads it (its receipt is still at GET /v1/approvals/{id}/receipt).
+                named = f"{decision.message} (receipt {receipt_id(asked[-1])})"
+                decision = dataclasses.replace(decision, message=named)
             _log.info(
                 "approve_tool_use %s for %s: %s (%s)",
                 args.tool,
