@@ -100,7 +100,7 @@ class ReceiptWriter:
             await self._store.receipt_owe(ask_id=ask_id, at=time.time())
             await self.ensure(ask_id)
         except Exception:
-            # The next reader (ensure) writes it; nothing else is lost.
+            # A sweep (once the debt is noted) or the next reader (ensure) writes it.
             _log.warning("could not write the receipt of ask %s", ask_id, exc_info=True)
 
     async def ensure(self, ask_id: str) -> str | None:
@@ -165,15 +165,17 @@ class ReceiptWriter:
             await asyncio.sleep(self._sweep_interval)
 
     async def sweep(self, *, now: float) -> int:
-        """Write the receipts owed since before ``now`` less the grace; how many were
-        written (a debt whose ask expired unsigned is dropped)."""
-        written = 0
+        """Write the receipts owed since before ``now`` less the grace; how many asks now
+        have theirs. A debt is dropped once its receipt exists, or its ask expired unsigned."""
+        settled = 0
         for ask_id in await self._store.receipt_owed(before=now - self._grace, limit=_SWEEP_BATCH):
             if await self.ensure(ask_id) is not None:
-                written += 1
-            elif await self._store.get(ask_id=ask_id) is None:
-                await self._store.receipt_forget(ask_id=ask_id)
-        return written
+                settled += 1
+            elif await self._store.get(ask_id=ask_id) is not None:
+                continue  # still pending: the debt waits for its end
+            # Written (found so, not appended here: nothing settled it) or gone: no debt.
+            await self._store.receipt_forget(ask_id=ask_id)
+        return settled
 
     async def drain(self) -> None:
         """Wait until the receipts being written in the background are written."""
