@@ -24,6 +24,7 @@ BENCHMARKS = (
     "slack_economy",
     "api_path",
     "gc_pause",
+    "receipts",
 )
 
 

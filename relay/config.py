@@ -101,6 +101,11 @@ ENV_VARS: dict[str, str] = {
     "RELAY_WEBHOOK_RETRY_FOR": "seconds to keep retrying a webhook delivery (default 86400)",
     "RELAY_WEBHOOK_BACKOFF": "seconds before the first retry of a webhook, doubling up to"
     " 600 (default 1)",
+    "RELAY_RECEIPT_KEY_FILE": "PEM file of the Ed25519 key every ended ask's receipt is signed"
+    " with (secret); turns receipts on",
+    "RELAY_RECEIPT_RETIRED_KEYS_FILE": "earlier receipt keys' public keys (PEM, or a saved JWK"
+    " Set), still published so that their receipts verify",
+    "RELAY_RECEIPT_ISSUER": "the issuer name receipts carry (default relay)",
 }
 
 NO_CREDENTIALS_HELP = """\
@@ -235,6 +240,9 @@ class Settings:
     webhook_networks: tuple[str, ...] = ()
     webhook_retry_for: float = 24 * 3600.0
     webhook_backoff: float = 1.0
+    receipt_key_file: str | None = None
+    receipt_retired_keys_file: str | None = None
+    receipt_issuer: str = "relay"
     team: TeamDefaults = field(default_factory=TeamDefaults)
 
     @property
@@ -348,6 +356,9 @@ class Settings:
                 get("RELAY_IDEMPOTENCY_WINDOW"), "RELAY_IDEMPOTENCY_WINDOW", 24 * 3600.0
             ),
             team=TeamDefaults.from_env(source),
+            receipt_key_file=get("RELAY_RECEIPT_KEY_FILE"),
+            receipt_retired_keys_file=get("RELAY_RECEIPT_RETIRED_KEYS_FILE"),
+            receipt_issuer=get("RELAY_RECEIPT_ISSUER") or "relay",
             **_webhooks(get),
         )
 

@@ -4,7 +4,7 @@ answered (``Responder``), and each person's ``Vote`` on a question that needs se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Self
 
@@ -46,7 +46,33 @@ class AgentRef(_Party):
 
 @dataclass(frozen=True, slots=True)
 class Responder(_Party):
-    """The human who answered a question."""
+    """The human who answered a question. From a signed Slack click, also ``team`` (the
+    Slack team id) and ``request`` (``relay.slack.parse.request_digest`` of the request
+    that carried the click): a receipt's evidence of who decided, and how."""
+
+    team: str | None = field(default=None, compare=False)
+    request: str | None = field(default=None, compare=False)
+
+    def to_store(self) -> dict[str, Any]:
+        """The stored form: the wire form (``to_dict``, which the API shows) with ``team``
+        and ``request`` when known."""
+        out = self.to_dict()
+        if self.team is not None:
+            out["team"] = self.team
+        if self.request is not None:
+            out["request"] = self.request
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
+        """Read the wire or the stored form; raises ``BAD_REQUEST`` naming the bad field."""
+        r = _Reader(data, path, frozenset({"id", "name", "team", "request"}), strict=strict)
+        return cls(
+            id=r.text("id"),
+            name=r.opt_str("name"),
+            team=r.opt_str("team"),
+            request=r.opt_str("request"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +87,13 @@ class Vote:
         """The JSON form (audit metadata, as in the API record)."""
         return {"by": self.by.to_dict(), "label": self.label, "at": self.at.isoformat()}
 
+    def to_store(self) -> dict[str, Any]:
+        """The stored form: ``to_dict`` with the voter's ``Responder.to_store``."""
+        return {"by": self.by.to_store(), "label": self.label, "at": self.at.isoformat()}
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Vote:
-        """Read ``to_dict``'s output."""
+        """Read ``to_dict``'s or ``to_store``'s output."""
         return cls(
             by=Responder.from_dict(data["by"]),
             label=str(data["label"]),

@@ -24,6 +24,7 @@ BENCHMARKS = [
     "api_path",
     "gc_pause",
     "cli_start",
+    "receipts",
 ]
 
 

@@ -54,6 +54,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.config_values",
             "relay.gate.match",
             "relay.grants",
+            "relay.receipts",
             "relay.records",
             "relay.webhooks",
         ),

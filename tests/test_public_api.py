@@ -185,7 +185,7 @@ MISSING = dataclasses.MISSING
                 ("votes", ()),
             ],
         ),
-        (Responder, [("id", MISSING), ("name", None)]),
+        (Responder, [("id", MISSING), ("name", None), ("team", None), ("request", None)]),
         (AskUserQuestionAnswer, [("answers", MISSING)]),
         (PlanVerdict, [("approved", MISSING), ("feedback", None)]),
         (ToolResult, [("is_error", MISSING), ("text", MISSING), ("value", None), ("error", None)]),

@@ -4,6 +4,7 @@ survive a replica's restart, against a real aiohttp receiver."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import ipaddress
 import json
 import signal
@@ -11,9 +12,12 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from redis_server import RedisServer
 
 from relay.client import verify_webhook
@@ -582,3 +586,31 @@ async def test_progress_events_are_sent_only_when_asked_for_once_each(receiver: 
         "ask.reminded",
         "ask.vote",
     ]
+
+
+async def test_an_ends_body_carries_the_asks_signed_receipt(
+    receiver: Receiver, tmp_path: Path
+) -> None:
+    key = tmp_path / "receipt-key.pem"
+    key.write_bytes(
+        Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    async with FakeSlack(signing_secret="server-signing-secret") as slack:
+        env = webhook_env(RELAY_RECEIPT_KEY_FILE=str(key))
+        async with relay_server(slack, **env) as relay:
+            body = {**ASK, "callback_url": f"{receiver.url}/relay"}
+            _, made = await relay.request("POST", "/v1/asks", json=body)
+            await relay.request("DELETE", f"/v1/asks/{made['id']}")
+            (got,) = await receiver.wait_for(1)
+            _, served = await relay.request("GET", f"/v1/asks/{made['id']}/receipt")
+    assert_documented(got.json, "WebhookEvent")
+    assert got.json["type"] == "ask.aborted"
+    assert got.json["receipt"] == served
+    part = served.split(".")[1]
+    payload = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    assert payload["ask"] == made["id"]
+    assert payload["outcome"]["status"] == "aborted"

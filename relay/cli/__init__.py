@@ -37,6 +37,7 @@ _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("hook", "hook"),
     ("exec", "exec_"),
     ("audit", "audit"),
+    ("verify", "verify"),
     ("webhook-secret", "webhook_secret"),
     ("preview", "preview"),
     ("manifest", "manifest"),

@@ -1,5 +1,9 @@
 """``relay audit``: export the token's asks from a hosted relay, as JSON lines or CSV.
 
+With ``--receipts``: every signed receipt of the relay instead, as JSON lines in chain order
+(``seq``, ``id``, ``ask``, ``receipt``), for ``relay verify --chain`` (the filters do not apply:
+a chain is checked whole).
+
 Who answered what and when, each vote (on records that have votes), the timeouts and
 aborts, with each question and its options as asked. Reads ``GET /v1/asks`` page by page
 with ``RELAY_URL`` and ``RELAY_TOKEN``, like ``relay ask``. CSV cells that a spreadsheet would
@@ -60,6 +64,9 @@ def add_audit(commands: Commands) -> None:
     parser.add_argument("--channel", help="only asks posted in this channel id")
     parser.add_argument("--responder", metavar="U…", help="only asks this Slack user answered")
     parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    parser.add_argument(
+        "--receipts", action="store_true", help="export the signed receipt chain (JSON lines)"
+    )
     parser.add_argument("--output", "-O", metavar="FILE", help="write here (default stdout)")
     parser.add_argument("--relay-url", default=os.environ.get("RELAY_URL"), help="or RELAY_URL")
     parser.set_defaults(handler=_run_audit)
@@ -88,12 +95,16 @@ def _run_audit(args: argparse.Namespace) -> int:
         )
     except OSError as exc:
         raise CommandError(CANNOT_READ, f"cannot write {args.output}: {exc.strerror}") from None
+    url = args.relay_url.rstrip("/")
     try:
-        count = asyncio.run(_export(args.relay_url.rstrip("/"), token, params, args.format, out))
+        if args.receipts:
+            count = asyncio.run(_export_receipts(url, token, out))
+        else:
+            count = asyncio.run(_export(url, token, params, args.format, out))
     finally:
         if out is not sys.stdout:
             out.close()
-    sys.stderr.write(f"relay: exported {count} asks\n")
+    sys.stderr.write(f"relay: exported {count} {'receipts' if args.receipts else 'asks'}\n")
     return 0
 
 
@@ -115,25 +126,36 @@ async def _export(
     return count
 
 
+async def _export_receipts(url: str, token: str, out: IO[str]) -> int:
+    count = 0
+    async for item in _pages(url, token, [], path="/v1/receipts"):
+        count += 1
+        out.write(json.dumps(item, separators=(",", ":")) + "\n")
+    return count
+
+
 async def _pages(
-    url: str, token: str, params: list[tuple[str, str]]
+    url: str, token: str, params: list[tuple[str, str]], *, path: str = "/v1/asks"
 ) -> AsyncIterator[dict[str, Any]]:
     import aiohttp  # (here, not with the parser: other commands start without it)
 
     cursor: str | None = None
     headers = {"Authorization": f"Bearer {token}"}
     timeout = aiohttp.ClientTimeout(total=60)
+    receipts = path == "/v1/receipts"  # (paged by place in the chain, not by cursor)
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
         while True:
-            query = [*params, ("limit", "200")] + ([("cursor", cursor)] if cursor else [])
+            query = [*params, ("limit", "200")]
+            if cursor:
+                query.append(("after" if receipts else "cursor", cursor))
             try:
-                async with session.get(f"{url}/v1/asks", params=query) as response:
+                async with session.get(f"{url}{path}", params=query) as response:
                     body = await response.json(content_type=None)
                     status = response.status
             except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
                 raise CommandError(
                     "PROVIDER_FAILED",
-                    f"cannot read {url}/v1/asks ({exc or type(exc).__name__}); check RELAY_URL"
+                    f"cannot read {url}{path} ({exc or type(exc).__name__}); check RELAY_URL"
                     " and that relay serve is running",
                 ) from None
             if status != 200 or not isinstance(body, dict):
@@ -142,8 +164,9 @@ async def _pages(
                     str(error.get("code") or "PROVIDER_FAILED"),
                     str(error.get("message") or f"the relay answered HTTP {status}"),
                 )
-            for item in body.get("asks") or []:
+            for item in body.get("receipts" if receipts else "asks") or []:
                 yield item
-            cursor = body.get("next_cursor")
+            following = body.get("next_after" if receipts else "next_cursor")
+            cursor = None if following is None else str(following)
             if not cursor:
                 return

@@ -25,7 +25,7 @@ from relay.gate.local import SlackAsks, slack_approver
 from relay.gate.rules import Rules
 from relay.grants.base import GrantStore
 from relay.mcp.asgi import serve_asgi
-from relay.mcp.server import Context, Toolbox, build_server, client_name
+from relay.mcp.server import Context, Toolbox, build_server, client_name, note_asked
 from relay.questions import AgentRef
 from relay.server.auth import Authenticator
 from relay.server.errors import error_response
@@ -41,7 +41,9 @@ _MAX_BODY = 1024 * 1024
 _RESULTS_GRACE = 2.0
 
 
-def _toolbox_for(provider: SlackProvider, grants: GrantStore, rules: Rules) -> Any:
+def _toolbox_for(
+    provider: SlackProvider, grants: GrantStore, rules: Rules, *, receipts: bool
+) -> Any:
     def toolbox(ctx: Context) -> Toolbox:
         request = ctx.request
         scope = getattr(request, "scope", {}) or {}
@@ -58,7 +60,7 @@ def _toolbox_for(provider: SlackProvider, grants: GrantStore, rules: Rules) -> A
         service.register_provider(SlackAsks(provider, owner=owner))
         policy = rules if session_id else replace(rules, session_grants=False, grant_minutes=0)
         gate = Gate(rules=policy, approver=slack_approver(provider, grants, owner=owner))
-        return Toolbox(service=service, gate=gate, agent=agent)
+        return Toolbox(service=service, gate=gate, agent=agent, receipts=receipts)
 
     return toolbox
 
@@ -71,10 +73,15 @@ def mount_mcp(
     auth: Authenticator,
     rules: Rules | None = None,
     progress_interval: float = 10.0,
+    receipts: bool = False,
 ) -> None:
-    """Serve the MCP server at ``/mcp`` of ``app`` for the life of the application."""
+    """Serve the MCP server at ``/mcp`` of ``app`` for the life of the application;
+    ``receipts``: the relay signs them, so a tool result names its ask's receipt."""
+    if receipts:
+        provider.events.subscribe(note_asked)
     server = build_server(
-        _toolbox_for(provider, grants, rules or Rules()), progress_interval=progress_interval
+        _toolbox_for(provider, grants, rules or Rules(), receipts=receipts),
+        progress_interval=progress_interval,
     )
     manager = StreamableHTTPSessionManager(app=server, max_request_body_size=_MAX_BODY)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import dataclasses
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from mcp_types import CLIENT_INFO_META_KEY
 
 from relay import __version__
 from relay.abort import AbortController, AbortSignal
+from relay.events import AskEvent
 from relay.gate.approval import Decision, decide_error
 from relay.gate.gate import Gate, ToolUse
 from relay.mcp.tools import (
@@ -39,8 +42,9 @@ from relay.mcp.tools import (
     tool_result,
 )
 from relay.questions import AgentRef
+from relay.receipts.payload import receipt_id
 from relay.service import UserInteractionService
-from relay.tool import run_ask_user_question
+from relay.tool import ToolResult, js_json, run_ask_user_question
 
 __all__ = ["Toolbox", "ToolboxFor", "build_server", "client_name"]
 
@@ -59,6 +63,21 @@ class Toolbox:
     gate: Gate
     agent: AgentRef
     context: Mapping[str, str] = field(default_factory=dict)
+    receipts: bool = False
+    """Whether the relay signs receipts: a result then names its ask's receipt id."""
+
+
+# The asks a tool call made, noted by ``note_asked`` (an ``Events`` observer, called in the
+# task that creates the ask, which inherits the tool call's context).
+_ASKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "relay_mcp_asked", default=None
+)
+
+
+def note_asked(event: AskEvent) -> None:
+    """An ``Events`` observer: remember an ask created for the tool call running here."""
+    if event.name == "created" and (asked := _ASKED.get()) is not None:
+        asked.append(event.ask_id)
 
 
 ToolboxFor = Callable[[Context], Toolbox]
@@ -122,6 +141,15 @@ async def _approve(box: Toolbox, args: ApproveArguments, signal: AbortSignal) ->
     return decision
 
 
+def _with_receipt(result: ToolResult, receipt: str) -> ToolResult:
+    """``result`` naming its ask's receipt (signed once the ask ended; ``GET
+    /v1/asks/{id}/receipt`` has it then): a ``receipt`` member of the answers' JSON object,
+    which readers of the answers skip, or a sentence after an error's text."""
+    if not result.is_error and result.value is not None:
+        return dataclasses.replace(result, text=js_json({**result.value, "receipt": receipt}))
+    return dataclasses.replace(result, text=f"{result.text} (receipt {receipt})")
+
+
 def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) -> Server[Any]:
     """The MCP server: ``ask_user_question`` and ``approve_tool_use``, asked through
     whatever ``toolbox_for`` gives each request (a hosted relay, Slack, the serving relay)."""
@@ -135,13 +163,20 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
         box = toolbox_for(ctx)
         arguments = params.arguments or {}
         if params.name == ASK_USER_QUESTION:
-            result = await _with_progress(
-                ctx,
-                progress_interval,
-                lambda signal: run_ask_user_question(
-                    box.service, arguments, agent=box.agent, signal=signal
-                ),
-            )
+            asked: list[str] = []
+            noting = _ASKED.set(asked)
+            try:
+                result = await _with_progress(
+                    ctx,
+                    progress_interval,
+                    lambda signal: run_ask_user_question(
+                        box.service, arguments, agent=box.agent, signal=signal
+                    ),
+                )
+            finally:
+                _ASKED.reset(noting)
+            if box.receipts and asked:
+                result = _with_receipt(result, receipt_id(asked[-1]))
             return tool_result(result)
         if params.name == APPROVE_TOOL_USE:
             args = read_approve_arguments(arguments)
@@ -149,9 +184,19 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
                 # Fail closed, in the shape the harness reads, saying what was wrong.
                 denied = Decision.deny(f"relay could not read the permission request: {args}")
                 return decision_result(denied, {})
-            decision = await _with_progress(
-                ctx, progress_interval, lambda signal: _approve(box, args, signal)
-            )
+            asked = []
+            noting = _ASKED.set(asked)
+            try:
+                decision = await _with_progress(
+                    ctx, progress_interval, lambda signal: _approve(box, args, signal)
+                )
+            finally:
+                _ASKED.reset(noting)
+            if box.receipts and asked and not decision.allowed:
+                # A denial's message reaches the model; an allow's JSON stays as the
+                # harness reads it (its receipt is still at GET /v1/approvals/{id}/receipt).
+                named = f"{decision.message} (receipt {receipt_id(asked[-1])})"
+                decision = dataclasses.replace(decision, message=named)
             _log.info(
                 "approve_tool_use %s for %s: %s (%s)",
                 args.tool,

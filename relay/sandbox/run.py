@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TextIO
 
 from relay.config import Settings
+from relay.receipts.keys import SigningKey
 from relay.sandbox.directory import DEFAULT_CHANNEL, PEOPLE
 from relay.sandbox.page import SandboxPage
 from relay.sandbox.standin import Sandbox
@@ -130,7 +131,10 @@ async def serve_sandbox(
 
         announcing = asyncio.create_task(announce())
         try:
-            await serve(settings, ready=ready, extend=page.install)
+            # A key of its own, so that the sandbox shows receipts (gone with the process).
+            await serve(
+                settings, ready=ready, extend=page.install, receipt_key=SigningKey.generate()
+            )
         finally:
             announcing.cancel()
 

@@ -16,6 +16,7 @@ from relay.gate.rules import Rules
 from relay.gate.team import TeamRules
 from relay.grants import GrantStore, MemoryGrants
 from relay.mcp.http import mount_mcp
+from relay.receipts import ReceiptWriter
 from relay.server.api import OWNER, AskApi
 from relay.server.approvals import ApprovalApi
 from relay.server.auth import Authenticator
@@ -25,6 +26,7 @@ from relay.server.errors import ApiError, error_response
 from relay.server.limits import Limiter, RateLimited, TokenLimits, retry_after_header
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
+from relay.server.receipts import ReceiptApi
 from relay.slack.app import slack_handler
 from relay.slack.identity import TOKEN_REFUSALS
 from relay.slack.provider import SlackProvider
@@ -134,11 +136,13 @@ def build_app(
     idempotency_window: float = 24 * 3600.0,
     webhooks: Webhooks | None = None,
     min_approvals: int | None = None,
+    receipts: ReceiptWriter | None = None,
 ) -> web.Application:
     """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
     ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people any tool approval
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
+    ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it).
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -165,6 +169,7 @@ def build_app(
     )
     grant_store = grants if grants is not None else MemoryGrants()
     approvals = ApprovalApi(asks=api, grants=grant_store, min_approvals=min_approvals)
+    receipt_api = ReceiptApi(asks=api, approvals=approvals, writer=receipts)
 
     @web.middleware
     async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -250,6 +255,7 @@ def build_app(
             web.get("/openapi.json", openapi),
             *api.routes(),
             *approvals.routes(),
+            *receipt_api.routes(),
         ]
     )
     mount_mcp(
@@ -260,6 +266,7 @@ def build_app(
         # approve_tool_use on /mcp: an approval needing several people, as on /v1/approvals.
         rules=Rules(team=TeamRules(approvals=min_approvals)) if (min_approvals or 1) > 1 else None,
         progress_interval=mcp_progress_interval,
+        receipts=receipts is not None,
     )
     if serve_slack_events:
         app.router.add_post(

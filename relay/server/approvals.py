@@ -217,6 +217,11 @@ class ApprovalApi:
             grant=grant,
         )
 
+    async def owned(self, request: web.Request) -> AskRecord:
+        """The approval named in the path if this request's token asked it, else
+        ``NOT_FOUND`` (an ordinary ask too)."""
+        return await self._owned(request)
+
     async def _owned(self, request: web.Request) -> AskRecord:
         record = await self._asks.owned(request, what="approval")
         # An ordinary ask reads exactly like a missing approval.

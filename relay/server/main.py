@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from relay.config import Settings
 from relay.errors import RelayConfigError
 from relay.grants import GrantStore, MemoryGrants
+from relay.receipts import ReceiptWriter, SigningKey
 from relay.server.app import CONNECTIONS, build_app
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
 from relay.server.limits import limits_of
@@ -27,6 +28,7 @@ from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
 from relay.store.outbox import WebhookOutbox
+from relay.store.receipts import ReceiptChain
 from relay.tuning import freeze_startup, tune_gc
 from relay.webhooks.policy import HostPolicy, parse_networks
 from relay.webhooks.sender import Webhooks, WebhookSettings
@@ -142,6 +144,36 @@ def _webhooks(settings: Settings, store: AskStore) -> Webhooks | None:
     )
 
 
+def _receipts(
+    settings: Settings, store: AskStore, generated: SigningKey | None
+) -> ReceiptWriter | None:
+    """The receipt writer, when a key is configured (or the sandbox generated one)."""
+    from relay.receipts.keys import ReceiptKeyError, load_signing_key, public_keys_from
+
+    if settings.receipt_key_file is None and generated is None:
+        return None
+    if not isinstance(store, ReceiptChain):
+        raise RelayConfigError("this store keeps no receipt chain", setting="REDIS_URL")
+    setting = "RELAY_RECEIPT_KEY_FILE"
+    try:
+        key = generated
+        if settings.receipt_key_file is not None:
+            key = load_signing_key(settings.receipt_key_file)
+        retired = None
+        if settings.receipt_retired_keys_file is not None:
+            setting = "RELAY_RECEIPT_RETIRED_KEYS_FILE"
+            try:
+                with open(settings.receipt_retired_keys_file, "rb") as file:
+                    data = file.read()
+            except OSError as exc:
+                raise ReceiptKeyError(f"cannot read it ({exc.strerror})") from None
+            retired = public_keys_from(data)
+    except ReceiptKeyError as exc:
+        raise RelayConfigError(f"{setting}: {exc}", setting=setting) from None
+    assert key is not None
+    return ReceiptWriter(store=store, key=key, issuer=settings.receipt_issuer, retired=retired)
+
+
 def _no_default_channel(_: object) -> SlackTarget:
     # No RELAY_CHANNEL: every API request must name its channel (the provider says so).
     return SlackTarget(channel="")
@@ -152,11 +184,13 @@ async def serve(
     *,
     ready: asyncio.Event | None = None,
     extend: Callable[[web.Application], None] | None = None,
+    receipt_key: SigningKey | None = None,
 ) -> None:
     """Run the relay until SIGTERM/SIGINT (or cancellation), then shut down cleanly.
 
     ``extend`` may add routes and hooks to the application before it starts (the sandbox's
-    page does); the relay's own routes are unchanged."""
+    page does); the relay's own routes are unchanged. ``receipt_key`` signs receipts when
+    ``RELAY_RECEIPT_KEY_FILE`` names none (the sandbox's generated key)."""
     store = await _store(settings)
     client = AsyncWebClient(
         token=settings.bot_token, base_url=settings.slack_api_url or AsyncWebClient.BASE_URL
@@ -178,8 +212,12 @@ async def serve(
         **settings.team.provider_kwargs(),
     )
     grants = _grants(settings)
+    receipts = _receipts(settings, store, receipt_key)
+    if receipts is not None:
+        provider.events.subscribe(receipts.observe)
     webhooks = _webhooks(settings, store)
     if webhooks is not None:
+        webhooks.receipts = receipts
         provider.events.subscribe(webhooks.observe)
     app = build_app(
         provider=provider,
@@ -191,6 +229,7 @@ async def serve(
         serve_slack_events=not settings.socket_mode,
         idempotency_window=settings.idempotency_window,
         webhooks=webhooks,
+        receipts=receipts,
         min_approvals=settings.team.approvals_required,
         **limits_of(settings),
     )
@@ -225,6 +264,8 @@ async def serve(
             raise refusal
         if webhooks is not None:
             webhooks.start()
+        if receipts is not None:
+            receipts.start()
         if settings.app_token:
             # In the background: serving, /readyz and signals work while Slack is unreachable.
             await provider.connect_socket_mode(settings.app_token, wait=False)
@@ -256,6 +297,12 @@ async def serve(
         if webhooks is not None:
             # Deliveries in flight get a moment; the rest stay owed in the store.
             await webhooks.aclose(grace=SHUTDOWN_TIMEOUT / 4)
+        if receipts is not None:
+            try:  # the receipts being signed (a missed one is written by its first reader)
+                async with asyncio.timeout(SHUTDOWN_TIMEOUT / 4):
+                    await receipts.aclose()
+            except TimeoutError:
+                _log.warning("stopped before every receipt was written")
         try:
             async with asyncio.timeout(SHUTDOWN_TIMEOUT / 2):
                 await store.aclose()

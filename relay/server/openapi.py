@@ -7,6 +7,7 @@ from typing import Any
 import relay
 from relay.server.openapi_approvals import approval_paths, approval_schemas
 from relay.server.openapi_operators import OPERATOR_ERROR_CODES, with_operator_features
+from relay.server.openapi_receipts import with_receipts
 from relay.server.openapi_schemas import (
     ANSWER_SCHEMA,
     ASK_REQUEST_SCHEMA,
@@ -82,7 +83,7 @@ _COMMON = {
 
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI document; tests check it against the routes and their responses."""
-    return with_operator_features(_base_document(), error=_error)
+    return with_receipts(with_operator_features(_base_document(), error=_error), error=_error)
 
 
 def _base_document() -> dict[str, Any]:

@@ -51,7 +51,7 @@ from slack_bolt.request.payload_utils import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.slack.parse import Click, parse_click
+from relay.slack.parse import Click, parse_click, request_digest
 from relay.slack.render import ACTION_PREFIX
 
 __all__ = [
@@ -136,7 +136,14 @@ class RelayClicks:
         try:
             form = await request.post()  # aiohttp's form decoder is C-accelerated (yarl)
             payload = form.get("payload")
-            click = parse_click(_payload_of(payload)) if isinstance(payload, str) else None
+            signed = request_digest(
+                raw, request.headers.get("X-Slack-Request-Timestamp", "").strip()
+            )
+            click = (
+                parse_click(_payload_of(payload), request=signed)
+                if isinstance(payload, str)
+                else None
+            )
         except (ValueError, LookupError, RecursionError):  # unreadable: Bolt's to answer (400)
             return None
         if click is None:

@@ -16,6 +16,8 @@ callers check with ``isinstance``. Which part to open for which question:
 - What a record is, and how it is kept small? ``record`` and ``packed``. Connecting to Redis
   (URLs, Sentinel, Cluster, TLS) and its fast paths? ``redis_url``, ``redis_connect``,
   ``redis_pipelined``, ``redis_listener``. What a store provides as a whole? ``base``.
+- How every ended ask's signed receipt is chained, with no fork across replicas?
+  ``receipts`` (the signing is ``relay.receipts``').
 
 A new part is one ``Protocol`` module and one module per backend, added to the bases of
 ``MemoryStore`` and ``RedisStore`` (its state in the backend's ``base``, its scripts as

@@ -217,14 +217,15 @@ _new = object.__new__
 
 
 def item_to_json(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
-    """An answer item's wire form plus its audit fields (who answered, when)."""
+    """An answer item's wire form plus its audit fields (who answered, when, and the
+    evidence a receipt carries: the Slack team and the click's signed request)."""
     out = item.to_dict()
     if item.answered_by is not None:
-        out["answered_by"] = item.answered_by.to_dict()
+        out["answered_by"] = item.answered_by.to_store()
     if item.answered_at is not None:
         out["answered_at"] = item.answered_at.isoformat()
     if item.votes:
-        out["votes"] = [v.to_dict() for v in item.votes]
+        out["votes"] = [v.to_store() for v in item.votes]
     return out  # (to_dict carries defaulted)
 
 

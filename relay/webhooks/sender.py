@@ -25,6 +25,7 @@ import aiohttp
 
 from relay.audit import audit_json
 from relay.events import AskEvent
+from relay.receipts.writer import ReceiptWriter
 from relay.store.outbox import ClaimedDelivery, WebhookOutbox
 from relay.store.record import AskRecord
 from relay.webhooks.policy import CallbackRefused, HostPolicy
@@ -116,6 +117,8 @@ class Webhooks:
         self._last_sweep = 0.0
         self._sweep_from = 0
         self._closed = False
+        self.receipts: ReceiptWriter | None = None
+        """Signs ended asks' receipts: each end's body then carries the ask's receipt."""
         self.on_result: Callable[[str], None] | None = None
         """Called with each attempt's result: ``delivered``, ``retried`` or ``failed`` (given
         up), for the ``relay_webhook_deliveries_total`` counter."""
@@ -217,6 +220,9 @@ class Webhooks:
             **extra,
             "ask": audit_json(record),
         }
+        if final and self.receipts is not None:
+            # Written now if no replica has yet: the end's body always carries it.
+            payload["receipt"] = await self.receipts.ensure(record.id)
         delivery = {
             "url": subscription["url"],
             "owner": subscription["owner"],

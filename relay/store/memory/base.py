@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from relay.questions import Vote
 from relay.store.packed import pack, pack_end, unpack
+from relay.store.receipts import ChainHead
 from relay.store.record import (
     AskRecord,
 )
@@ -88,6 +89,11 @@ class MemoryBase:
         # messages not settled yet (only while there are some: a settled ask holds nothing).
         self._shown: dict[str, set[int] | None] = {}
         self._unshown_ended: dict[str, set[int]] = {}
+        # The receipt chain (relay.store.receipts): receipts in order, each ask's place.
+        self._receipts: list[str] = []
+        self._receipt_at: dict[str, int] = {}
+        self._receipt_head = ChainHead(0, None)
+        self._receipts_owed: dict[str, float] = {}  # ended asks owing one -> since when
 
     def __len__(self) -> int:
         return len(self._records) + len(self._ended)

@@ -2,10 +2,10 @@
 
 The store is composed of parts, one module each (see ``relay.store``): ``asks`` (creating
 asks, claims, deadlines), ``waits`` (long-polls and pub/sub), ``idempotency``, ``listing``,
-``outbox``, ``votes`` and ``followups`` (reminders, unsettled messages); ``base`` holds what
-they share (the connection, ``_run``, the cluster's index upkeep) and ``codec`` the key names
-and record decoding. Every script is a file in ``scripts/`` whose header names its keys and
-arguments.
+``outbox``, ``votes``, ``followups`` (reminders, unsettled messages) and ``receipts``;
+``base`` holds what they share (the connection, ``_run``, the cluster's index upkeep) and
+``codec`` the key names and record decoding. Every script is a file in ``scripts/`` whose
+header names its keys and arguments.
 
 Layout, for ask ``{id}`` (prefix ``relay:`` by default):
 
@@ -46,6 +46,7 @@ from relay.store.redis.followups import RedisFollowUps
 from relay.store.redis.idempotency import RedisIdempotency
 from relay.store.redis.listing import RedisListing
 from relay.store.redis.outbox import RedisOutbox
+from relay.store.redis.receipts import RedisReceipts
 from relay.store.redis.votes import RedisVotes
 from relay.store.redis_connect import DEFAULT_MAX_CONNECTIONS
 
@@ -53,7 +54,13 @@ __all__ = ["DEFAULT_MAX_CONNECTIONS", "RedisStore"]
 
 
 class RedisStore(
-    RedisAsks, RedisVotes, RedisFollowUps, RedisIdempotency, RedisListing, RedisOutbox
+    RedisAsks,
+    RedisVotes,
+    RedisFollowUps,
+    RedisIdempotency,
+    RedisListing,
+    RedisOutbox,
+    RedisReceipts,
 ):
     """Asks in Redis, shared by every replica; claims are atomic Lua scripts.
 

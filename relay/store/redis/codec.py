@@ -74,6 +74,13 @@ class Keys:
             return f"{self._prefix}{{{self._prefix}hooks}}:{name}"
         return f"{self._prefix}{name}"
 
+    def receipts(self, name: str) -> str:
+        """A key of the receipt chain (``relay.store.receipts``): on a cluster one slot for
+        all of them, since its append checks and moves all three at once."""
+        if self._cluster:
+            return f"{self._prefix}{{{self._prefix}receipts}}:{name}"
+        return f"{self._prefix}{name}"
+
 
 def wire(text: str) -> str | bytes:
     """``text`` as Redis takes it: as it is, or, if it holds a lone surrogate (which UTF-8

@@ -33,7 +33,7 @@ class RedisVotes(RedisBase):
             [
                 index,
                 vote.by.id,
-                compact(vote.to_dict()),
+                compact(vote.to_store()),
                 required,
                 json.dumps(sorted(veto)),
                 vote.label,

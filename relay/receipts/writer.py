@@ -1,0 +1,195 @@
+"""``ReceiptWriter``: signs each ended ask's receipt and appends it to the store's chain.
+
+It runs off the click's path: the lifecycle's end event only schedules a task (the agent's
+answer never waits on a signature or the chain), and that task reads the ended record, signs
+its payload after the chain's head and appends it; another replica's receipt landing first
+makes the append answer ``moved``, and the receipt is signed again after the new head.
+Anything that needs the receipt (the webhook's body, ``GET …/receipt``) calls ``ensure``,
+which writes it there and then if no replica has yet. The task first notes in the store that
+the ask owes a receipt, and every replica's sweep (``start``) writes the debts older than a
+grace: a replica killed between an ask's end and its receipt leaves it to another replica
+(or to the next reader), not to nobody.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any, Protocol
+
+from relay.events import AskEvent
+from relay.receipts.jcs import canonical
+from relay.receipts.jws import sign
+from relay.receipts.keys import PublicKeys, SigningKey
+from relay.receipts.payload import digest, receipt_payload
+from relay.store.receipts import ChainHead, ReceiptChain
+from relay.store.record import AskRecord
+
+__all__ = ["END_EVENTS", "TYPE", "ReceiptWriter"]
+
+_log = logging.getLogger("relay.receipts")
+
+# The lifecycle events (relay.events) after which an ask is over (as the webhooks' own).
+END_EVENTS = frozenset({"answered", "defaulted", "timed_out", "aborted", "closed", "failed"})
+# The JWS ``typ`` of a receipt (RFC 7515 §4.1.9: the media type without ``application/``).
+TYPE = "relay-receipt+jws"
+# Appends lost to other replicas before giving up (each loss means the chain moved on).
+_ATTEMPTS = 1_000
+# Debts swept per pass.
+_SWEEP_BATCH = 100
+
+
+class _Store(ReceiptChain, Protocol):
+    async def get(self, *, ask_id: str) -> AskRecord | None: ...
+
+
+class ReceiptWriter:
+    """Writes ended asks' receipts to ``store``'s chain, signed with ``key`` as ``issuer``;
+    ``published`` are the public keys a verifier needs (``key``'s and retired ones). Once
+    started, every ``sweep_interval`` seconds it writes the receipts owed for over ``grace``
+    seconds (their replica died, or the store failed it)."""
+
+    def __init__(
+        self,
+        *,
+        store: _Store,
+        key: SigningKey,
+        issuer: str,
+        retired: PublicKeys | None = None,
+        sweep_interval: float = 5.0,
+        grace: float = 10.0,
+    ) -> None:
+        self._store = store
+        self._key = key
+        self.issuer = issuer
+        current = PublicKeys.of([key.private.public_key()])
+        self.published = current if retired is None else retired.merged(current)
+        self._header: dict[str, Any] = {"alg": "EdDSA", "kid": key.kid, "typ": TYPE}
+        self._head: ChainHead | None = None  # the head as last seen here (a hint only)
+        self._background: set[asyncio.Task[None]] = set()
+        self._lock = asyncio.Lock()
+        self._deferred = 0  # ends seen whose task is not started yet
+        self._sweep_interval = sweep_interval
+        self._grace = grace
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closed = False
+        self.written = 0
+        """Receipts this process appended (for tests and the bench)."""
+
+    def observe(self, event: AskEvent) -> None:
+        """An ``Events`` observer: write the receipt of an ask that just ended, in the
+        background."""
+        if self._closed or event.name not in END_EVENTS:
+            return
+        # Started two turns of the loop on: after the waiter wakes and the click's ack is on
+        # its way, so that signing is no part of either.
+        loop = asyncio.get_running_loop()
+        self._deferred += 1
+        loop.call_soon(loop.call_soon, self._start, event.ask_id)
+
+    def _start(self, ask_id: str) -> None:
+        self._deferred -= 1
+        task = asyncio.get_running_loop().create_task(self._on_end(ask_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _on_end(self, ask_id: str) -> None:
+        try:
+            await self._store.receipt_owe(ask_id=ask_id, at=time.time())
+            await self.ensure(ask_id)
+        except Exception:
+            # A sweep (once the debt is noted) or the next reader (ensure) writes it.
+            _log.warning("could not write the receipt of ask %s", ask_id, exc_info=True)
+
+    async def ensure(self, ask_id: str) -> str | None:
+        """``ask_id``'s receipt, written now if the ask has ended and no replica wrote it;
+        ``None`` while the ask is pending or unknown."""
+        found = await self._store.receipt_of(ask_id=ask_id)
+        if found is not None:
+            return found
+        record = await self._store.get(ask_id=ask_id)
+        if record is None or record.pending:
+            return None
+        return await self.write(record)
+
+    async def write(self, record: AskRecord) -> str:
+        """Sign ended ``record``'s receipt after the chain's head and append it (or the
+        receipt another replica appended for it first).
+
+        One append at a time per process: ends that come together would otherwise all sign
+        after the same head, and all but one sign again, round after round."""
+        async with self._lock:
+            return await self._append(record)
+
+    async def _append(self, record: AskRecord) -> str:
+        head = self._head or await self._store.receipt_head()
+        for _ in range(_ATTEMPTS):
+            token = self.sign(record, head)
+            result = await self._store.receipt_append(
+                ask_id=record.id,
+                receipt=token,
+                seq=head.seq + 1,
+                prev=head.digest,
+                digest=digest(token.encode("ascii")),
+            )
+            if result.outcome == "appended":
+                self._head = ChainHead(head.seq + 1, digest(token.encode("ascii")))
+                self.written += 1
+                return token
+            if result.outcome == "exists" and result.receipt is not None:
+                return result.receipt
+            head = result.head or await self._store.receipt_head()
+        raise RuntimeError(f"the receipt chain kept moving: ask {record.id} got no receipt")
+
+    def sign(self, record: AskRecord, head: ChainHead) -> str:
+        """The compact JWS of ``record``'s receipt at place ``head.seq + 1`` after ``head``."""
+        payload = receipt_payload(
+            record, issuer=self.issuer, kid=self._key.kid, seq=head.seq + 1, prev=head.digest
+        )
+        return sign(canonical(payload), self._key.private, header=self._header)
+
+    def start(self) -> None:
+        """Start sweeping owed receipts (one background task; idempotent; needs a loop)."""
+        if self._sweeper is None:
+            loop = asyncio.get_running_loop()
+            self._sweeper = loop.create_task(self._sweep_forever(), name="relay-receipts")
+
+    async def _sweep_forever(self) -> None:
+        while not self._closed:
+            try:
+                await self.sweep(now=time.time())
+            except Exception:
+                _log.warning("could not sweep the owed receipts", exc_info=True)
+            await asyncio.sleep(self._sweep_interval)
+
+    async def sweep(self, *, now: float) -> int:
+        """Write the receipts owed since before ``now`` less the grace; how many asks now
+        have theirs. A debt is dropped once its receipt exists, or its ask expired unsigned."""
+        settled = 0
+        for ask_id in await self._store.receipt_owed(before=now - self._grace, limit=_SWEEP_BATCH):
+            if await self.ensure(ask_id) is not None:
+                settled += 1
+            elif await self._store.get(ask_id=ask_id) is not None:
+                continue  # still pending: the debt waits for its end
+            # Written (found so, not appended here: nothing settled it) or gone: no debt.
+            await self._store.receipt_forget(ask_id=ask_id)
+        return settled
+
+    async def drain(self) -> None:
+        """Wait until the receipts being written in the background are written."""
+        while self._background or self._deferred:
+            if self._background:
+                await asyncio.gather(*self._background, return_exceptions=True)
+            else:
+                await asyncio.sleep(0)  # (a deferred start is two turns away)
+
+    async def aclose(self) -> None:
+        """Stop taking ends; wait for the receipts being written (idempotent)."""
+        await self.drain()
+        self._closed = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper

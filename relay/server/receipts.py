@@ -1,0 +1,117 @@
+"""The receipts over HTTP: an ask's or approval's receipt, the chain, and the public keys.
+
+``GET /v1/asks/{id}/receipt`` and ``GET /v1/approvals/{id}/receipt`` answer the compact JWS
+(``application/jose``) once the ask has ended (written then and there if no replica has
+yet), to the token that made the ask; ``GET /v1/receipts`` pages through the whole chain in
+order (what ``relay audit --receipts`` exports); ``GET /.well-known/jwks.json`` publishes
+the keys receipts verify with (RFC 7517), with no token, as keys are meant to be.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from aiohttp import web
+
+from relay.receipts import ReceiptWriter
+from relay.server.api import AskApi
+from relay.server.approvals import ApprovalApi
+from relay.server.errors import ApiError
+from relay.store.receipts import ReceiptChain
+from relay.store.record import AskRecord
+
+__all__ = ["JOSE", "JWK_SET", "ReceiptApi"]
+
+JOSE = "application/jose"
+JWK_SET = "application/jwk-set+json"
+_PAGE_DEFAULT, _PAGE_MAX = 200, 1000
+
+
+def _off() -> ApiError:
+    return ApiError(
+        "NOT_FOUND",
+        "this relay signs no receipts; its operator turns them on with RELAY_RECEIPT_KEY_FILE",
+    )
+
+
+class ReceiptApi:
+    """The receipt routes; ``writer`` is ``None`` when the relay signs none."""
+
+    def __init__(
+        self, *, asks: AskApi, approvals: ApprovalApi, writer: ReceiptWriter | None
+    ) -> None:
+        self._asks = asks
+        self._approvals = approvals
+        self._writer = writer
+
+    def routes(self) -> list[web.RouteDef]:
+        """The routes to add to the application."""
+        return [
+            web.get("/v1/asks/{ask_id}/receipt", self.ask_receipt),
+            web.get("/v1/approvals/{ask_id}/receipt", self.approval_receipt),
+            web.get("/v1/receipts", self.chain),
+            web.get("/.well-known/jwks.json", self.jwks),
+        ]
+
+    async def ask_receipt(self, request: web.Request) -> web.Response:
+        """``GET /v1/asks/{id}/receipt``."""
+        return await self._receipt(await self._asks.owned(request))
+
+    async def approval_receipt(self, request: web.Request) -> web.Response:
+        """``GET /v1/approvals/{id}/receipt``."""
+        return await self._receipt(await self._approvals.owned(request))
+
+    async def _receipt(self, record: AskRecord) -> web.Response:
+        if self._writer is None:
+            raise _off()
+        token = None if record.pending else await self._writer.ensure(record.id)
+        if token is None:
+            raise ApiError(
+                "NOT_FOUND",
+                f"ask {record.id} has not ended yet: its receipt is signed when it ends;"
+                " read it again then (GET /v1/asks/{id}?wait= waits for the end)",
+            )
+        return web.Response(text=token, content_type=JOSE)
+
+    async def chain(self, request: web.Request) -> web.Response:
+        """``GET /v1/receipts?after=N&limit=M``: receipts after place N, in chain order."""
+        after = _whole(request.query.get("after"), "after", 0, None)
+        limit = _whole(request.query.get("limit"), "limit", _PAGE_DEFAULT, _PAGE_MAX)
+        if self._writer is None:
+            raise _off()
+        store = self._asks.provider.store
+        if not isinstance(store, ReceiptChain):
+            raise _off()
+        tokens = await store.receipt_range(start=after + 1, limit=limit)
+        items = [
+            {"seq": after + 1 + i, "id": _claim(t, "jti"), "ask": _claim(t, "ask"), "receipt": t}
+            for i, t in enumerate(tokens)
+        ]
+        body: dict[str, Any] = {"receipts": items}
+        body["next_after"] = after + len(tokens) if len(tokens) == limit else None
+        return web.json_response(body)
+
+    async def jwks(self, _: web.Request) -> web.Response:
+        """``GET /.well-known/jwks.json``: the current and retired public keys."""
+        if self._writer is None:
+            raise _off()
+        return web.json_response(self._writer.published.jwks(), content_type=JWK_SET)
+
+
+def _whole(raw: str | None, name: str, default: int, most: int | None) -> int:
+    if raw is None:
+        return default
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
+        raise ApiError("BAD_REQUEST", f"{name} must be a whole number")
+    value = int(raw)
+    if most is not None and not 1 <= value <= most:
+        raise ApiError("BAD_REQUEST", f"{name} must be from 1 to {most}")
+    return value
+
+
+def _claim(token: str, name: str) -> Any:
+    """A field of the receipt's payload (read for the page's convenience, not verified)."""
+    part = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))).get(name)

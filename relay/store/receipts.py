@@ -1,0 +1,74 @@
+"""The receipt chain: every ended ask's signed receipt, one chain per relay, in order.
+
+Each receipt names the digest of the one before (``prev``) and its place (``seq``), so the
+chain is appended with a check: ``receipt_append`` adds a receipt only if the chain's head is
+still the one it was signed after, in one atomic step (memory: no await; Redis: one script on
+one slot), else it answers ``moved`` and the writer signs again after the new head. So
+replicas never fork it, and a replica killed mid-append leaves its receipt whole or absent.
+An ask has one receipt: appending a second answers ``exists`` with the first. An ask that
+ended is first noted as owing one (``receipt_owe``), and the append settles that, so that a
+replica killed between an ask's end and its receipt leaves it to another replica's sweep
+(``receipt_owed``), not to nobody.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+__all__ = ["AppendResult", "ChainHead", "ReceiptChain"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChainHead:
+    """The last receipt's place (0: the chain is empty) and digest (``None`` then)."""
+
+    seq: int
+    digest: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """``appended``; ``exists`` (``receipt`` is the ask's, appended before); or ``moved``
+    (another receipt came first: ``head`` is the chain's head now)."""
+
+    outcome: Literal["appended", "exists", "moved"]
+    receipt: str | None = None
+    head: ChainHead | None = None
+
+
+@runtime_checkable
+class ReceiptChain(Protocol):
+    """The chain of receipts (a seam ``Protocol``); every method is atomic."""
+
+    async def receipt_head(self) -> ChainHead:
+        """The chain's head as it stands."""
+        ...
+
+    async def receipt_append(
+        self, *, ask_id: str, receipt: str, seq: int, prev: str | None, digest: str
+    ) -> AppendResult:
+        """Append ``receipt`` (compact JWS, whose digest is ``digest``) as ``ask_id``'s, at
+        place ``seq``, if the head is still ``(seq - 1, prev)`` and the ask has none."""
+        ...
+
+    async def receipt_of(self, *, ask_id: str) -> str | None:
+        """``ask_id``'s receipt, once it is written."""
+        ...
+
+    async def receipt_range(self, *, start: int = 1, limit: int = 1000) -> list[str]:
+        """Up to ``limit`` receipts in chain order from place ``start`` (the first is 1)."""
+        ...
+
+    async def receipt_owe(self, *, ask_id: str, at: float) -> None:
+        """Note that ended ``ask_id`` owes a receipt since ``at`` (epoch seconds), unless it
+        has one; appending it settles the debt."""
+        ...
+
+    async def receipt_owed(self, *, before: float, limit: int) -> list[str]:
+        """Up to ``limit`` asks owing a receipt since before ``before``, oldest first."""
+        ...
+
+    async def receipt_forget(self, *, ask_id: str) -> None:
+        """Drop ``ask_id``'s debt (it expired before anyone could sign for it)."""
+        ...

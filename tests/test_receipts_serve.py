@@ -1,0 +1,379 @@
+"""Receipts from ``relay serve``: the routes, a click's signed request bound into its
+receipt, two replicas on one Redis chaining 1,000 ends without a fork, and a replica killed
+while it appends leaving a chain that verifies. Exports are checked with ``relay verify``
+run as an auditor would run it (a subprocess, keys from ``/.well-known/jwks.json``)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from redis_server import RedisServer
+from slack_sdk.signature import SignatureVerifier
+
+from relay.testing import FakeSlack
+from tests.mcp_env import http_client, result_text
+from tests.server_env import (
+    SECRET,
+    TOKEN,
+    Relay,
+    free_port,
+    relay_env,
+    relay_server,
+    run_to_exit,
+    start_relay,
+)
+from tests.slack_env import first_button
+
+ASK = {
+    "questions": [
+        {"id": "go", "question": "Ship it?", "options": [{"label": "yes"}, {"label": "no"}]}
+    ]
+}
+
+MCP_QUESTION = {"questions": [{"id": "go", "question": "Ship it?", "options": [{"label": "yes"}]}]}
+
+
+def key_file(directory: Path) -> str:
+    path = directory / "receipt-key.pem"
+    path.write_bytes(
+        Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(path)
+
+
+def write_public(private: str, out: Path) -> None:
+    """The public key of PEM file ``private``, as PEM, into ``out``."""
+    key = serialization.load_pem_private_key(Path(private).read_bytes(), password=None)
+    pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    out.write_bytes(pem)
+
+
+def payload_of(token: str) -> dict[str, Any]:
+    part = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))  # type: ignore[no-any-return]
+
+
+async def raw(relay: Relay, path: str) -> tuple[int, str, str]:
+    """GET ``path`` with the token: status, content type, body text."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(relay.url + path, headers=relay.headers()) as response,
+    ):
+        return response.status, response.content_type, await response.text()
+
+
+async def chain(relay: Relay) -> list[dict[str, Any]]:
+    """The whole chain, page by page (what ``relay audit --receipts`` reads)."""
+    items: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        status, page = await relay.request("GET", f"/v1/receipts?after={after}&limit=1000")
+        assert status == 200, page
+        items.extend(page["receipts"])
+        if page["next_after"] is None:
+            return items
+        after = page["next_after"]
+
+
+async def chain_of(relay: Relay, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """The chain once it holds ``count`` receipts (they are written in the background)."""
+    deadline = time.monotonic() + timeout
+    while len(items := await chain(relay)) < count:
+        assert time.monotonic() < deadline, f"{len(items)} receipts of {count}"
+        await asyncio.sleep(0.05)
+    return items
+
+
+def relay_verify(tmp_path: Path, items: list[dict[str, Any]], keys: str) -> tuple[int, str]:
+    """``relay verify --chain`` over an export of ``items``, keys from ``keys`` (a URL)."""
+    export = tmp_path / "receipts.jsonl"
+    export.write_text("".join(json.dumps(i) + "\n" for i in items))
+    done = subprocess.run(  # noqa: S603 - our own command, our own arguments
+        [sys.executable, "-m", "relay.cli", "verify", "--keys", keys, "--chain", str(export)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+async def click(relay: Relay, payload: dict[str, Any]) -> str:
+    """POST a click signed as Slack signs it; the digest its receipt should name."""
+    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
+    stamp = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(
+            timestamp=stamp, body=body
+        ),
+    }
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{relay.url}/slack/events", data=body, headers=headers) as response,
+    ):
+        assert response.status == 200
+    signed = hashlib.sha256(f"v0:{stamp}:{body}".encode()).digest()
+    return base64.urlsafe_b64encode(signed).rstrip(b"=").decode()
+
+
+async def test_a_clicked_ask_has_a_receipt_binding_the_signed_click(tmp_path: Path) -> None:
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        slack.add_user("U0ALICE", name="alice")
+        env = relay_env(slack, free_port(), RELAY_RECEIPT_KEY_FILE=key_file(tmp_path))
+        relay = await start_relay(env)
+        try:
+            _, created = await relay.request("POST", "/v1/asks", json=ASK)
+            path = f"/v1/asks/{created['id']}/receipt"
+            status, _, text = await raw(relay, path)
+            assert status == 404
+            assert "not ended yet" in text
+            message = await slack.wait_for_message()
+            action = first_button(message)
+            digest = await click(relay, slack.build_block_actions(message, action, user="U0ALICE"))
+            _, record = await relay.request("GET", f"/v1/asks/{created['id']}?wait=10")
+            assert record["status"] == "answered"
+            status, kind, token = await raw(relay, path)
+            assert (status, kind) == (200, "application/jose")
+            decision = payload_of(token)["outcome"]["decisions"][0]
+            assert decision["by"]["user"] == "U0ALICE"
+            assert decision["by"]["request"] == digest
+            assert decision["selected"] == ["yes"]
+            # Another token cannot read it; the keys need no token.
+            status, _ = await relay.request("GET", path, token="token-for-agent-two-9876543210")
+            assert status == 404
+            status, jwks = await relay.request("GET", "/.well-known/jwks.json", token=None)
+            assert status == 200
+            assert jwks["keys"][0]["kid"] == payload_of(token)["kid"]
+            items = await chain_of(relay, 1)
+            assert items[0]["receipt"] == token
+            # The auditor's way: export with relay audit --receipts, check with relay verify.
+            export = tmp_path / "export.jsonl"
+            exported = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "relay.cli",
+                "audit",
+                "--receipts",
+                "-O",
+                str(export),
+                env={**env, "RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN},
+                stderr=asyncio.subprocess.PIPE,
+            )
+            _, err = await exported.communicate()
+            assert exported.returncode == 0, err
+            lines = [json.loads(line) for line in export.read_text().splitlines()]
+            assert lines == items
+            code, out = relay_verify(tmp_path, lines, f"{relay.url}/.well-known/jwks.json")
+            assert code == 0, out
+        finally:
+            await relay.stop()
+
+
+async def test_without_a_key_the_receipt_routes_say_how_to_turn_them_on() -> None:
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        relay = await start_relay(relay_env(slack, free_port()))
+        try:
+            status, body = await relay.request("GET", "/.well-known/jwks.json", token=None)
+            assert status == 404
+            assert "RELAY_RECEIPT_KEY_FILE" in body["error"]["message"]
+        finally:
+            await relay.stop()
+
+
+async def test_two_replicas_ending_1000_asks_at_once_make_one_unforked_chain(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    count = 1_000
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        env = {
+            "REDIS_URL": redis_server.url,
+            "RELAY_RECEIPT_KEY_FILE": key_file(tmp_path),
+            "RELAY_RATE_LIMIT": "100000",
+            "RELAY_MAX_PENDING": "100000",
+        }
+        a = await start_relay(relay_env(slack, free_port(), **env))
+        b = await start_relay(relay_env(slack, free_port(), **env))
+        try:
+            gate = asyncio.Semaphore(32)
+
+            async def create() -> str:
+                async with gate:
+                    status, body = await a.request("POST", "/v1/asks", json=ASK)
+                    assert status == 201, body
+                    return str(body["id"])
+
+            ids = await asyncio.gather(*(create() for _ in range(count)))
+
+            async def end(relay: Relay, ask_id: str) -> None:
+                async with gate:
+                    status, body = await relay.request("DELETE", f"/v1/asks/{ask_id}")
+                    assert status == 200, body
+
+            # Each replica ends every other ask, all at once: both append all along.
+            await asyncio.gather(*(end((a, b)[i % 2], i_d) for i, i_d in enumerate(ids)))
+            items = await chain_of(b, count, timeout=120)
+            assert len(items) == count
+            assert sorted(i["ask"] for i in items) == sorted(ids)
+            assert [i["seq"] for i in items] == list(range(1, count + 1))
+            code, out = relay_verify(tmp_path, items, f"{a.url}/.well-known/jwks.json")
+            assert code == 0, out
+        finally:
+            await a.stop()
+            await b.stop()
+
+
+async def test_a_replica_killed_while_appending_leaves_a_chain_that_verifies(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    count = 200
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        env = {
+            "REDIS_URL": redis_server.url,
+            "RELAY_RECEIPT_KEY_FILE": key_file(tmp_path),
+            "RELAY_RATE_LIMIT": "100000",
+            "RELAY_MAX_PENDING": "100000",
+        }
+        a = await start_relay(relay_env(slack, free_port(), **env))
+        b = await start_relay(relay_env(slack, free_port(), **env))
+        try:
+            ids = [(await a.request("POST", "/v1/asks", json=ASK))[1]["id"] for _ in range(count)]
+            ends = [a.request("DELETE", f"/v1/asks/{i}") for i in ids]
+            ending = asyncio.gather(*ends, return_exceptions=True)
+            # Killed once its receipts have begun to land, with ends and appends in flight.
+            await chain_of(b, 1)
+            await a.stop(signal.SIGKILL)
+            await ending
+            left = await chain(b)
+            code, out = relay_verify(tmp_path, left, f"{b.url}/.well-known/jwks.json")
+            assert code == 0, out
+            # Every ended ask still gets its receipt: its first reader writes what A never did.
+            for ask_id in ids:
+                _, record = await b.request("GET", f"/v1/asks/{ask_id}")
+                status, _, _ = await raw(b, f"/v1/asks/{ask_id}/receipt")
+                assert status == (404 if record["status"] == "pending" else 200)
+            ended = [
+                i
+                for i in ids
+                if (await b.request("GET", f"/v1/asks/{i}"))[1]["status"] != "pending"
+            ]
+            items = await chain(b)
+            assert sorted(i["ask"] for i in items) == sorted(ended)
+            code, out = relay_verify(tmp_path, items, f"{b.url}/.well-known/jwks.json")
+            assert code == 0, out
+        finally:
+            await b.stop()
+
+
+async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RECEIPT_KEY_FILE=key_file(tmp_path)) as relay,
+        http_client(relay, mode="legacy") as client,
+    ):
+        call = asyncio.create_task(client.call_tool("ask_user_question", MCP_QUESTION))
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "yes", user="U0ALICE")
+        result = json.loads(result_text(await asyncio.wait_for(call, 15)))
+        assert result["answers"] == [{"id": "go", "selected": ["yes"]}]
+        ask_id = result["receipt"].removeprefix("rcpt_")
+        status, _, token = await raw(relay, f"/v1/asks/{ask_id}/receipt")
+        assert status == 200
+        assert payload_of(token)["jti"] == result["receipt"]
+
+        use = {"tool_name": "Bash", "input": {"command": "rm -rf build"}}
+        call = asyncio.create_task(client.call_tool("approve_tool_use", use))
+        message = await slack.wait_for_message(count=2, timeout=15)
+        await slack.click(message, "Deny", user="U0BOB")
+        denied = json.loads(result_text(await asyncio.wait_for(call, 15)))
+        assert denied["behavior"] == "deny"
+        named = denied["message"].rsplit("(receipt ", 1)[1].rstrip(")")
+        status, _, token = await raw(relay, f"/v1/asks/{named.removeprefix('rcpt_')}/receipt")
+        assert status == 200
+        assert payload_of(token)["jti"] == named
+
+        approval = {"tool": "Bash", "input": {"command": "make deploy"}, "agent": {"id": "a"}}
+        status, made = await relay.request("POST", "/v1/approvals", json=approval)
+        assert status == 201, made
+        message = await slack.wait_for_message(count=3, timeout=15)
+        await slack.click(message, "Deny", user="U0BOB")
+        await relay.request("GET", f"/v1/approvals/{made['id']}?wait=10")
+        status, _, token = await raw(relay, f"/v1/approvals/{made['id']}/receipt")
+        assert status == 200
+        payload = payload_of(token)
+        assert payload["ask"] == made["id"]
+        assert "Deny" in payload["options"][0]
+        assert payload["outcome"]["decisions"][0]["selected"] == ["Deny"]
+        # An ordinary ask is no approval: its receipt is not served there.
+        status, _, _ = await raw(relay, f"/v1/approvals/{ask_id}/receipt")
+        assert status == 404
+
+
+async def test_a_rotated_key_still_publishes_the_old_one_and_the_chain_goes_on(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    old_dir, new_dir = tmp_path / "old", tmp_path / "new"
+    old_dir.mkdir()
+    new_dir.mkdir()
+    old_key = key_file(old_dir)
+    old_public = old_dir / "old-public.pem"
+    write_public(old_key, old_public)
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        env = relay_env(
+            slack, free_port(), REDIS_URL=redis_server.url, RELAY_RECEIPT_KEY_FILE=old_key
+        )
+        relay = await start_relay(env)
+        _, made = await relay.request("POST", "/v1/asks", json=ASK)
+        await relay.request("DELETE", f"/v1/asks/{made['id']}")
+        await chain_of(relay, 1)
+        await relay.stop()
+        env = {
+            **env,
+            "RELAY_RECEIPT_KEY_FILE": key_file(new_dir),
+            "RELAY_RECEIPT_RETIRED_KEYS_FILE": str(old_public),
+        }
+        relay = await start_relay(env)
+        try:
+            _, made = await relay.request("POST", "/v1/asks", json=ASK)
+            await relay.request("DELETE", f"/v1/asks/{made['id']}")
+            items = await chain_of(relay, 2)
+            kids = [payload_of(i["receipt"])["kid"] for i in items]
+            assert kids[0] != kids[1]
+            _, jwks = await relay.request("GET", "/.well-known/jwks.json", token=None)
+            assert {k["kid"] for k in jwks["keys"]} == set(kids)
+            code, out = relay_verify(tmp_path, items, f"{relay.url}/.well-known/jwks.json")
+            assert code == 0, out
+        finally:
+            await relay.stop()
+
+
+async def test_a_key_file_that_is_no_ed25519_key_stops_serve_saying_so(tmp_path: Path) -> None:
+    bad = tmp_path / "not-a-key.pem"
+    bad.write_text("hello\n")
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        env = relay_env(slack, free_port(), RELAY_RECEIPT_KEY_FILE=str(bad))
+        code, lines = await run_to_exit(env)
+    assert code == 2
+    text = "".join(lines)
+    assert "RELAY_RECEIPT_KEY_FILE" in text
+    assert "openssl genpkey -algorithm ed25519" in text
