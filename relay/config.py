@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from relay.config_mcp import McpSettings
 from relay.config_values import (
     read_api_tokens,
     read_gc_threshold,
@@ -236,6 +237,7 @@ class Settings:
     webhook_retry_for: float = 24 * 3600.0
     webhook_backoff: float = 1.0
     team: TeamDefaults = field(default_factory=TeamDefaults)
+    mcp: McpSettings = field(default_factory=McpSettings)
 
     @property
     def socket_mode(self) -> bool:
@@ -348,6 +350,7 @@ class Settings:
                 get("RELAY_IDEMPOTENCY_WINDOW"), "RELAY_IDEMPOTENCY_WINDOW", 24 * 3600.0
             ),
             team=TeamDefaults.from_env(source),
+            mcp=McpSettings.from_env(get),
             **_webhooks(get),
         )
 

@@ -184,6 +184,7 @@ async def serve(
         provider=provider,
         grants=grants,
         mcp_progress_interval=settings.mcp_progress_interval,
+        mcp=settings.mcp,
         api_tokens=settings.api_tokens,
         max_wait=settings.max_wait,
         max_body=settings.max_body,
