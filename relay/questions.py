@@ -334,6 +334,11 @@ def validate_request(request: AskUserQuestionRequest) -> None:
         )
     ids: set[str] = set()
     for i, q in enumerate(request.questions):
+        if not q.question.strip():
+            # Nobody can answer a blank question, and it would wait for its whole timeout.
+            raise bad_request(
+                f"questions[{i}].question is blank; write the question the reviewer should answer"
+            )
         if q.id in ids:
             raise bad_request(
                 f"questions[{i}].id {json.dumps(q.id)} is used by an earlier question; each"
