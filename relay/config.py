@@ -208,6 +208,7 @@ class Settings:
     channel: str | None = None
     allowed_users: frozenset[str] | None = None
     allowed_groups: frozenset[str] | None = None
+    allowed_channels: frozenset[str] | None = None
     timeout: float | None = 900.0
     api_tokens: tuple[str, ...] = field(default=(), repr=False)
     max_wait: float = 60.0
@@ -317,6 +318,9 @@ class Settings:
             ),
             allowed_groups=read_ids(
                 get("RELAY_ALLOWED_GROUPS"), "RELAY_ALLOWED_GROUPS", "user group", "S0123ABCD"
+            ),
+            allowed_channels=read_ids(
+                get("RELAY_ALLOWED_CHANNELS"), "RELAY_ALLOWED_CHANNELS", "channel", "C0123ABCD"
             ),
             timeout=timeout,
             max_timeout=max_timeout,

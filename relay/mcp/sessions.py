@@ -16,6 +16,7 @@ an ``Mcp-Session-Id`` header it carries is the client's invention: grants are no
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -59,6 +60,23 @@ def opens_session(method: str, headers: Mapping[str, str]) -> bool:
     return method == "POST" and headers.get(SESSION_HEADER) is None and _legacy(headers)
 
 
+class _Slot:
+    """The place one opening request holds, until its session is admitted."""
+
+    __slots__ = ("admitted", "owner")
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.admitted = False
+
+
+# The place the request being served holds: the SDK admits its session further down the
+# same call (``SessionsManager._admit_session``), with no way to pass it along.
+_OPENING: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar(
+    "relay_mcp_opening", default=None
+)
+
+
 class Sessions:
     """The sessions the relay issued, by owner (the token's fingerprint), within limits."""
 
@@ -91,17 +109,29 @@ class Sessions:
                 status=503,
             )
         self._opening[owner] += 1
+        slot = _Slot(owner)
+        reset = _OPENING.set(slot)
         try:
             yield
         finally:
-            self._opening[owner] -= 1
-            if not self._opening[owner]:
-                del self._opening[owner]
+            _OPENING.reset(reset)
+            if not slot.admitted:
+                self._release(owner)
+
+    def _release(self, owner: str) -> None:
+        self._opening[owner] -= 1
+        if not self._opening[owner]:
+            del self._opening[owner]
 
     def opened(self, session_id: str, owner: str) -> None:
-        """The SDK admitted ``session_id`` for ``owner``."""
+        """The SDK admitted ``session_id`` for ``owner``: the place its request held is now
+        the session's (counted once, not twice, while the request is still being served)."""
         self._owners[session_id] = owner
         self._held[owner] += 1
+        slot = _OPENING.get()
+        if slot is not None and slot.owner == owner and not slot.admitted:
+            slot.admitted = True
+            self._release(owner)
 
     def closed(self, session_id: str) -> bool:
         """``session_id`` ended (deleted, idle, failed to open, or the relay stopping);

@@ -101,7 +101,7 @@ async def test_one_token_cannot_take_every_session_and_idle_ones_expire() -> Non
             slack,
             RELAY_MCP_SESSIONS_PER_TOKEN="3",
             RELAY_MCP_MAX_SESSIONS="4",
-            RELAY_MCP_SESSION_IDLE="2",
+            RELAY_MCP_SESSION_IDLE="6",  # longer than the steps before the expiry take
             RELAY_RATE_LIMIT="1000",
         ) as relay,
         aiohttp.ClientSession() as http,
@@ -125,7 +125,7 @@ async def test_one_token_cannot_take_every_session_and_idle_ones_expire() -> Non
         status, again = await _open(http, relay)
         assert status == 200, again
         # Idle sessions expire (RELAY_MCP_SESSION_IDLE) and free their places.
-        await relay.wait_for_log("idle, closed (RELAY_MCP_SESSION_IDLE); sessions open: 0", 20)
+        await relay.wait_for_log("idle, closed (RELAY_MCP_SESSION_IDLE); sessions open: 0", 30)
         status, fresh = await _open(http, relay)
         assert status == 200, fresh
 
