@@ -374,3 +374,17 @@ async def test_the_slack_stand_in_refuses_what_another_site_makes_a_browser_send
         async with session.post(f"{slack.base_url}chat.postMessage", data=form) as response:
             assert (await response.json())["ok"] is True
         assert len(slack.messages) == 1
+
+
+async def test_an_ask_may_name_the_sandboxs_channels_and_dms_and_nothing_else() -> None:
+    # relay serve lets a client name only listed channels: the sandbox lists its own.
+    question = [{"id": "go", "question": "Ship?", "options": [{"label": "yes"}]}]
+    async with sandbox() as relay:
+        for channel, status in (("C0SBDEPLOYS", 201), (DAVE, 201), ("C0ELSEWHERE", 400)):
+            got, body = await relay.request(
+                "POST",
+                "/v1/asks",
+                json={"questions": question, "slack": {"channel": channel}},
+                token=TOKEN,
+            )
+            assert got == status, (channel, body)
