@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from relay.config_mcp import McpSettings
+from relay.config_mcp import MCP_ENV_VARS, McpSettings
 from relay.config_values import (
     read_api_tokens,
     read_gc_threshold,
@@ -45,6 +45,7 @@ ENV_VARS: dict[str, str] = {
     "RELAY_CHANNEL": "default channel id (C…) or user id (U…, a DM) to ask in",
     "RELAY_ALLOWED_USERS": "comma-separated user ids allowed to answer (default: anyone)",
     "RELAY_ALLOWED_GROUPS": "comma-separated user group ids (S…) whose members may answer",
+    "RELAY_ALLOWED_CHANNELS": "channel ids an API client may name besides RELAY_CHANNEL",
     "RELAY_TIMEOUT": "seconds before an unanswered ask times out; 'none' waits forever",
     "RELAY_MAX_TIMEOUT": "the longest timeout any ask may have, in seconds (default: none);"
     " a longer or no timeout becomes this",
@@ -102,6 +103,7 @@ ENV_VARS: dict[str, str] = {
     "RELAY_WEBHOOK_RETRY_FOR": "seconds to keep retrying a webhook delivery (default 86400)",
     "RELAY_WEBHOOK_BACKOFF": "seconds before the first retry of a webhook, doubling up to"
     " 600 (default 1)",
+    **MCP_ENV_VARS,
 }
 
 NO_CREDENTIALS_HELP = """\

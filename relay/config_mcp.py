@@ -15,7 +15,18 @@ from urllib.parse import urlsplit
 from relay.config_values import read_seconds, read_whole
 from relay.errors import RelayConfigError
 
-__all__ = ["McpSettings", "host_name", "origin_key"]
+__all__ = ["MCP_ENV_VARS", "McpSettings", "host_name", "origin_key"]
+
+# The variables read here, with what they are for (part of ``relay.config.ENV_VARS``).
+MCP_ENV_VARS: dict[str, str] = {
+    "RELAY_MCP_SESSIONS_PER_TOKEN": "/mcp sessions one API token may hold at once (default 20)",
+    "RELAY_MCP_MAX_SESSIONS": "/mcp sessions the relay holds at once (default 1000)",
+    "RELAY_MCP_SESSION_IDLE": "seconds after which an idle /mcp session is closed (default 1800)",
+    "RELAY_MCP_ALLOWED_HOSTS": "host names /mcp is reached by, comma-separated, or * (default:"
+    " loopback names only)",
+    "RELAY_MCP_ALLOWED_ORIGINS": "web origins (scheme://host[:port]) whose pages may call /mcp"
+    " (default: loopback ones only)",
+}
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
