@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from relay.config_mcp import MCP_ENV_VARS, McpSettings
 from relay.config_values import (
     read_api_tokens,
     read_gc_threshold,
@@ -44,6 +45,7 @@ ENV_VARS: dict[str, str] = {
     "RELAY_CHANNEL": "default channel id (C…) or user id (U…, a DM) to ask in",
     "RELAY_ALLOWED_USERS": "comma-separated user ids allowed to answer (default: anyone)",
     "RELAY_ALLOWED_GROUPS": "comma-separated user group ids (S…) whose members may answer",
+    "RELAY_ALLOWED_CHANNELS": "channel ids an API client may name besides RELAY_CHANNEL",
     "RELAY_TIMEOUT": "seconds before an unanswered ask times out; 'none' waits forever",
     "RELAY_MAX_TIMEOUT": "the longest timeout any ask may have, in seconds (default: none);"
     " a longer or no timeout becomes this",
@@ -106,6 +108,7 @@ ENV_VARS: dict[str, str] = {
     "RELAY_RECEIPT_RETIRED_KEYS_FILE": "earlier receipt keys' public keys (PEM, or a saved JWK"
     " Set), still published so that their receipts verify",
     "RELAY_RECEIPT_ISSUER": "the issuer name receipts carry (default relay)",
+    **MCP_ENV_VARS,
 }
 
 NO_CREDENTIALS_HELP = """\
@@ -212,6 +215,7 @@ class Settings:
     channel: str | None = None
     allowed_users: frozenset[str] | None = None
     allowed_groups: frozenset[str] | None = None
+    allowed_channels: frozenset[str] | None = None
     timeout: float | None = 900.0
     api_tokens: tuple[str, ...] = field(default=(), repr=False)
     max_wait: float = 60.0
@@ -244,6 +248,7 @@ class Settings:
     receipt_retired_keys_file: str | None = None
     receipt_issuer: str = "relay"
     team: TeamDefaults = field(default_factory=TeamDefaults)
+    mcp: McpSettings = field(default_factory=McpSettings)
 
     @property
     def socket_mode(self) -> bool:
@@ -324,6 +329,9 @@ class Settings:
             allowed_groups=read_ids(
                 get("RELAY_ALLOWED_GROUPS"), "RELAY_ALLOWED_GROUPS", "user group", "S0123ABCD"
             ),
+            allowed_channels=read_ids(
+                get("RELAY_ALLOWED_CHANNELS"), "RELAY_ALLOWED_CHANNELS", "channel", "C0123ABCD"
+            ),
             timeout=timeout,
             max_timeout=max_timeout,
             api_tokens=read_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE")),
@@ -359,6 +367,7 @@ class Settings:
             receipt_key_file=get("RELAY_RECEIPT_KEY_FILE"),
             receipt_retired_keys_file=get("RELAY_RECEIPT_RETIRED_KEYS_FILE"),
             receipt_issuer=get("RELAY_RECEIPT_ISSUER") or "relay",
+            mcp=McpSettings.from_env(get),
             **_webhooks(get),
         )
 

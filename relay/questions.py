@@ -333,6 +333,8 @@ def validate_request(request: AskUserQuestionRequest) -> None:
         )
     ids: set[str] = set()
     for i, q in enumerate(request.questions):
+        if not q.question.strip():  # nobody could answer it: it would wait out its timeout
+            raise bad_request(f"questions[{i}].question is blank; write what to ask")
         if q.id in ids:
             raise bad_request(
                 f"questions[{i}].id {json.dumps(q.id)} is used by an earlier question; each"

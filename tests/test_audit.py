@@ -189,7 +189,7 @@ ASK = {
 async def env() -> AsyncIterator[tuple[FakeSlack, Relay]]:
     async with FakeSlack(signing_secret="server-signing-secret") as slack:
         slack.add_user("U0ALICE", name="alice")
-        async with relay_server(slack) as relay:
+        async with relay_server(slack, RELAY_ALLOWED_CHANNELS="C0B") as relay:
             yield slack, relay
 
 

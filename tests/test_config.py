@@ -157,6 +157,14 @@ def test_tokens_come_from_a_file_and_never_show_in_repr(tmp_path: Path) -> None:
         ({"RELAY_MAX_PENDING": "9" * 30}, "RELAY_MAX_PENDING"),
         ({"RELAY_READ_TIMEOUT": "inf"}, "RELAY_READ_TIMEOUT"),
         ({"RELAY_MAX_CONNECTIONS": "3"}, "RELAY_MAX_CONNECTIONS"),
+        ({"RELAY_ALLOWED_CHANNELS": "#deploys"}, "RELAY_ALLOWED_CHANNELS"),
+        ({"RELAY_MCP_SESSIONS_PER_TOKEN": "0"}, "RELAY_MCP_SESSIONS_PER_TOKEN"),
+        ({"RELAY_MCP_SESSIONS_PER_TOKEN": "1000"}, "RELAY_MCP_SESSIONS_PER_TOKEN"),
+        ({"RELAY_MCP_MAX_SESSIONS": "many"}, "RELAY_MCP_MAX_SESSIONS"),
+        ({"RELAY_MCP_SESSION_IDLE": "-1"}, "RELAY_MCP_SESSION_IDLE"),
+        ({"RELAY_MCP_ALLOWED_ORIGINS": "app.example.com"}, "RELAY_MCP_ALLOWED_ORIGINS"),
+        ({"RELAY_MCP_ALLOWED_ORIGINS": "https://a.example/path"}, "RELAY_MCP_ALLOWED_ORIGINS"),
+        ({"RELAY_MCP_ALLOWED_HOSTS": "https://relay.example.com"}, "RELAY_MCP_ALLOWED_HOSTS"),
     ],
 )
 def test_a_bad_setting_names_the_variable(change: dict[str, str], variable: str) -> None:
@@ -238,7 +246,8 @@ def test_no_credentials_at_all_explains_what_to_create() -> None:
 
 
 def test_every_documented_variable_is_read() -> None:
-    source = (Path(__file__).parents[1] / "relay" / "config.py").read_text()
+    relay = Path(__file__).parents[1] / "relay"
+    source = "".join((relay / name).read_text() for name in ("config.py", "config_mcp.py"))
     for name in ENV_VARS:
         assert f'get("{name}")' in source
 

@@ -51,6 +51,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.asks",
             "relay.audit",
             "relay.config",
+            "relay.config_mcp",
             "relay.config_values",
             "relay.gate.match",
             "relay.grants",

@@ -56,7 +56,8 @@ async def cluster(redis_server: RedisServer) -> AsyncIterator[Cluster]:
     async with FakeSlack(signing_secret=SECRET) as slack:
         for user in ("U0ALICE", "U0BOB"):
             slack.add_user(user, name=user[2:].lower())
-        a, b = await start_pair(slack, redis_server)
+        # C0ONCALL: a channel the API's requests may name (none may, unless listed).
+        a, b = await start_pair(slack, redis_server, RELAY_ALLOWED_CHANNELS="C0ONCALL")
         slack.interactivity_url = f"{b.url}/slack/events"  # every click lands on B
         cluster = Cluster(slack, redis_server, a, b)
         try:

@@ -351,3 +351,40 @@ async def test_on_loopback_the_page_answers_only_to_loopback_host_names() -> Non
             f"{relay.url}/healthz", headers={"Host": f"relay.internal:{relay.port}"}
         ) as response:
             assert response.status == 200
+
+
+async def test_the_slack_stand_in_refuses_what_another_site_makes_a_browser_send() -> None:
+    # The stand-in (FakeSlack) listens on loopback on the user's machine: a page open in the
+    # browser could post a form to it as the bot, or open its Socket Mode WebSocket.
+    async with FakeSlack() as slack, aiohttp.ClientSession() as session:
+        form = {"token": "xoxb-any", "channel": "C0SBGENERAL", "text": "<!channel> click here"}
+        for headers in (
+            {"Origin": "https://evil.example"},
+            {"Origin": "null"},
+            {"Sec-Fetch-Site": "cross-site"},
+            {"Sec-Fetch-Site": "same-site"},
+        ):
+            async with session.post(
+                f"{slack.base_url}chat.postMessage", data=form, headers=headers
+            ) as response:
+                assert response.status == 403, headers
+                assert (await response.json())["error"] == "cross_origin_refused"
+        assert slack.messages == []
+        # Slack's own clients send neither header, and are served as before.
+        async with session.post(f"{slack.base_url}chat.postMessage", data=form) as response:
+            assert (await response.json())["ok"] is True
+        assert len(slack.messages) == 1
+
+
+async def test_an_ask_may_name_the_sandboxs_channels_and_dms_and_nothing_else() -> None:
+    # relay serve lets a client name only listed channels: the sandbox lists its own.
+    question = [{"id": "go", "question": "Ship?", "options": [{"label": "yes"}]}]
+    async with sandbox() as relay:
+        for channel, status in (("C0SBDEPLOYS", 201), (DAVE, 201), ("C0ELSEWHERE", 400)):
+            got, body = await relay.request(
+                "POST",
+                "/v1/asks",
+                json={"questions": question, "slack": {"channel": channel}},
+                token=TOKEN,
+            )
+            assert got == status, (channel, body)

@@ -28,7 +28,10 @@ ASK = {
 async def env() -> AsyncIterator[tuple[FakeSlack, Relay]]:
     async with FakeSlack(signing_secret="server-signing-secret") as slack:
         slack.add_user("U0ALICE", name="alice")
-        async with relay_server(slack, RELAY_LOG_LEVEL="debug") as relay:
+        # C0OTHER: a channel the API's requests may name (none may, unless listed).
+        async with relay_server(
+            slack, RELAY_LOG_LEVEL="debug", RELAY_ALLOWED_CHANNELS="C0OTHER"
+        ) as relay:
             yield slack, relay
 
 
@@ -282,32 +285,34 @@ async def test_one_structured_log_line_per_event_and_no_token_in_any_line(
         assert secret not in log
 
 
-async def test_the_api_sets_groups_and_prevents_self_approval(
-    env: tuple[FakeSlack, Relay],
-) -> None:
-    slack, relay = env
-    slack.usergroups = {"S0OPS": ["U0ALICE", "U0BOB"]}
-    body = {
-        **ASK,
-        "slack": {
-            "allowed_users": [],
-            "allowed_groups": ["S0OPS"],
-            "requester": "U0ALICE",
-            "prevent_self_approval": True,
-        },
-    }
-    status, created = await relay.request("POST", "/v1/asks", json=body)
-    assert status == 201
-    message = await slack.wait_for_message()
-    await slack.click(message, "prod", user="U0ALICE")
-    assert "someone else" in (await slack.wait_for_ephemeral(user="U0ALICE")).args["text"]
-    await slack.click(message, "prod", user="U0BOB")
-    _, record = await relay.request("GET", f"/v1/asks/{created['id']}?wait=5")
-    assert record["answered_by"]["id"] == "U0BOB"
-    status, reply = await relay.request(
-        "POST", "/v1/asks", json={**ASK, "slack": {"prevent_self_approval": "yes"}}
-    )
-    assert (status, reply["error"]["code"]) == (400, "BAD_REQUEST")
+async def test_the_api_sets_groups_and_prevents_self_approval() -> None:
+    # S0OPS is a group the API's requests may name: the operator lists it.
+    async with (
+        FakeSlack(signing_secret="server-signing-secret") as slack,
+        relay_server(slack, RELAY_ALLOWED_GROUPS="S0OPS") as relay,
+    ):
+        slack.usergroups = {"S0OPS": ["U0ALICE", "U0BOB"]}
+        body = {
+            **ASK,
+            "slack": {
+                "allowed_users": [],
+                "allowed_groups": ["S0OPS"],
+                "requester": "U0ALICE",
+                "prevent_self_approval": True,
+            },
+        }
+        status, created = await relay.request("POST", "/v1/asks", json=body)
+        assert status == 201
+        message = await slack.wait_for_message()
+        await slack.click(message, "prod", user="U0ALICE")
+        assert "someone else" in (await slack.wait_for_ephemeral(user="U0ALICE")).args["text"]
+        await slack.click(message, "prod", user="U0BOB")
+        _, record = await relay.request("GET", f"/v1/asks/{created['id']}?wait=5")
+        assert record["answered_by"]["id"] == "U0BOB"
+        status, reply = await relay.request(
+            "POST", "/v1/asks", json={**ASK, "slack": {"prevent_self_approval": "yes"}}
+        )
+        assert (status, reply["error"]["code"]) == (400, "BAD_REQUEST")
 
 
 async def test_every_time_in_a_record_is_iso_8601_in_utc(env: tuple[FakeSlack, Relay]) -> None:

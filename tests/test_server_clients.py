@@ -220,22 +220,25 @@ async def test_relay_ask_usage_errors_are_one_line_and_exit_2(env: tuple[FakeSla
         assert err.count("\n") == 1
 
 
-async def test_relay_ask_says_who_may_answer_with_users_and_groups(
-    env: tuple[FakeSlack, Relay],
-) -> None:
-    slack, relay = env
-    slack.usergroups = {"S0OPS": ["U0CAROL"]}
-    process = await relay_ask(
-        relay, "-q", "Ship?", "-o", "yes", "--allowed-user", "U0BOB", "--allowed-group", "S0OPS"
-    )
-    message = await slack.wait_for_message()
-    await slack.click(message, "yes", user="U0ALICE")
-    notice = await slack.wait_for_ephemeral(user="U0ALICE")
-    assert "not allowed" in notice.args["text"]
-    await slack.click(message, "yes", user="U0CAROL")  # a member of the allowed group
-    code, out, _ = await finish(process)
-    assert code == 0
-    assert json.loads(out) == {"answers": [{"id": "answer", "selected": ["yes"]}]}
+async def test_relay_ask_says_who_may_answer_with_users_and_groups() -> None:
+    # S0OPS may be named: the operator lists it.
+    async with (
+        FakeSlack(signing_secret="server-signing-secret") as slack,
+        relay_server(slack, RELAY_ALLOWED_GROUPS="S0OPS") as relay,
+    ):
+        slack.add_user("U0ALICE", name="alice")
+        slack.usergroups = {"S0OPS": ["U0CAROL"]}
+        process = await relay_ask(
+            relay, "-q", "Ship?", "-o", "yes", "--allowed-user", "U0BOB", "--allowed-group", "S0OPS"
+        )
+        message = await slack.wait_for_message()
+        await slack.click(message, "yes", user="U0ALICE")
+        notice = await slack.wait_for_ephemeral(user="U0ALICE")
+        assert "not allowed" in notice.args["text"]
+        await slack.click(message, "yes", user="U0CAROL")  # a member of the allowed group
+        code, out, _ = await finish(process)
+        assert code == 0
+        assert json.loads(out) == {"answers": [{"id": "answer", "selected": ["yes"]}]}
 
 
 async def test_relay_ask_file_may_carry_the_apis_slack_section(

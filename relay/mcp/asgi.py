@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["ASGIApp", "serve_asgi"]
+__all__ = ["GONE_KEY", "ASGIApp", "serve_asgi"]
 
 _log = logging.getLogger("relay.mcp")
 Message = MutableMapping[str, Any]
@@ -32,6 +32,8 @@ ASGIApp = Callable[
     Awaitable[None],
 ]
 _WATCH = 0.5  # seconds between looks at an idle connection
+GONE_KEY = "relay.gone"
+"""The ASGI scope key of an ``asyncio.Event`` set once the request has ended (its caller's)."""
 
 
 def _closed(request: web.Request) -> bool:
@@ -62,9 +64,14 @@ def _scope(request: web.Request, extra: MutableMapping[str, Any]) -> MutableMapp
 
 
 async def serve_asgi(
-    app: ASGIApp, request: web.Request, extra: MutableMapping[str, Any] | None = None
+    app: ASGIApp,
+    request: web.Request,
+    extra: MutableMapping[str, Any] | None = None,
+    *,
+    body: bytes | None = None,
 ) -> web.StreamResponse:
-    """Run ``app`` for ``request``; ``extra`` is merged into the ASGI scope."""
+    """Run ``app`` for ``request``; ``extra`` is merged into the ASGI scope. ``body``, when
+    given, is the request's body already read (within a deadline), passed on in one piece."""
     response: web.StreamResponse | None = None
     prepared = False
     finished = False
@@ -73,6 +80,9 @@ async def serve_asgi(
 
     async def receive() -> Message:
         nonlocal body_read
+        if not body_read and body is not None:
+            body_read = True
+            return {"type": "http.request", "body": body, "more_body": False}
         if not body_read:
             try:
                 chunk = await request.content.readany()
@@ -104,12 +114,16 @@ async def serve_asgi(
             if not prepared:
                 await response.prepare(request)
                 prepared = True
-            body = message.get("body", b"")
-            if body:
-                await response.write(body)
+            data = message.get("body", b"")
+            if data:
+                await response.write(data)
             if not message.get("more_body", False):
-                await response.write_eof()
                 finished = True
+                # Everything was written: a client that closed as soon as it had read its
+                # answer (the SDK's does) misses only the stream's last chunk.
+                if not _closed(request):
+                    with contextlib.suppress(ConnectionError):
+                        await response.write_eof()
         except (ConnectionError, OSError):
             gone.set()
             raise

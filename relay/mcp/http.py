@@ -5,6 +5,11 @@ life and serves each request through the ASGI bridge. A request needs the same b
 as ``/v1``; the token's fingerprint is the owner of every ask and approval the session makes
 (so ``/v1`` sees them, and nobody else's grants apply) and the SDK binds each MCP session to
 it, so another token cannot use a session id it learned.
+
+``/mcp`` is held to what ``/v1`` is: Origin and Host checked first (``relay.mcp.origins``),
+then the token, its rate limit, the body read whole within the read deadline, and the
+session bounds (``relay.mcp.sessions``). When the request carrying a tool call ends before
+its answer (the client hung up, on either protocol), the call's question is withdrawn.
 """
 
 from __future__ import annotations
@@ -24,16 +29,19 @@ from relay.gate.gate import Gate
 from relay.gate.local import SlackAsks, slack_approver
 from relay.gate.rules import Rules
 from relay.grants.base import GrantStore
-from relay.mcp.asgi import serve_asgi
+from relay.mcp.asgi import GONE_KEY, serve_asgi
+from relay.mcp.origins import OriginPolicy
 from relay.mcp.server import Context, Toolbox, build_server, client_name, note_asked
+from relay.mcp.sessions import SessionLimits, Sessions, SessionsManager, opens_session
 from relay.questions import AgentRef
 from relay.server.auth import Authenticator
+from relay.server.bodies import read_body
 from relay.server.errors import error_response
+from relay.server.limits import Limiter
 from relay.service import UserInteractionService
 from relay.slack.provider import SlackProvider
 
 __all__ = ["MCP_PATH", "OWNER_KEY", "mount_mcp"]
-
 MCP_PATH = "/mcp"
 OWNER_KEY = "relay.owner"  # the ASGI scope key carrying the token's fingerprint
 _MAX_BODY = 1024 * 1024
@@ -42,7 +50,12 @@ _RESULTS_GRACE = 2.0
 
 
 def _toolbox_for(
-    provider: SlackProvider, grants: GrantStore, rules: Rules, *, receipts: bool
+    provider: SlackProvider,
+    grants: GrantStore,
+    rules: Rules,
+    sessions: Sessions,
+    *,
+    receipts: bool,
 ) -> Any:
     def toolbox(ctx: Context) -> Toolbox:
         request = ctx.request
@@ -51,7 +64,8 @@ def _toolbox_for(
         if not isinstance(owner, str):
             raise RuntimeError("an MCP request reached the relay without its owner")
         headers = getattr(request, "headers", None)
-        session_id = headers.get("mcp-session-id") if headers is not None else None
+        # Only a session the relay issued to this token counts: a header is the client's word.
+        session_id = sessions.session_of(headers, owner) if headers is not None else None
         name = client_name(ctx) or "an MCP client"
         # One MCP session is one agent for grants. A 2026-07-28 request has no session, and
         # nothing else that tells one agent from another under the token: offer no grants.
@@ -74,16 +88,24 @@ def mount_mcp(
     rules: Rules | None = None,
     progress_interval: float = 10.0,
     receipts: bool = False,
+    limiter: Limiter | None = None,
+    session_limits: SessionLimits | None = None,
+    origins: OriginPolicy | None = None,
+    read_timeout: float = 10.0,
 ) -> None:
     """Serve the MCP server at ``/mcp`` of ``app`` for the life of the application;
     ``receipts``: the relay signs them, so a tool result names its ask's receipt."""
     if receipts:
         provider.events.subscribe(note_asked)
+    sessions = Sessions(session_limits or SessionLimits())
     server = build_server(
-        _toolbox_for(provider, grants, rules or Rules(), receipts=receipts),
+        _toolbox_for(provider, grants, rules or Rules(), sessions, receipts=receipts),
         progress_interval=progress_interval,
     )
-    manager = StreamableHTTPSessionManager(app=server, max_request_body_size=_MAX_BODY)
+    manager: StreamableHTTPSessionManager = SessionsManager(
+        server, sessions=sessions, max_request_body_size=_MAX_BODY
+    )
+    policy = origins or OriginPolicy()
 
     stop = asyncio.Event()
     running: list[asyncio.Task[None]] = []
@@ -122,6 +144,9 @@ def mount_mcp(
         await end_sessions(app)
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        refused = policy.refusal(request.headers)
+        if refused is not None:
+            return refused
         owner = auth.owner(request.headers.get("Authorization"))
         if owner is None:
             return error_response(
@@ -129,17 +154,38 @@ def mount_mcp(
                 "send a valid relay API token as 'Authorization: Bearer <token>'",
                 headers={"WWW-Authenticate": 'Bearer realm="relay"'},
             )
+        if limiter is not None:
+            limiter.hit(owner)  # RateLimited: the app answers 429, as on /v1
+        body = None
+        if request.method == "POST":
+            body = await read_body(
+                request, limit=_MAX_BODY, timeout=read_timeout, hint="; send smaller messages"
+            )
+        opening = (
+            sessions.opening(owner) if opens_session(request.method, request.headers) else None
+        )
+        with opening or contextlib.nullcontext():
+            return await _serve(request, owner, body)
+
+    async def _serve(request: web.Request, owner: str, body: bytes | None) -> web.StreamResponse:
         # The SDK binds each session to this principal; the token itself is not needed.
         principal = AccessToken(token="(redacted)", client_id=owner, scopes=[])  # noqa: S106
         user = AuthenticatedUser(principal)
         task = asyncio.current_task()
         if request.method == "POST" and task is not None:
             calls.add(task)
+        # Set when this request ends, however it ends: a tool call still waiting for its
+        # answer then has nobody to answer, and withdraws its question.
+        gone = asyncio.Event()
         try:
             return await serve_asgi(
-                manager.handle_request, request, {"user": user, OWNER_KEY: owner}
+                manager.handle_request,
+                request,
+                {"user": user, OWNER_KEY: owner, GONE_KEY: gone},
+                body=body,
             )
         finally:
+            gone.set()
             if task is not None:
                 calls.discard(task)
 

@@ -32,6 +32,7 @@ from relay.abort import AbortController, AbortSignal
 from relay.events import AskEvent
 from relay.gate.approval import Decision, decide_error
 from relay.gate.gate import Gate, ToolUse
+from relay.mcp.asgi import GONE_KEY
 from relay.mcp.tools import (
     APPROVE_TOOL_USE,
     ASK_USER_QUESTION,
@@ -95,6 +96,14 @@ def client_name(ctx: Context) -> str | None:
     return None
 
 
+def _gone(ctx: Context) -> asyncio.Event | None:
+    """The event set once the HTTP request carrying this call has ended (``relay.mcp.http``);
+    ``None`` over stdio."""
+    scope = getattr(ctx.request, "scope", None) or {}
+    gone = scope.get(GONE_KEY) if isinstance(scope, Mapping) else None
+    return gone if isinstance(gone, asyncio.Event) else None
+
+
 async def _with_progress(
     ctx: Context, interval: float, work: Callable[[AbortSignal], Coroutine[Any, Any, T]]
 ) -> T:
@@ -102,11 +111,21 @@ async def _with_progress(
     loop = asyncio.get_running_loop()
     task = loop.create_task(work(controller.signal))
     started = loop.time()
+    gone = _gone(ctx)
+    # A 2025 session runs the call apart from the request that carried it: if that request
+    # ends first (the client hung up), nobody will read the answer, so withdraw the question.
+    hung_up = loop.create_task(gone.wait()) if gone is not None else None
     try:
         while True:
-            done, _ = await asyncio.wait({task}, timeout=interval)
-            if done:
+            waiting: set[asyncio.Future[Any]] = {task}
+            if hung_up is not None and not controller.signal.aborted:
+                waiting.add(hung_up)
+            done, _ = await asyncio.wait(waiting, timeout=interval, return_when="FIRST_COMPLETED")
+            if task in done:
                 return task.result()
+            if hung_up is not None and hung_up in done:
+                controller.abort("the MCP client went away")
+                continue
             waited = loop.time() - started
             with contextlib.suppress(Exception):
                 await ctx.session.report_progress(
@@ -123,6 +142,9 @@ async def _with_progress(
         if not task.done():
             task.cancel()
         raise
+    finally:
+        if hung_up is not None:
+            hung_up.cancel()
 
 
 async def _approve(box: Toolbox, args: ApproveArguments, signal: AbortSignal) -> Decision:

@@ -15,7 +15,7 @@ from typing import TextIO
 
 from relay.config import Settings
 from relay.receipts.keys import SigningKey
-from relay.sandbox.directory import DEFAULT_CHANNEL, PEOPLE
+from relay.sandbox.directory import CHANNELS, DEFAULT_CHANNEL, PEOPLE
 from relay.sandbox.page import SandboxPage
 from relay.sandbox.standin import Sandbox
 from relay.server.main import configure_logging, serve
@@ -58,6 +58,9 @@ def sandbox_settings(
         "RELAY_HOST": "127.0.0.1",
         "RELAY_CHANNEL": DEFAULT_CHANNEL,
         "RELAY_ALLOWED_USERS": ",".join(p.id for p in PEOPLE if p.allowed),
+        # The sandbox's other channel and its people's DMs, so that an ask may name them
+        # (relay serve lets a client name only the channels listed).
+        "RELAY_ALLOWED_CHANNELS": ",".join([*CHANNELS, *(p.id for p in PEOPLE)]),
     }
     for name, value in defaults.items():
         if not source.get(name, "").strip():

@@ -12,10 +12,13 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from relay.config_mcp import McpSettings
 from relay.gate.rules import Rules
 from relay.gate.team import TeamRules
 from relay.grants import GrantStore, MemoryGrants
 from relay.mcp.http import mount_mcp
+from relay.mcp.origins import OriginPolicy
+from relay.mcp.sessions import SessionLimits
 from relay.receipts import ReceiptWriter
 from relay.server.api import OWNER, AskApi
 from relay.server.approvals import ApprovalApi
@@ -137,12 +140,14 @@ def build_app(
     webhooks: Webhooks | None = None,
     min_approvals: int | None = None,
     receipts: ReceiptWriter | None = None,
+    mcp: McpSettings | None = None,
 ) -> web.Application:
     """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
     ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people any tool approval
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
     ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it).
+    ``mcp`` bounds ``/mcp``'s sessions and lists the origins and hosts it answers.
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -267,12 +272,26 @@ def build_app(
         rules=Rules(team=TeamRules(approvals=min_approvals)) if (min_approvals or 1) > 1 else None,
         progress_interval=mcp_progress_interval,
         receipts=receipts is not None,
+        **_mcp_bounds(mcp or McpSettings()),
+        limiter=limiter,
+        read_timeout=read_timeout,
     )
     if serve_slack_events:
         app.router.add_post(
             "/slack/events", slack_handler(provider.bolt_app, read_timeout=read_timeout)
         )
     return app
+
+
+def _mcp_bounds(settings: McpSettings) -> dict[str, Any]:
+    return {
+        "session_limits": SessionLimits(
+            per_token=settings.sessions_per_token,
+            total=settings.max_sessions,
+            idle=settings.session_idle,
+        ),
+        "origins": OriginPolicy(origins=settings.allowed_origins, hosts=settings.allowed_hosts),
+    }
 
 
 def _hung_up(request: web.Request) -> bool:

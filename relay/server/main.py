@@ -24,6 +24,7 @@ from relay.server.app import CONNECTIONS, build_app
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
 from relay.server.limits import limits_of
 from relay.server.logs import LogFormatter, OneLineFilter, ProtocolLog
+from relay.slack.named import NamePolicy
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
@@ -174,6 +175,10 @@ def _receipts(
     return ReceiptWriter(store=store, key=key, issuer=settings.receipt_issuer, retired=retired)
 
 
+def _default_channel(settings: Settings) -> frozenset[str]:
+    return frozenset({settings.channel}) if settings.channel else frozenset()
+
+
 def _no_default_channel(_: object) -> SlackTarget:
     # No RELAY_CHANNEL: every API request must name its channel (the provider says so).
     return SlackTarget(channel="")
@@ -206,6 +211,11 @@ async def serve(
         # An API client may narrow who answers its ask, never widen it past the operator's.
         policy_users=settings.allowed_users,
         policy_groups=settings.allowed_groups,
+        # And it may name only the channels and groups the operator lists (none: none).
+        names=NamePolicy(
+            channels=(settings.allowed_channels or frozenset()) | _default_channel(settings),
+            groups=settings.allowed_groups or frozenset(),
+        ),
         store=store,
         sweep_interval=1.0 if store.durable else None,
         max_timeout=settings.max_timeout,
@@ -223,6 +233,7 @@ async def serve(
         provider=provider,
         grants=grants,
         mcp_progress_interval=settings.mcp_progress_interval,
+        mcp=settings.mcp,
         api_tokens=settings.api_tokens,
         max_wait=settings.max_wait,
         max_body=settings.max_body,

@@ -33,17 +33,14 @@ from relay.slack.people import Gatekeeper, ids
 from relay.slack.posting import AskPoster
 from relay.slack.retries import default_retry_handlers
 from relay.slack.target import UNSET, Route, SlackTarget, TargetDefaults, check_reminders
-from relay.store import (
-    AskRecord,
-    AskStore,
-    MemoryStore,
-)
+from relay.store import AskRecord, AskStore, MemoryStore
 
 if TYPE_CHECKING:
     from aiohttp import web
     from slack_bolt.async_app import AsyncApp
 
     from relay.abort import AbortSignal
+    from relay.slack.named import NamePolicy
     from relay.slack.socket_mode import SocketMode
 
 # SlackProvider and SlackTarget, and the names other modules and users import from here.
@@ -71,6 +68,7 @@ class SlackProvider:
     ask's default escalation (see ``SlackTarget``). ``default_option``, ``approvals_required``
     and ``veto``: each question's, where it sets none and offers those labels.
     ``settling``: when a message whose final update did not land is retried (``Settling``).
+    ``names``: the channels and groups an ask's own ``target`` may name (``NamePolicy``).
     """
 
     def __init__(
@@ -103,6 +101,7 @@ class SlackProvider:
         approvals_required: int | None = None,
         veto: Collection[str] | None = None,
         settling: Settling | None = None,
+        names: NamePolicy | None = None,
     ) -> None:
         check_credentials(client, token, signing_secret)
         if channel is None and route is None:
@@ -143,6 +142,7 @@ class SlackProvider:
             escalate_users=ids(escalate_users, "escalate_users"),
             escalate_groups=ids(escalate_groups, "escalate_groups"),
             escalate_channel=escalate_channel or None,
+            names=names,
         )
         self._questions = QuestionDefaults.checked(default_option, approvals_required, veto)
         self._background = Background(client)

@@ -15,6 +15,7 @@ from typing import Any
 from relay.asks.rules import MAX_REMINDERS, capped, check_timeout
 from relay.errors import RelayConfigError, bad_request
 from relay.questions import AskUserQuestionRequest
+from relay.slack.named import NamePolicy
 from relay.slack.people import ids
 from relay.store.record import Target
 
@@ -91,10 +92,13 @@ class TargetDefaults:
     escalate_users: frozenset[str] | None = None
     escalate_groups: frozenset[str] | None = None
     escalate_channel: str | None = None
+    names: NamePolicy | None = None  # what a client's own target may name (relay serve)
 
     async def resolve(self, request: AskUserQuestionRequest, target: SlackTarget | None) -> Target:
         """The ``Target`` for ``request``: ``target``, else the route's, else the default
         channel, with every unset field inherited; ``BAD_REQUEST`` for what may not be."""
+        if target is not None and self.names is not None:
+            self.names.check(target)
         if target is None:
             target = SlackTarget(channel=self.channel or "")
             if self.route is not None:

@@ -13,6 +13,7 @@ import contextlib
 import json
 import time
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -109,7 +110,7 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
         """Start serving on a free port of 127.0.0.1."""
         if self._runner is not None:
             raise RuntimeError("FakeSlack is already started")
-        app = web.Application()
+        app = web.Application(middlewares=[_no_browser_pages])
         app.router.add_route("*", "/api/{method}", self._serve_api)
         app.router.add_post("/response/{key}", self._serve_response_url)
         app.router.add_get(SOCKET_MODE_PATH, self._sockets.handle)
@@ -398,3 +399,17 @@ def _bounded_int(text: str) -> int:
     if len(text) > 30:
         raise ValueError(f"an integer of {len(text)} digits")
     return int(text)
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def _no_browser_pages(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse what a web page makes a browser send (a form post, a fetch, a WebSocket): the
+    fake serves Slack's clients, never a page, and as the sandbox's stand-in it runs on the
+    user's machine, where any site open in the browser could otherwise post as the bot."""
+    site = request.headers.get("Sec-Fetch-Site")
+    if "Origin" in request.headers or (site is not None and site not in ("none", "same-origin")):
+        return web.json_response({"ok": False, "error": "cross_origin_refused"}, status=403)
+    return await handler(request)

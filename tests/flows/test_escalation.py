@@ -344,8 +344,11 @@ async def test_relay_serve_escalates_by_its_settings_and_relay_ask_takes_the_fla
             RELAY_ESCALATE_TO="U0CAROL",
             RELAY_ESCALATE_CHANNEL="C0ONCALL",
             RELAY_APPROVALS_REQUIRED="2",
+            # relay ask below escalates to S0LEADS: a group an ask may name only if listed.
+            RELAY_ALLOWED_GROUPS="S0LEADS",
         ) as relay,
     ):
+        slack.usergroups = {"S0LEADS": ["U0ALICE", "U0DAN", "U0CAROL"]}
         body = {
             "questions": [
                 {"id": "go", "question": "Ship?", "options": [{"label": "Ship"}, {"label": "No"}]}
@@ -390,7 +393,7 @@ async def test_relay_serve_escalates_by_its_settings_and_relay_ask_takes_the_fla
 async def test_the_audit_trail_says_when_an_ask_was_escalated() -> None:
     async with (
         FakeSlack(signing_secret="server-signing-secret") as slack,
-        relay_server(slack) as relay,
+        relay_server(slack, RELAY_ALLOWED_CHANNELS="C0X") as relay,
     ):
         questions = [{"id": "go", "question": "Ship?", "options": [{"label": "Ship"}]}]
         early = {

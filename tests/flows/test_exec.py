@@ -120,7 +120,10 @@ async def test_stopping_while_waiting_withdraws_the_question() -> None:
 
 async def test_only_the_rules_approvers_may_approve_in_the_channel_asked(tmp_path: Path) -> None:
     rules = write_rules(tmp_path, 'approvers = ["U0ALICE"]\n')
-    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_ALLOWED_CHANNELS="C0OTHER") as relay,
+    ):
         env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         pending = await start(
             "exec", "--rules", rules, "--channel", "C0OTHER", "--", "true", env=env

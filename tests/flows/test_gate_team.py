@@ -47,7 +47,15 @@ PATHS = ["hosted", "direct"]
 async def reaching_slack(how: str) -> AsyncIterator[tuple[FakeSlack, dict[str, str]]]:
     """FakeSlack and ``relay mcp``'s environment: through ``relay serve``, or Slack itself."""
     if how == "hosted":
-        async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        # A client's rules may escalate only to a channel and group the operator lists; the
+        # group is then the ceiling of who answers, so everyone here is in it.
+        async with (
+            FakeSlack(signing_secret=SECRET) as slack,
+            relay_server(
+                slack, RELAY_ALLOWED_CHANNELS="C0ONCALL", RELAY_ALLOWED_GROUPS="S0DBAS"
+            ) as relay,
+        ):
+            slack.usergroups = {"S0DBAS": ["U0ALICE", "U0BOB", "U0CAROL", "U0LEAD"]}
             yield slack, {"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}
         return
     async with FakeSlack(signing_secret="unused") as slack:

@@ -69,6 +69,12 @@ async def cluster(redis_server: RedisServer) -> AsyncIterator[Cluster]:
             "REDIS_URL": redis_server.url,
             "RELAY_RATE_LIMIT": "100000",
             "RELAY_MAX_PENDING": "5000",
+            # Each ask names a channel of its own (load_round): the operator lists them all.
+            "RELAY_ALLOWED_CHANNELS": ",".join(
+                f"C{seed}LOAD{i:04d}"
+                for seed, asks in ((1, WARMUP_ASKS), (2, ASKS))
+                for i in range(asks)
+            ),
         }
         replicas = await asyncio.gather(
             start_relay(relay_env(slack, free_port(), **env)),

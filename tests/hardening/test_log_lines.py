@@ -46,6 +46,12 @@ async def test_a_newline_in_a_request_value_cannot_forge_a_second_event(
 ) -> None:
     body = ask(FORGED) if field == "agent" else ask("ci", channel=f"C0SERVER{FORGED}")
     status, created = await relay.request("POST", "/v1/asks", json=body)
+    if field == "channel":
+        # No operator lists such a channel (RELAY_ALLOWED_CHANNELS): refused before any log.
+        assert status == 400, created
+        assert not [entry for entry in relay.log if "by=U0ALICE" in entry]
+        assert all(RECORD.match(entry) for entry in relay.log), relay.log
+        return
     assert status == 201, created
     line = await created_line(relay, created["id"])
     assert '\\nevent=answered ask=… by=U0ALICE"' in line  # kept, escaped, readable
