@@ -52,6 +52,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.config",
             "relay.config_values",
             "relay.gate.match",
+            "relay.gate.paths",
+            "relay.gate.shell",
             "relay.grants",
             "relay.records",
             "relay.webhooks",

@@ -12,6 +12,7 @@ from typing import Any
 
 from relay.abort import AbortSignal
 from relay.gate.approval import ApprovalRequest, Approver, Decision
+from relay.gate.core import grant_scope
 from relay.gate.match import Pattern, subject
 from relay.gate.rules import Rules, Verdict
 from relay.questions import AgentRef
@@ -32,18 +33,13 @@ class ToolUse:
 
 
 def _grant_scope(use: ToolUse, verdict: Verdict) -> Pattern | None:
-    """A narrow ask rule's commands or paths, for this tool only; else ``None`` (exact)."""
+    """A narrow ask rule's commands or paths, for this tool only, when they cover this very
+    input (``relay.gate.core``); else ``None`` (exactly this input)."""
     rule = verdict.rule
     if rule is None or not rule.narrow:
         return None
-    p = rule.pattern
-    return Pattern(
-        tools=(use.tool,),
-        commands=p.commands,
-        command_regex=p.command_regex,
-        paths=p.paths,
-        path_regex=p.path_regex,
-    )
+    scope = grant_scope(use.tool, use.input, rule.pattern)
+    return None if scope.digest is not None else scope
 
 
 class Gate:

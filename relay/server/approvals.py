@@ -6,7 +6,10 @@ sees exactly what will run) and returns its id. ``GET /v1/approvals/{id}?wait=S`
 for the decision; reading a decided approval whose reviewer chose a grant records that
 grant (once, whichever replica reads first), with who chose it and when from the signed
 click. No endpoint creates a grant from what a client says: a coding agent holds its own
-API token, so anything the token alone could do, the agent could forge.
+API token, so anything the token alone could do, the agent could forge. A ``pattern`` in the
+body is only a proposal, checked by ``relay.gate.core.checked_scope``: no digest, no
+pattern for every use of a tool, none that does not cover the very input shown
+(``BAD_PATTERN``); the option text then says exactly what the grant would cover.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from relay.gate.approval import (
     decide_answer,
     decide_error,
 )
+from relay.gate.core import ScopeError, checked_scope
 from relay.gate.match import Pattern, subject
 from relay.grants.base import GrantStore
 from relay.questions import MAX_APPROVALS, AgentRef
@@ -277,6 +281,12 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
             pattern = Pattern.from_json({k: v for k, v in raw_pattern.items() if v is not None})
         except (ValueError, re.error) as exc:
             raise _bad(f"pattern: {exc}") from None
+        if isinstance(tool, str) and isinstance(tool_input, Mapping):
+            try:
+                # Never a scope for what the reviewer is not shown (relay.gate.core).
+                pattern = checked_scope(tool, tool_input, pattern)
+            except ScopeError as exc:
+                raise ApiError(exc.code, str(exc)) from None
     for key in ("tool_use_id", "reason"):
         value = body.get(key)
         if value is not None and not isinstance(value, str):
