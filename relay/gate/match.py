@@ -148,9 +148,11 @@ class Pattern:
             parts = use.shell.parts
             if strict and not all(hit(p) for p in parts):
                 return False
+            raw = use.command or ""
             if not strict and not (
                 any(hit(p) for p in parts)
-                or any(r.search(use.command or "") for r in command_regex)
+                or any(r.search(raw) for r in command_regex)
+                or any(_glob(c, raw) for c in self.commands)
             ):
                 return False
         if self.paths or path_regex:

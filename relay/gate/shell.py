@@ -225,17 +225,18 @@ class CommandGlob:
 
     words: tuple[str, ...]
     open: bool
+    source: str = ""
 
     @classmethod
     def of(cls, pattern: str) -> CommandGlob:
         """The glob ``pattern`` as words (a bad one matches nothing: see ``glob_error``)."""
         tokens = _tokens(pattern) or []
         if any(_is_operator(t) for t in tokens):
-            return cls(("\x00",), False)
+            return cls(("\x00",), False, pattern)
         is_open = bool(tokens) and tokens[-1].endswith("*")
         if tokens and tokens[-1] == "*":
             tokens = tokens[:-1]
-        return cls(tuple(tokens), is_open)
+        return cls(tuple(tokens), is_open, pattern)
 
     def strict(self, part: Simple) -> bool:
         """Whether ``part`` is this command word for word (an allow or a grant)."""
@@ -250,8 +251,8 @@ class CommandGlob:
     def loose(self, part: Simple) -> bool:
         """Whether ``part`` could be this command (a deny or an ask): the program by name,
         every flag in any order or cluster, the other words in order with any between."""
-        if not self.words:
-            return True
+        if not self.words or (self.source and _word_glob(self.source, part.text())):
+            return True  # the glob as text matches too: a deny written for the raw string
         shape = Simple(self.words)
         want_flags = _flag_words(self.words[1:])
         have = part.flags()
@@ -259,8 +260,10 @@ class CommandGlob:
             if _GLOB_CHARS & set(flag):
                 if not any(_word_glob(flag, h) for h in have):
                     return False
-            elif _CLUSTER.match(flag):
-                if not all(f"-{c}" in have for c in flag[1:]):
+            elif _CLUSTER.match(flag) or len(flag) == 2:
+                # Letter case too: `-R` and `-r` are one flag to rm, cp, chmod, chown…
+                folded = {h.lower() for h in have}
+                if not all(f"-{c.lower()}" in folded for c in flag[1:]):
                     return False
             elif flag not in have:
                 return False
