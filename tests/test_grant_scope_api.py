@@ -84,3 +84,30 @@ async def test_without_a_pattern_the_grant_is_for_exactly_this_input() -> None:
         assert again["decision"] is None
         status, again = await relay.request("POST", "/v1/approvals", json=body("ls -la"))
         assert (status, again["decision"]["outcome"]) == (200, "allowed")
+
+
+async def test_the_verdict_in_slack_says_who_denied_why_and_who_allowed_what() -> None:
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        slack.add_user("U0BOB", name="bob")
+        status, created = await relay.request("POST", "/v1/approvals", json=body("make deploy"))
+        assert status == 201
+        message = await slack.wait_for_message(timeout=15)
+        await slack.type(message, "not on a Friday", user="U0BOB")
+        await slack.press_enter(message, user="U0BOB")
+        assert (await decided(relay, created["id"]))["decision"]["behavior"] == "deny"
+        await slack.wait_until(lambda: "Denied by" in str(message.blocks), timeout=10)
+        shown = str(message.blocks)
+        assert "Denied by <@U0BOB>" in shown
+        assert "not on a Friday" in shown
+        assert "Answered by" not in shown
+
+        status, created = await relay.request(
+            "POST", "/v1/approvals", json=body("npm test", {"commands": ["npm test*"]})
+        )
+        assert status == 201
+        await slack.wait_until(lambda: len(slack.messages) == 2, timeout=15)
+        allowed = slack.messages[-1]
+        await slack.click(allowed, "Allow for this session", user="U0BOB")
+        assert (await decided(relay, created["id"]))["decision"]["outcome"] == "granted"
+        await slack.wait_until(lambda: "Allowed by" in str(allowed.blocks), timeout=10)
+        assert "`npm test*` followed by any words" in str(allowed.blocks).split("Allowed by")[1]

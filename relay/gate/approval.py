@@ -207,7 +207,10 @@ def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
     quorum = request.quorum
     options = [
         AskUserQuestionOption(
-            ALLOW_ONCE, "Allow this one use" if quorum == 1 else f"{quorum} people must allow"
+            ALLOW_ONCE,
+            f"Allow this one {request.tool} call, as shown"
+            if quorum == 1
+            else f"{quorum} people must allow",
         )
     ]
     if session:
