@@ -95,7 +95,10 @@ async def _decide(args: argparse.Namespace, argv: list[str]) -> Decision:
         context=who_asks(os.environ, cwd),
     )
     verdict = Gate(rules=rules, approver=_Unused()).verdict(use)
-    if verdict.action in ("allow", "deny"):
+    # Through a hosted relay, an allow of this rules file is the relay's to confirm (its
+    # operator's RELAY_RULES_FILE may ask or deny): the file may be in the agent's reach.
+    confirm = verdict.action == "allow" and bool(args.relay_url or os.environ.get("RELAY_URL"))
+    if verdict.action == "deny" or (verdict.action == "allow" and not confirm):
         decision = await Gate(rules=rules, approver=_Unused()).decide(use)
         assert decision is not None
         return decision
@@ -122,7 +125,7 @@ async def _decide(args: argparse.Namespace, argv: list[str]) -> Decision:
         # The relay decides at the timeout; past it and the grace, the relay is gone.
         async with asyncio.timeout(timeout + DECISION_GRACE):
             decision = await Gate(rules=backend.fill(rules), approver=backend.approver).decide(
-                use, signal=controller.signal
+                use, signal=controller.signal, confirm_allow=confirm
             )
     except TimeoutError:
         decision = gave_up(timeout + DECISION_GRACE)

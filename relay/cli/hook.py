@@ -87,7 +87,10 @@ async def _decide(args: argparse.Namespace, adapter: Adapter, call: HookCall) ->
     )
     gate = Gate(rules=rules, approver=_NoApprover())
     verdict = gate.verdict(use)
-    if verdict.action != "ask" and verdict.action != "pass":
+    # Through a hosted relay, an allow of these rules (a file the agent can write) is the
+    # relay's to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
+    confirm = verdict.action == "allow" and bool(args.relay_url or os.environ.get("RELAY_URL"))
+    if verdict.action == "deny" or (verdict.action == "allow" and not confirm):
         return await gate.decide(use)  # decided by the rules alone: no connection needed
     if verdict.action == "pass":
         return None
@@ -105,7 +108,9 @@ async def _decide(args: argparse.Namespace, adapter: Adapter, call: HookCall) ->
     try:
         gate = Gate(rules=backend.fill(rules), approver=backend.approver)
         async with asyncio.timeout(timeout + _MARGIN):
-            return await gate.decide(use, signal=controller.signal, allow_pass=True)
+            return await gate.decide(
+                use, signal=controller.signal, allow_pass=True, confirm_allow=confirm
+            )
     except TimeoutError:
         from relay.gate.approval import Decision
 

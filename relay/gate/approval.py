@@ -88,6 +88,9 @@ class ApprovalRequest:
     escalate_channel: str | None = None
     approvals: int | None = None
     deny_vetoes: bool | None = None
+    # The client's own rules allow this: a hosted relay allows it at once only if its
+    # operator's rules do too (else asks or denies); asking Slack directly, it is allowed.
+    rules_allow: bool = False
 
     @property
     def quorum(self) -> int:

@@ -54,14 +54,21 @@ class Gate:
         return self.rules.verdict(subject(use.tool, use.input, cwd=use.cwd))
 
     async def decide(
-        self, use: ToolUse, *, signal: AbortSignal | None = None, allow_pass: bool = False
+        self,
+        use: ToolUse,
+        *,
+        signal: AbortSignal | None = None,
+        allow_pass: bool = False,
+        confirm_allow: bool = False,
     ) -> Decision | None:
-        """Allow or deny ``use``; ``None`` only for a ``pass`` verdict when ``allow_pass``."""
+        """Allow or deny ``use``; ``None`` only for a ``pass`` verdict when ``allow_pass``.
+        With ``confirm_allow`` an allow of these rules (which the agent may have written)
+        goes to the approver too, whose operator's rules may make it stricter."""
         verdict = self.verdict(use)
         source = self.rules.source
         if verdict.action == "deny":
             return Decision.deny(verdict.reason(source))
-        if verdict.action == "allow":
+        if verdict.action == "allow" and not confirm_allow:
             return Decision(behavior="allow", message=verdict.reason(source), outcome="allowed")
         if verdict.action == "pass" and allow_pass:
             return None
@@ -95,5 +102,6 @@ class Gate:
             escalate_channel=team.escalate_channel,
             approvals=team.approvals,
             deny_vetoes=team.deny_vetoes,
+            rules_allow=verdict.action == "allow",
         )
         return await self.approver.approve(request, signal=signal)

@@ -6,14 +6,15 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from relay.gate.policy import Policy
 from relay.gate.rules import Rules
-from relay.gate.team import TeamRules
 from relay.grants import GrantStore, MemoryGrants
 from relay.mcp.http import mount_mcp
 from relay.server.api import OWNER, AskApi
@@ -131,11 +132,13 @@ def build_app(
     idempotency_window: float = 24 * 3600.0,
     webhooks: Webhooks | None = None,
     min_approvals: int | None = None,
+    policy: Policy | None = None,
 ) -> web.Application:
     """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
     ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people any tool approval
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
+    ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals.
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -161,7 +164,9 @@ def build_app(
         webhooks=webhooks,
     )
     grant_store = grants if grants is not None else MemoryGrants()
-    approvals = ApprovalApi(asks=api, grants=grant_store, min_approvals=min_approvals)
+    approvals = ApprovalApi(
+        asks=api, grants=grant_store, min_approvals=min_approvals, policy=policy
+    )
 
     @web.middleware
     async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -255,7 +260,7 @@ def build_app(
         grants=grant_store,
         auth=auth,
         # approve_tool_use on /mcp: an approval needing several people, as on /v1/approvals.
-        rules=Rules(team=TeamRules(approvals=min_approvals)) if (min_approvals or 1) > 1 else None,
+        rules=_mcp_rules(policy, min_approvals),
         progress_interval=mcp_progress_interval,
     )
     if serve_slack_events:
@@ -263,6 +268,15 @@ def build_app(
             "/slack/events", slack_handler(provider.bolt_app, read_timeout=read_timeout)
         )
     return app
+
+
+def _mcp_rules(policy: Policy | None, min_approvals: int | None) -> Rules | None:
+    """``approve_tool_use``'s rules on ``/mcp``: the operator's global ones, and at least
+    ``min_approvals`` people, as on ``/v1/approvals``."""
+    rules = policy.rules if policy is not None else Rules()
+    if (min_approvals or 1) > (rules.team.approvals or 1):
+        rules = replace(rules, team=replace(rules.team, approvals=min_approvals))
+    return rules if policy is not None or (min_approvals or 1) > 1 else None
 
 
 def _hung_up(request: web.Request) -> bool:

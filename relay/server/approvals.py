@@ -31,8 +31,10 @@ from relay.gate.approval import (
     decide_answer,
     decide_error,
 )
-from relay.gate.core import ScopeError, checked_scope
+from relay.gate.core import ScopeError, checked_scope, grant_scope
 from relay.gate.match import Pattern, subject
+from relay.gate.policy import Policy, combine
+from relay.gate.rules import Verdict
 from relay.grants.base import GrantStore
 from relay.questions import MAX_APPROVALS, AgentRef
 from relay.records import iso_time
@@ -60,6 +62,7 @@ _KEYS = frozenset(
         "slack",
         "callback_url",
         "callback_events",
+        "client_verdict",
     }
 )
 # How long an offer outlives its ask's timeout, so a late read can still record the grant.
@@ -84,7 +87,12 @@ class ApprovalApi:
     """Handlers for ``/v1/approvals``; requests arrive authenticated (``request[OWNER]``)."""
 
     def __init__(
-        self, *, asks: AskApi, grants: GrantStore, min_approvals: int | None = None
+        self,
+        *,
+        asks: AskApi,
+        grants: GrantStore,
+        min_approvals: int | None = None,
+        policy: Policy | None = None,
     ) -> None:
         # Approvals are asks: read, limited and long-polled exactly as /v1/asks reads them.
         self._asks = asks
@@ -93,6 +101,9 @@ class ApprovalApi:
         # The operator's RELAY_APPROVALS_REQUIRED: a body may ask for more people, not fewer
         # (a coding agent holds its own token, so it must not lower its own quorum).
         self._min_approvals = min_approvals
+        # The operator's RELAY_RULES_FILE: what is allowed or denied without a person, and
+        # the scope of a grant, decided where the agent cannot write.
+        self._policy = policy
 
     def routes(self) -> list[web.RouteDef]:
         """The routes to add to the application."""
@@ -108,6 +119,11 @@ class ApprovalApi:
         wait = self._asks.wait_param(request)
         body = await self._asks.json_body(request, hint="send less of the tool input")
         approval, target = _read_approval(body)
+        client = body.get("client_verdict") if isinstance(body, Mapping) else None
+        ruled = self._by_rules(approval, owner, client or "ask")
+        if isinstance(ruled, Decision):
+            return web.json_response(approval_json(None, ruled))  # nothing was posted
+        approval = ruled
         subscription = self._asks.callback(body)  # checked before anything is posted
         if self._min_approvals is not None and self._min_approvals > (approval.approvals or 1):
             approval = replace(approval, approvals=self._min_approvals)
@@ -137,6 +153,32 @@ class ApprovalApi:
             status=201,
             headers={"Location": f"/v1/approvals/{record.id}", **headers},
         )
+
+    def _by_rules(
+        self, approval: ApprovalRequest, owner: str, client: object
+    ) -> ApprovalRequest | Decision:
+        """The operator's rules and the client's verdict, the stricter deciding: a deny or an
+        allow at once, else the approval to post (with the operator's rule's grant scope)."""
+        if client not in ("allow", "ask"):
+            raise _bad('client_verdict must be "allow" or "ask": what the client\'s rules say')
+        rules = self._policy.for_owner(owner) if self._policy is not None else None
+        use = subject(approval.tool, approval.input)
+        operator = rules.verdict(use) if rules is not None else Verdict("pass")
+        action = combine(str(client), operator)
+        source = "the relay's rules (RELAY_RULES_FILE)"
+        if action == "deny":
+            return Decision.deny(operator.reason(source))
+        if action == "allow":
+            why = operator.reason(source) if operator.action == "allow" else "allowed by the"
+            if operator.action != "allow":
+                why += " client's rules (the relay has no rules file)"
+            return Decision(behavior="allow", message=why, outcome="allowed")
+        rule = operator.rule
+        if approval.pattern is None and rule is not None and rule.action == "ask" and rule.narrow:
+            scope = grant_scope(approval.tool, approval.input, rule.pattern)
+            if scope.digest is None:
+                approval = replace(approval, pattern=scope)
+        return approval
 
     async def _start(
         self, approval: ApprovalRequest, target: Any, owner: str
