@@ -37,7 +37,10 @@ level's, key by key (``escalate_to`` as a whole list). ``escalate_to`` or
 reverse; so is a reminder or escalation not before the ask's timeout. With ``approvals`` of
 2 or more no grant is offered: only *Allow once* (needing that many people) and *Deny*.
 Of the rules that match a use, ``deny`` wins over ``ask``, and ``ask`` over ``allow``,
-whatever their order. ``pass`` (only as ``default``) lets the harness decide as it would
+whatever their order. Matching is on canonical forms (``relay.gate.match``): deny and ask
+rules loosely (any part of a compound command, a folder of the path), allow rules strictly
+(every part, the very path), and what relay cannot read is never allowed without a person.
+``pass`` (only as ``default``) lets the harness decide as it would
 without relay.
 """
 
