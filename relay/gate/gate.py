@@ -45,9 +45,11 @@ def _grant_scope(use: ToolUse, verdict: Verdict) -> Pattern | None:
 class Gate:
     """Decides tool uses by ``rules``, asking ``approver`` when a human is needed."""
 
-    def __init__(self, *, rules: Rules, approver: Approver) -> None:
+    def __init__(self, *, rules: Rules, approver: Approver, confirm_allows: bool = False) -> None:
         self.rules = rules
         self.approver = approver
+        # Every allow of these rules goes to the approver too (see ``decide``).
+        self.confirm_allows = confirm_allows
 
     def verdict(self, use: ToolUse) -> Verdict:
         """What the rules alone say about ``use``."""
@@ -68,7 +70,7 @@ class Gate:
         source = self.rules.source
         if verdict.action == "deny":
             return Decision.deny(verdict.reason(source))
-        if verdict.action == "allow" and not confirm_allow:
+        if verdict.action == "allow" and not (confirm_allow or self.confirm_allows):
             return Decision(behavior="allow", message=verdict.reason(source), outcome="allowed")
         if verdict.action == "pass" and allow_pass:
             return None

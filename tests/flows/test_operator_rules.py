@@ -14,6 +14,7 @@ from typing import Any
 from relay.cli.exec_ import EXIT_DENIED
 from relay.testing import FakeSlack
 from tests.gate_env import clean_env, finish, start, write_rules
+from tests.mcp_env import result_json, stdio_client
 from tests.server_env import OTHER_TOKEN, SECRET, TOKEN, relay_server
 
 OTHER = hashlib.sha256(OTHER_TOKEN.encode()).hexdigest()[:32]
@@ -127,3 +128,19 @@ async def test_a_tokens_section_and_the_client_verdict_on_the_api(tmp_path: Path
         )
         assert (status, body["error"]["code"]) == (400, "BAD_REQUEST")
         assert len(slack.messages) == 1
+
+
+async def test_relay_mcp_is_held_to_the_operators_rules_too(tmp_path: Path) -> None:
+    own = write_rules(tmp_path, AGENTS_OWN)
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RULES_FILE=operator_file(tmp_path)) as relay,
+        stdio_client({"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}, "--rules", own) as client,
+    ):
+        write = {"file_path": "//etc/cron.d/x", "content": "x"}
+        denied = await client.call_tool("approve_tool_use", {"tool_name": "Write", "input": write})
+        assert result_json(denied)["behavior"] == "deny"
+        read = {"file_path": str(tmp_path / "a")}
+        allowed = await client.call_tool("approve_tool_use", {"tool_name": "Read", "input": read})
+        assert result_json(allowed)["behavior"] == "allow"
+        assert not slack.messages
