@@ -14,7 +14,7 @@ from typing import Any
 from relay.cli.exec_ import EXIT_DENIED
 from relay.testing import FakeSlack
 from tests.gate_env import clean_env, finish, start, write_rules
-from tests.mcp_env import result_json, stdio_client
+from tests.mcp_env import http_client, result_json, stdio_client
 from tests.server_env import OTHER_TOKEN, SECRET, TOKEN, relay_server
 
 OTHER = hashlib.sha256(OTHER_TOKEN.encode()).hexdigest()[:32]
@@ -141,6 +141,21 @@ async def test_relay_mcp_is_held_to_the_operators_rules_too(tmp_path: Path) -> N
         denied = await client.call_tool("approve_tool_use", {"tool_name": "Write", "input": write})
         assert result_json(denied)["behavior"] == "deny"
         read = {"file_path": str(tmp_path / "a")}
+        allowed = await client.call_tool("approve_tool_use", {"tool_name": "Read", "input": read})
+        assert result_json(allowed)["behavior"] == "allow"
+        assert not slack.messages
+
+
+async def test_approve_tool_use_on_slash_mcp_follows_the_operators_rules(tmp_path: Path) -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RULES_FILE=operator_file(tmp_path)) as relay,
+        http_client(relay) as client,
+    ):
+        write = {"file_path": "/var/../etc/cron.d/x", "content": "x"}
+        denied = await client.call_tool("approve_tool_use", {"tool_name": "Write", "input": write})
+        assert result_json(denied)["behavior"] == "deny"
+        read = {"file_path": "/srv/a"}
         allowed = await client.call_tool("approve_tool_use", {"tool_name": "Read", "input": read})
         assert result_json(allowed)["behavior"] == "allow"
         assert not slack.messages
