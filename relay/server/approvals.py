@@ -40,7 +40,7 @@ from relay.questions import MAX_APPROVALS, AgentRef
 from relay.records import iso_time
 from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
-from relay.slack.provider import SlackProvider
+from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.record import AskRecord, AskStatus, utcnow
 
 __all__ = ["ApprovalApi", "approval_json"]
@@ -124,6 +124,7 @@ class ApprovalApi:
         if isinstance(ruled, Decision):
             return web.json_response(approval_json(None, ruled))  # nothing was posted
         approval = ruled
+        target = self._who_approves(target, owner, approval)
         subscription = self._asks.callback(body)  # checked before anything is posted
         if self._min_approvals is not None and self._min_approvals > (approval.approvals or 1):
             approval = replace(approval, approvals=self._min_approvals)
@@ -179,6 +180,28 @@ class ApprovalApi:
             if scope.digest is None:
                 approval = replace(approval, pattern=scope)
         return approval
+
+    def _who_approves(
+        self, target: SlackTarget | None, owner: str, approval: ApprovalRequest
+    ) -> SlackTarget | None:
+        """The operator's approvers for this use (its ask rule's, else the file's): a body may
+        name fewer of them, never others."""
+        if self._policy is None:
+            return target
+        rules = self._policy.for_owner(owner)
+        rule = rules.verdict(subject(approval.tool, approval.input)).rule
+        users = rule.approvers if rule is not None and rule.approvers is not None else None
+        groups = rule.approver_groups if rule is not None else None
+        users = users if users is not None else rules.approvers
+        groups = groups if groups is not None else rules.approver_groups
+        if users is None and groups is None:
+            return target
+        current = target if target is not None else SlackTarget(channel="")
+        return replace(
+            current,
+            allowed_users=_within(current.allowed_users, users),
+            allowed_groups=_within(current.allowed_groups, groups),
+        )
 
     async def _start(
         self, approval: ApprovalRequest, target: Any, owner: str
@@ -274,6 +297,15 @@ class ApprovalApi:
                 " to another token)",
             )
         return record
+
+
+def _within(asked: object, operator: tuple[str, ...] | None) -> Any:
+    """The body's list if it names only the operator's ids, else the operator's."""
+    if operator is None:
+        return asked
+    if isinstance(asked, list | tuple | frozenset | set) and set(asked) <= set(operator):
+        return asked
+    return operator
 
 
 def _bad(message: str) -> ApiError:

@@ -159,3 +159,27 @@ async def test_approve_tool_use_on_slash_mcp_follows_the_operators_rules(tmp_pat
         allowed = await client.call_tool("approve_tool_use", {"tool_name": "Read", "input": read})
         assert result_json(allowed)["behavior"] == "allow"
         assert not slack.messages
+
+
+async def test_the_operators_approvers_decide_who_may_answer(tmp_path: Path) -> None:
+    path = tmp_path / "operator.toml"
+    path.write_text(
+        '[[rules]]\naction = "ask"\ncommands = ["make deploy*"]\napprovers = ["U0LEAD"]\n'
+    )
+    deploy = {"tool": "Bash", "input": {"command": "make deploy"}, "agent": {"id": "a1"}}
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RULES_FILE=str(path)) as relay,
+    ):
+        # The body names someone else: the operator's approvers stand instead.
+        body = {**deploy, "slack": {"allowed_users": ["U0ALICE"]}}
+        status, created = await relay.request("POST", "/v1/approvals", json=body)
+        assert status == 201, created
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "Allow once", user="U0ALICE")
+        status, still = await relay.request("GET", f"/v1/approvals/{created['id']}")
+        assert (status, still["status"]) == (200, "pending")
+        await slack.click(message, "Allow once", user="U0LEAD")
+        status, done = await relay.request("GET", f"/v1/approvals/{created['id']}?wait=5")
+        assert done["decision"]["behavior"] == "allow"
+        assert done["decision"]["by"]["id"] == "U0LEAD"
