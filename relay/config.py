@@ -62,6 +62,8 @@ ENV_VARS: dict[str, str] = {
     "RELAY_APPROVALS_REQUIRED": "distinct people who must vote for an option of every"
     " single-select question that sets no approvalsRequired (default 1)",
     "RELAY_VETO": "comma-separated option labels one vote decides at once, where offered",
+    "RELAY_RULES_FILE": "the operator's rules file for tool approvals (/v1/approvals, /mcp):"
+    " what is allowed or denied without a person, and what a grant may cover",
     "RELAY_API_TOKENS": "comma-separated bearer tokens for the /v1 API",
     "RELAY_API_TOKENS_FILE": "a file with one bearer token per line (instead of the above)",
     "RELAY_MAX_WAIT": "longest ?wait= a request may hold, in seconds (default 60)",
@@ -249,6 +251,7 @@ class Settings:
     receipt_issuer: str = "relay"
     team: TeamDefaults = field(default_factory=TeamDefaults)
     mcp: McpSettings = field(default_factory=McpSettings)
+    rules_file: str | None = None
 
     @property
     def socket_mode(self) -> bool:
@@ -335,6 +338,7 @@ class Settings:
             timeout=timeout,
             max_timeout=max_timeout,
             api_tokens=read_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE")),
+            rules_file=get("RELAY_RULES_FILE") or None,
             max_wait=read_seconds(get("RELAY_MAX_WAIT"), "RELAY_MAX_WAIT", 60.0),
             retention=read_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0),
             max_body=int(

@@ -54,6 +54,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.config_mcp",
             "relay.config_values",
             "relay.gate.match",
+            "relay.gate.paths",
+            "relay.gate.shell",
             "relay.grants",
             "relay.receipts",
             "relay.records",

@@ -8,7 +8,8 @@ kills relay exec with the same signal).
 
 Exit codes of relay exec itself, used only when the command did not run:
   100 denied (by a reviewer or a rule)   101 no reviewer answered in time
-  102 the decision failed (relay or Slack unreachable or refusing; fails closed)
+  102 the decision failed (relay or Slack unreachable or refusing, or no answer by the
+      reviewer's time plus 15 s because the relay stopped answering; fails closed)
   2   bad usage or configuration         126 not executable   127 not found
   128+N stopped by signal N while waiting (the question is withdrawn)
 A command can exit with any of these itself; relay exec's own outcome always prints one
@@ -31,7 +32,7 @@ from types import FrameType
 from relay.abort import AbortController
 from relay.cli.backend import add_backend_flags, open_backend
 from relay.cli.common import USAGE, CommandError, Commands
-from relay.gate.approval import Decision
+from relay.gate.approval import DECISION_GRACE, Decision, gave_up
 from relay.gate.context import ci_job, requester, who_asks
 from relay.gate.gate import Gate, ToolUse
 from relay.gate.rules import Rules, load_rules
@@ -94,7 +95,10 @@ async def _decide(args: argparse.Namespace, argv: list[str]) -> Decision:
         context=who_asks(os.environ, cwd),
     )
     verdict = Gate(rules=rules, approver=_Unused()).verdict(use)
-    if verdict.action in ("allow", "deny"):
+    # Through a hosted relay, an allow of this rules file is the relay's to confirm (its
+    # operator's RELAY_RULES_FILE may ask or deny): the file may be in the agent's reach.
+    confirm = verdict.action == "allow" and bool(args.relay_url or os.environ.get("RELAY_URL"))
+    if verdict.action == "deny" or (verdict.action == "allow" and not confirm):
         decision = await Gate(rules=rules, approver=_Unused()).decide(use)
         assert decision is not None
         return decision
@@ -118,9 +122,13 @@ async def _decide(args: argparse.Namespace, argv: list[str]) -> Decision:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop, sig)
     try:
-        decision = await Gate(rules=backend.fill(rules), approver=backend.approver).decide(
-            use, signal=controller.signal
-        )
+        # The relay decides at the timeout; past it and the grace, the relay is gone.
+        async with asyncio.timeout(timeout + DECISION_GRACE):
+            decision = await Gate(rules=backend.fill(rules), approver=backend.approver).decide(
+                use, signal=controller.signal, confirm_allow=confirm
+            )
+    except TimeoutError:
+        decision = gave_up(timeout + DECISION_GRACE)
     finally:
         await backend.close()
     if stopped:

@@ -78,7 +78,10 @@ def _decide(
     cwd: str = call.cwd or os.getcwd()
     # What ``Gate.verdict`` and ``Gate.decide`` say for a use the rules decide alone.
     verdict = rules.verdict(subject(call.tool, call.input, cwd=cwd))
-    if verdict.action == "allow" or verdict.action == "deny":
+    # Through a hosted relay an allow of these rules (a file the agent can write) goes to the
+    # relay to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
+    through_relay = bool(getattr(args, "relay_url", None) or os.environ.get("RELAY_URL"))
+    if verdict.action == "deny" or (verdict.action == "allow" and not through_relay):
         return RulesDecision(verdict.action, verdict.reason(rules.source))
     if verdict.action == "pass":
         return None
@@ -110,6 +113,9 @@ async def _ask(
         context=who_asks(os.environ, cwd),
     )
     verdict = Gate(rules=rules, approver=_NoApprover()).verdict(use)
+    # Through a hosted relay, an allow of these rules (a file the agent can write) is the
+    # relay's to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
+    confirm = verdict.action == "allow"
     timeout = rules.timeout_for(verdict)
     backend = await open_backend(args, timeout=timeout)
     controller = AbortController()
@@ -129,7 +135,9 @@ async def _ask(
     try:
         gate = Gate(rules=backend.fill(rules), approver=backend.approver)
         async with asyncio.timeout(timeout + _MARGIN):
-            decision = await gate.decide(use, signal=controller.signal, allow_pass=True)
+            decision = await gate.decide(
+                use, signal=controller.signal, allow_pass=True, confirm_allow=confirm
+            )
         if controller.signal.aborted and controller.signal.reason == "deferred":
             return Deferred(
                 "no one on the team has decided yet: the question stays open in Slack;"

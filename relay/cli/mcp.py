@@ -72,7 +72,12 @@ async def _serve(args: argparse.Namespace) -> None:
     who = requester()
     # One relay mcp process is one agent session: its grants are not another's.
     session = f"mcp:{who}:{secrets.token_hex(6)}"
-    gate = Gate(rules=backend.fill(rules), approver=backend.approver)
+    # Through a relay, its operator's rules may make this file's allows stricter.
+    gate = Gate(
+        rules=backend.fill(rules),
+        approver=backend.approver,
+        confirm_allows=backend.mode == "relay",
+    )
     context = {"Asked by": who, "Directory": os.getcwd()}
 
     def toolbox(ctx: Context) -> Toolbox:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ALLOW_ONCE",
     "ALLOW_SESSION",
+    "DECISION_GRACE",
     "DENY",
     "QUESTION_ID",
     "ApprovalRequest",
@@ -43,6 +44,7 @@ __all__ = [
     "approval_question",
     "decide_answer",
     "decide_error",
+    "gave_up",
 ]
 
 QUESTION_ID = "approval"
@@ -50,6 +52,9 @@ ALLOW_ONCE = "Allow once"
 ALLOW_SESSION = "Allow for this session"
 DENY = "Deny"
 _MINUTES = re.compile(r"Allow for \d+ minutes")
+# Seconds past the reviewer's time that `relay exec` and the hook wait for the relay's answer
+# (the relay decides at the timeout itself); past them the relay is gone, and they deny.
+DECISION_GRACE = 15.0
 Outcome = Literal["approved", "granted", "allowed", "denied", "timed_out", "aborted", "failed"]
 
 
@@ -83,6 +88,9 @@ class ApprovalRequest:
     escalate_channel: str | None = None
     approvals: int | None = None
     deny_vetoes: bool | None = None
+    # The client's own rules allow this: a hosted relay allows it at once only if its
+    # operator's rules do too (else asks or denies); asking Slack directly, it is allowed.
+    rules_allow: bool = False
 
     @property
     def quorum(self) -> int:
@@ -202,7 +210,10 @@ def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
     quorum = request.quorum
     options = [
         AskUserQuestionOption(
-            ALLOW_ONCE, "Allow this one use" if quorum == 1 else f"{quorum} people must allow"
+            ALLOW_ONCE,
+            f"Allow this one {request.tool} call, as shown"
+            if quorum == 1
+            else f"{quorum} people must allow",
         )
     ]
     if session:
@@ -284,6 +295,16 @@ def decide_answer(
             at=item.answered_at,
         ),
         kind,
+    )
+
+
+def gave_up(waited: float) -> Decision:
+    """The deny when no decision came within ``waited`` seconds (the reviewer's time plus
+    ``DECISION_GRACE``): the relay or the connection to it is gone."""
+    return Decision.deny(
+        f"relay got no decision within {waited:g} s (the relay stopped answering or cannot be"
+        " reached), so this is denied (it fails closed); check that relay serve is running",
+        "failed",
     )
 
 

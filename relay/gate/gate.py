@@ -12,6 +12,7 @@ from typing import Any
 
 from relay.abort import AbortSignal
 from relay.gate.approval import ApprovalRequest, Approver, Decision
+from relay.gate.core import grant_scope
 from relay.gate.match import Pattern, subject
 from relay.gate.rules import Rules, Verdict
 from relay.questions import AgentRef
@@ -32,40 +33,44 @@ class ToolUse:
 
 
 def _grant_scope(use: ToolUse, verdict: Verdict) -> Pattern | None:
-    """A narrow ask rule's commands or paths, for this tool only; else ``None`` (exact)."""
+    """A narrow ask rule's commands or paths, for this tool only, when they cover this very
+    input (``relay.gate.core``); else ``None`` (exactly this input)."""
     rule = verdict.rule
     if rule is None or not rule.narrow:
         return None
-    p = rule.pattern
-    return Pattern(
-        tools=(use.tool,),
-        commands=p.commands,
-        command_regex=p.command_regex,
-        paths=p.paths,
-        path_regex=p.path_regex,
-    )
+    scope = grant_scope(use.tool, use.input, rule.pattern)
+    return None if scope.digest is not None else scope
 
 
 class Gate:
     """Decides tool uses by ``rules``, asking ``approver`` when a human is needed."""
 
-    def __init__(self, *, rules: Rules, approver: Approver) -> None:
+    def __init__(self, *, rules: Rules, approver: Approver, confirm_allows: bool = False) -> None:
         self.rules = rules
         self.approver = approver
+        # Every allow of these rules goes to the approver too (see ``decide``).
+        self.confirm_allows = confirm_allows
 
     def verdict(self, use: ToolUse) -> Verdict:
         """What the rules alone say about ``use``."""
         return self.rules.verdict(subject(use.tool, use.input, cwd=use.cwd))
 
     async def decide(
-        self, use: ToolUse, *, signal: AbortSignal | None = None, allow_pass: bool = False
+        self,
+        use: ToolUse,
+        *,
+        signal: AbortSignal | None = None,
+        allow_pass: bool = False,
+        confirm_allow: bool = False,
     ) -> Decision | None:
-        """Allow or deny ``use``; ``None`` only for a ``pass`` verdict when ``allow_pass``."""
+        """Allow or deny ``use``; ``None`` only for a ``pass`` verdict when ``allow_pass``.
+        With ``confirm_allow`` an allow of these rules (which the agent may have written)
+        goes to the approver too, whose operator's rules may make it stricter."""
         verdict = self.verdict(use)
         source = self.rules.source
         if verdict.action == "deny":
             return Decision.deny(verdict.reason(source))
-        if verdict.action == "allow":
+        if verdict.action == "allow" and not (confirm_allow or self.confirm_allows):
             return Decision(behavior="allow", message=verdict.reason(source), outcome="allowed")
         if verdict.action == "pass" and allow_pass:
             return None
@@ -99,5 +104,6 @@ class Gate:
             escalate_channel=team.escalate_channel,
             approvals=team.approvals,
             deny_vetoes=team.deny_vetoes,
+            rules_allow=verdict.action == "allow",
         )
         return await self.approver.approve(request, signal=signal)

@@ -119,6 +119,9 @@ class LocalApprover:
         self, request: ApprovalRequest, *, signal: AbortSignal | None = None
     ) -> Decision:
         """Allow or deny ``request`` (a grant, a reviewer, or a deny when neither answers)."""
+        if request.rules_allow:
+            # No operator's rules in this process: the caller's allow stands.
+            return Decision(behavior="allow", message="allowed by the rules", outcome="allowed")
         try:
             grant = await self.grants.find(
                 owner=self._owner,

@@ -4,7 +4,10 @@ A rule and a grant both say "this tool, with a command or path like this". ``Pat
 that statement; ``subject`` pulls the command and path out of a tool's input the same way
 for Claude Code's tools (``Bash``: ``command``; ``Edit``/``Write``/``MultiEdit``/``Read``:
 ``file_path``; ``NotebookEdit``: ``notebook_path``; ``Glob``/``Grep``: ``path``) and for
-``relay exec`` (``command``).
+``relay exec`` (``command``), in canonical form: the command parsed into its simple commands
+(``relay.gate.shell``), the path resolved (``relay.gate.paths``). A pattern matches
+``strict``ly (an allow rule, a grant: every part of the command, the very path) or loosely
+(a deny or ask rule: any part, the path or a folder it is in).
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from relay.gate.paths import PathGlob, Place, place
+from relay.gate.shell import CommandGlob, Parsed, Simple, parse
 
 __all__ = ["Pattern", "PatternKind", "Subject", "fingerprint", "subject"]
 
@@ -33,17 +38,14 @@ class Subject:
     path: str | None = None
     cwd: str | None = None
     digest: str = ""
+    shell: Parsed | None = None
+    where: Place | None = None
 
     def paths(self) -> tuple[str, ...]:
-        """The path as given and, under ``cwd``, relative to it (so ``src/*`` can match)."""
-        if self.path is None:
+        """The canonical path: absolute, and relative to ``cwd`` when inside it."""
+        if self.where is None:
             return ()
-        out = [self.path]
-        if self.cwd and os.path.isabs(self.path):
-            rel = os.path.relpath(self.path, self.cwd)
-            if not rel.startswith(".."):
-                out.append(rel)
-        return tuple(out)
+        return tuple(p for p in (self.where.absolute, self.where.relative) if p)
 
 
 def fingerprint(tool: str, tool_input: Mapping[str, Any]) -> str:
@@ -57,18 +59,29 @@ def subject(tool: str, tool_input: Mapping[str, Any], *, cwd: str | None = None)
     command = tool_input.get("command")
     path = next((v for k in _PATH_KEYS if isinstance(v := tool_input.get(k), str) and v), None)
     given_cwd = tool_input.get("cwd")
+    where_cwd = given_cwd if isinstance(given_cwd, str) and given_cwd else cwd
     return Subject(
         tool=tool,
         command=command if isinstance(command, str) else None,
         path=path,
-        cwd=given_cwd if isinstance(given_cwd, str) and given_cwd else cwd,
+        cwd=where_cwd,
         digest=fingerprint(tool, tool_input),
+        shell=parse(command) if isinstance(command, str) else None,
+        where=place(path, where_cwd) if path is not None else None,
     )
 
 
 def _glob(pattern: str, text: str) -> bool:
     # fnmatchcase: a rule must not match differently on macOS and Linux.
     return fnmatch.fnmatchcase(text, pattern)
+
+
+def _command_words(glob: str) -> str:
+    shape = CommandGlob.of(glob)
+    words = " ".join(shape.words)
+    if not shape.open:
+        return f"`{words}`"
+    return f"`{words}` followed by any words" if words else "any command"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,40 +121,65 @@ class Pattern:
             return "exact"
         return "regex" if self.command_regex or self.path_regex else "glob"
 
-    def matches(self, use: Subject) -> bool:
-        """Whether ``use`` is covered by this pattern."""
+    def matches(self, use: Subject, *, strict: bool = True) -> bool:
+        """Whether ``use`` is covered: ``strict`` (allow, grants) needs every part of its
+        command and its very path; loose (deny, ask) any part, or a folder it is in."""
         if self.tools and not any(_glob(t, use.tool) for t in self.tools):
             return False
         if self.digest is not None:
             return use.digest == self.digest
         command_regex, path_regex = self._compiled
         if self.commands or command_regex:
-            if use.command is None:
+            if use.shell is None or not use.shell.parts:
                 return False
-            if not (
-                any(_glob(p, use.command) for p in self.commands)
-                or any(r.search(use.command) for r in command_regex)
+            globs = [CommandGlob.of(c) for c in self.commands]
+
+            def hit(part: Simple) -> bool:
+                if strict:
+                    if part.opaque:
+                        return False
+                    return any(g.strict(part) for g in globs) or any(
+                        r.search(part.text()) for r in command_regex
+                    )
+                return any(g.loose(part) for g in globs) or any(
+                    r.search(part.text()) for r in command_regex
+                )
+
+            parts = use.shell.parts
+            if strict and not all(hit(p) for p in parts):
+                return False
+            raw = use.command or ""
+            if not strict and not (
+                any(hit(p) for p in parts)
+                or any(r.search(raw) for r in command_regex)
+                or any(_glob(c, raw) for c in self.commands)
             ):
                 return False
         if self.paths or path_regex:
-            candidates = use.paths()
-            globbed = any(_glob(p, c) for p in self.paths for c in candidates)
-            if not globbed and not any(r.search(c) for r in path_regex for c in candidates):
+            if use.where is None:
+                return False
+            where = use.where
+            globs_p = [PathGlob(p) for p in self.paths]
+            globbed = any(g.strict(where) if strict else g.loose(where) for g in globs_p)
+            if not globbed and not any(r.search(c) for r in path_regex for c in use.paths()):
                 return False
         return True
 
     def describe(self) -> str:
-        """What the pattern covers, in words for the reviewer (not escaped)."""
+        """What the pattern covers, exactly, in words for the reviewer (not escaped)."""
         tools = ", ".join(self.tools) if self.tools else "any tool"
         if self.digest is not None:
             return f"exactly this {tools} call"
-        parts = [
-            *(f"commands like `{c}`" for c in self.commands),
-            *(f"commands matching /{r}/" for r in self.command_regex),
-            *(f"paths like `{p}`" for p in self.paths),
-            *(f"paths matching /{r}/" for r in self.path_regex),
-        ]
-        return f"{tools} with {' or '.join(parts)}" if parts else f"every {tools} call"
+        commands = [_command_words(c) for c in self.commands]
+        commands += [f"matching /{r}/" for r in self.command_regex]
+        paths = [f"`{p}`" for p in self.paths] + [f"matching /{r}/" for r in self.path_regex]
+        parts = []
+        if commands:
+            parts.append(f"commands each part of which is {' or '.join(commands)}")
+        if paths:
+            within = " (`*` within one folder)" if any("*" in p for p in self.paths) else ""
+            parts.append(f"on paths {' or '.join(paths)}{within}")
+        return f"{tools} {' and '.join(parts)}" if parts else f"every {tools} call"
 
     def to_json(self) -> dict[str, Any]:
         """The wire form (only the fields that are set)."""

@@ -69,6 +69,8 @@ def approval_body(request: ApprovalRequest) -> dict[str, Any]:
         body["approvals_required"] = request.approvals
     if request.deny_vetoes is not None:
         body["deny_vetoes"] = request.deny_vetoes
+    if request.rules_allow:
+        body["client_verdict"] = "allow"
     if slack:
         body["slack"] = slack
     return body

@@ -37,7 +37,10 @@ level's, key by key (``escalate_to`` as a whole list). ``escalate_to`` or
 reverse; so is a reminder or escalation not before the ask's timeout. With ``approvals`` of
 2 or more no grant is offered: only *Allow once* (needing that many people) and *Deny*.
 Of the rules that match a use, ``deny`` wins over ``ask``, and ``ask`` over ``allow``,
-whatever their order. ``pass`` (only as ``default``) lets the harness decide as it would
+whatever their order. Matching is on canonical forms (``relay.gate.match``): deny and ask
+rules loosely (any part of a compound command, a folder of the path), allow rules strictly
+(every part, the very path), and what relay cannot read is never allowed without a person.
+``pass`` (only as ``default``) lets the harness decide as it would
 without relay.
 """
 
@@ -52,6 +55,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from relay.gate.match import Pattern, Subject
+from relay.gate.shell import Parsed, glob_error
 from relay.gate.team import TEAM_KEYS, TeamRules, check_team, read_team
 
 __all__ = ["BAD_RULES", "Action", "Rule", "Rules", "RulesError", "Verdict", "load_rules"]
@@ -149,12 +153,37 @@ class Rules:
     team: TeamRules = field(default_factory=TeamRules)
 
     def verdict(self, use: Subject) -> Verdict:
-        """The strictest action of the rules matching ``use`` (deny > ask > allow)."""
-        matching = [r for r in self.rules if r.pattern.matches(use)]
-        if not matching:
-            return Verdict(self.default)
-        strictest = min(matching, key=lambda r: (_RANK[r.action], r.index))
-        return Verdict(strictest.action, strictest)
+        """The strictest action of the rules matching ``use`` (deny > ask > allow).
+
+        Deny and ask rules match loosely (any part of a compound command, a folder of the
+        path); an allow rule only strictly, and a compound command is allowed only if every
+        part is. What relay cannot read (``opaque``) is never allowed without a person."""
+        for action in ("deny", "ask"):
+            hits = [
+                r for r in self.rules if r.action == action and r.pattern.matches(use, strict=False)
+            ]
+            if hits:
+                return Verdict(action, hits[0])
+        allows = [r for r in self.rules if r.action == "allow"]
+        opaque = use.shell is not None and use.shell.opaque
+        if use.shell is not None and len(use.shell.parts) > 1:
+            # Every part on its own must be allowed by some rule.
+            covering = []
+            for part in use.shell.parts:
+                one = replace(use, shell=Parsed((part,)))
+                rule = next((r for r in allows if r.pattern.matches(one)), None)
+                if rule is None:
+                    break
+                covering.append(rule)
+            else:
+                return Verdict("allow", covering[0])
+        else:
+            rule = next((r for r in allows if r.pattern.matches(use)), None)
+            if rule is not None:
+                return Verdict("allow", rule)
+        if opaque and self.default == "allow":
+            return Verdict("ask")
+        return Verdict(self.default)
 
     def filled(
         self,
@@ -302,6 +331,10 @@ class _Reader:
             name: self.strings(data, name, where)
             for name in ("tools", "commands", "command_regex", "paths", "path_regex")
         }
+        for expression in lists["commands"]:
+            problem = glob_error(expression)
+            if problem is not None:
+                raise self.error(f"{where}commands", f"{expression!r} {problem}")
         for name in ("command_regex", "path_regex"):
             for expression in lists[name]:
                 try:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -13,8 +14,8 @@ from aiohttp import web
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from relay.config_mcp import McpSettings
+from relay.gate.policy import Policy
 from relay.gate.rules import Rules
-from relay.gate.team import TeamRules
 from relay.grants import GrantStore, MemoryGrants
 from relay.mcp.http import mount_mcp
 from relay.mcp.origins import OriginPolicy
@@ -141,6 +142,7 @@ def build_app(
     min_approvals: int | None = None,
     receipts: ReceiptWriter | None = None,
     mcp: McpSettings | None = None,
+    policy: Policy | None = None,
 ) -> web.Application:
     """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
@@ -148,6 +150,7 @@ def build_app(
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
     ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it).
     ``mcp`` bounds ``/mcp``'s sessions and lists the origins and hosts it answers.
+    ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals.
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -173,7 +176,9 @@ def build_app(
         webhooks=webhooks,
     )
     grant_store = grants if grants is not None else MemoryGrants()
-    approvals = ApprovalApi(asks=api, grants=grant_store, min_approvals=min_approvals)
+    approvals = ApprovalApi(
+        asks=api, grants=grant_store, min_approvals=min_approvals, policy=policy
+    )
     receipt_api = ReceiptApi(asks=api, approvals=approvals, writer=receipts)
 
     @web.middleware
@@ -269,7 +274,7 @@ def build_app(
         grants=grant_store,
         auth=auth,
         # approve_tool_use on /mcp: an approval needing several people, as on /v1/approvals.
-        rules=Rules(team=TeamRules(approvals=min_approvals)) if (min_approvals or 1) > 1 else None,
+        rules=_mcp_rules(policy, min_approvals),
         progress_interval=mcp_progress_interval,
         receipts=receipts is not None,
         **_mcp_bounds(mcp or McpSettings()),
@@ -292,6 +297,15 @@ def _mcp_bounds(settings: McpSettings) -> dict[str, Any]:
         ),
         "origins": OriginPolicy(origins=settings.allowed_origins, hosts=settings.allowed_hosts),
     }
+
+
+def _mcp_rules(policy: Policy | None, min_approvals: int | None) -> Rules | None:
+    """``approve_tool_use``'s rules on ``/mcp``: the operator's global ones, and at least
+    ``min_approvals`` people, as on ``/v1/approvals``."""
+    rules = policy.rules if policy is not None else Rules()
+    if (min_approvals or 1) > (rules.team.approvals or 1):
+        rules = replace(rules, team=replace(rules.team, approvals=min_approvals))
+    return rules if policy is not None or (min_approvals or 1) > 1 else None
 
 
 def _hung_up(request: web.Request) -> bool:

@@ -6,7 +6,10 @@ sees exactly what will run) and returns its id. ``GET /v1/approvals/{id}?wait=S`
 for the decision; reading a decided approval whose reviewer chose a grant records that
 grant (once, whichever replica reads first), with who chose it and when from the signed
 click. No endpoint creates a grant from what a client says: a coding agent holds its own
-API token, so anything the token alone could do, the agent could forge.
+API token, so anything the token alone could do, the agent could forge. A ``pattern`` in the
+body is only a proposal, checked by ``relay.gate.core.checked_scope``: no digest, no
+pattern for every use of a tool, none that does not cover the very input shown
+(``BAD_PATTERN``); the option text then says exactly what the grant would cover.
 """
 
 from __future__ import annotations
@@ -28,13 +31,16 @@ from relay.gate.approval import (
     decide_answer,
     decide_error,
 )
+from relay.gate.core import ScopeError, checked_scope, grant_scope
 from relay.gate.match import Pattern, subject
+from relay.gate.policy import Policy, combine
+from relay.gate.rules import Verdict
 from relay.grants.base import GrantStore
 from relay.questions import MAX_APPROVALS, AgentRef
 from relay.records import iso_time
 from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
-from relay.slack.provider import SlackProvider
+from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.record import AskRecord, AskStatus, utcnow
 
 __all__ = ["ApprovalApi", "approval_json"]
@@ -56,6 +62,7 @@ _KEYS = frozenset(
         "slack",
         "callback_url",
         "callback_events",
+        "client_verdict",
     }
 )
 # How long an offer outlives its ask's timeout, so a late read can still record the grant.
@@ -80,7 +87,12 @@ class ApprovalApi:
     """Handlers for ``/v1/approvals``; requests arrive authenticated (``request[OWNER]``)."""
 
     def __init__(
-        self, *, asks: AskApi, grants: GrantStore, min_approvals: int | None = None
+        self,
+        *,
+        asks: AskApi,
+        grants: GrantStore,
+        min_approvals: int | None = None,
+        policy: Policy | None = None,
     ) -> None:
         # Approvals are asks: read, limited and long-polled exactly as /v1/asks reads them.
         self._asks = asks
@@ -89,6 +101,9 @@ class ApprovalApi:
         # The operator's RELAY_APPROVALS_REQUIRED: a body may ask for more people, not fewer
         # (a coding agent holds its own token, so it must not lower its own quorum).
         self._min_approvals = min_approvals
+        # The operator's RELAY_RULES_FILE: what is allowed or denied without a person, and
+        # the scope of a grant, decided where the agent cannot write.
+        self._policy = policy
 
     def routes(self) -> list[web.RouteDef]:
         """The routes to add to the application."""
@@ -104,6 +119,12 @@ class ApprovalApi:
         wait = self._asks.wait_param(request)
         body = await self._asks.json_body(request, hint="send less of the tool input")
         approval, target = _read_approval(body)
+        client = body.get("client_verdict") if isinstance(body, Mapping) else None
+        ruled = self._by_rules(approval, owner, client or "ask")
+        if isinstance(ruled, Decision):
+            return web.json_response(approval_json(None, ruled))  # nothing was posted
+        approval = ruled
+        target = self._who_approves(target, owner, approval)
         subscription = self._asks.callback(body)  # checked before anything is posted
         if self._min_approvals is not None and self._min_approvals > (approval.approvals or 1):
             approval = replace(approval, approvals=self._min_approvals)
@@ -132,6 +153,54 @@ class ApprovalApi:
             approval_json(record.id, decision, record),
             status=201,
             headers={"Location": f"/v1/approvals/{record.id}", **headers},
+        )
+
+    def _by_rules(
+        self, approval: ApprovalRequest, owner: str, client: object
+    ) -> ApprovalRequest | Decision:
+        """The operator's rules and the client's verdict, the stricter deciding: a deny or an
+        allow at once, else the approval to post (with the operator's rule's grant scope)."""
+        if client not in ("allow", "ask"):
+            raise _bad('client_verdict must be "allow" or "ask": what the client\'s rules say')
+        rules = self._policy.for_owner(owner) if self._policy is not None else None
+        use = subject(approval.tool, approval.input)
+        operator = rules.verdict(use) if rules is not None else Verdict("pass")
+        action = combine(str(client), operator)
+        source = "the relay's rules (RELAY_RULES_FILE)"
+        if action == "deny":
+            return Decision.deny(operator.reason(source))
+        if action == "allow":
+            why = operator.reason(source) if operator.action == "allow" else "allowed by the"
+            if operator.action != "allow":
+                why += " client's rules (the relay has no rules file)"
+            return Decision(behavior="allow", message=why, outcome="allowed")
+        rule = operator.rule
+        if approval.pattern is None and rule is not None and rule.action == "ask" and rule.narrow:
+            scope = grant_scope(approval.tool, approval.input, rule.pattern)
+            if scope.digest is None:
+                approval = replace(approval, pattern=scope)
+        return approval
+
+    def _who_approves(
+        self, target: SlackTarget | None, owner: str, approval: ApprovalRequest
+    ) -> SlackTarget | None:
+        """The operator's approvers for this use (its ask rule's, else the file's): a body may
+        name fewer of them, never others."""
+        if self._policy is None:
+            return target
+        rules = self._policy.for_owner(owner)
+        rule = rules.verdict(subject(approval.tool, approval.input)).rule
+        users = rule.approvers if rule is not None and rule.approvers is not None else None
+        groups = rule.approver_groups if rule is not None else None
+        users = users if users is not None else rules.approvers
+        groups = groups if groups is not None else rules.approver_groups
+        if users is None and groups is None:
+            return target
+        current = target if target is not None else SlackTarget(channel="")
+        return replace(
+            current,
+            allowed_users=_within(current.allowed_users, users),
+            allowed_groups=_within(current.allowed_groups, groups),
         )
 
     async def _start(
@@ -235,6 +304,15 @@ class ApprovalApi:
         return record
 
 
+def _within(asked: object, operator: tuple[str, ...] | None) -> Any:
+    """The body's list if it names only the operator's ids, else the operator's."""
+    if operator is None:
+        return asked
+    if isinstance(asked, list | tuple | frozenset | set) and set(asked) <= set(operator):
+        return asked
+    return operator
+
+
 def _bad(message: str) -> ApiError:
     return ApiError("BAD_REQUEST", message)
 
@@ -282,6 +360,12 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
             pattern = Pattern.from_json({k: v for k, v in raw_pattern.items() if v is not None})
         except (ValueError, re.error) as exc:
             raise _bad(f"pattern: {exc}") from None
+        if isinstance(tool, str) and isinstance(tool_input, Mapping):
+            try:
+                # Never a scope for what the reviewer is not shown (relay.gate.core).
+                pattern = checked_scope(tool, tool_input, pattern)
+            except ScopeError as exc:
+                raise ApiError(exc.code, str(exc)) from None
     for key in ("tool_use_id", "reason"):
         value = body.get(key)
         if value is not None and not isinstance(value, str):

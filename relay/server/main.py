@@ -18,6 +18,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.config import Settings
 from relay.errors import RelayConfigError
+from relay.gate.policy import Policy, load_policy
+from relay.gate.rules import RulesError
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter, SigningKey
 from relay.server.app import CONNECTIONS, build_app
@@ -86,6 +88,16 @@ def configure_logging(settings: Settings) -> None:
         # Bolt and the SDK are chatty at INFO about every request; keep their warnings.
         for name in ("slack_bolt", "slack_sdk", "aiohttp.access", "mcp"):
             logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _policy(settings: Settings) -> Policy | None:
+    """The operator's rules (``RELAY_RULES_FILE``); a broken file stops the relay."""
+    if settings.rules_file is None:
+        return None
+    try:
+        return load_policy(settings.rules_file)
+    except RulesError as exc:
+        raise RelayConfigError(str(exc), setting="RELAY_RULES_FILE") from None
 
 
 def _grants(settings: Settings) -> GrantStore:
@@ -242,6 +254,7 @@ async def serve(
         webhooks=webhooks,
         receipts=receipts,
         min_approvals=settings.team.approvals_required,
+        policy=_policy(settings),
         **limits_of(settings),
     )
     if extend is not None:

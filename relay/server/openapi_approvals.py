@@ -54,7 +54,19 @@ def approval_schemas(slack: dict[str, Any]) -> dict[str, Any]:
                     "additionalProperties": {"type": "string"},
                     "description": "Shown to the reviewer: working directory, host, CI job.",
                 },
-                "pattern": {"anyOf": [{"$ref": "#/components/schemas/Pattern"}, {"type": "null"}]},
+                "pattern": {
+                    "anyOf": [{"$ref": "#/components/schemas/Pattern"}, {"type": "null"}],
+                    "description": "A proposed grant scope, refused (400 BAD_PATTERN) unless it"
+                    " names commands or paths, no digest, and covers this very input; the"
+                    " relay's own rule's scope wins. Leave it out: exactly this input.",
+                },
+                "client_verdict": {
+                    "type": ["string", "null"],
+                    "enum": ["allow", "ask", None],
+                    "description": "What the client's own rules say (default ask). allow: the"
+                    " relay allows at once if its RELAY_RULES_FILE allows too (or it has none),"
+                    " else asks or denies; the stricter of the two always decides.",
+                },
                 "reason": {"type": ["string", "null"]},
                 "session_grants": {"type": ["boolean", "null"], "default": True},
                 "grant_minutes": {

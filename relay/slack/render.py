@@ -24,6 +24,7 @@ from typing import Any, Literal
 from relay.errors import UserInteractionError, bad_request
 from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem, Vote
 from relay.slack import kit
+from relay.slack.answered import OUTCOME_LINE_CHARS, answered_line, slack_date
 from relay.slack.inputs import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -42,7 +43,7 @@ from relay.slack.inputs import (
     plain,
     sections,
 )
-from relay.slack.team import TALLY_CHARS, defaulted_line, tally_block, votes_text
+from relay.slack.team import TALLY_CHARS, defaulted_line, tally_block
 from relay.slack.text import (
     block_text_length,
     chunks,
@@ -83,7 +84,6 @@ MARKDOWN_CHARS = 10_000  # across the markdown blocks of one message (Slack: 12,
 FALLBACK_CHARS = 3000
 MESSAGE_CHARS = 10_000
 """Characters of text the relay puts in one message's blocks (Slack refused 11,341 once)."""
-OUTCOME_LINE_CHARS = 3000  # room every message keeps for its final "Answered by …: …"
 _LAST_DEADLINE = 9_999_999_999.0  # sizes the "times out …" line for any deadline
 _MIN_DETAIL = 500  # with less room left than this, the whole detail goes to the thread
 _NOTE_CHARS = 100  # the "continues in N thread replies" line
@@ -155,10 +155,6 @@ def _detail_blocks(
     return blocks, overflow
 
 
-def _slack_date(epoch: float, fallback: str) -> str:
-    return f"<!date^{int(epoch)}^{{date_short_pretty}} at {{time}}|{escape(fallback)}>"
-
-
 def _asked_by(
     agent: AgentRef | None,
     index: int,
@@ -172,7 +168,7 @@ def _asked_by(
     if count > 1:
         parts.append(f"question {index + 1} of {count}")
     if deadline is not None:
-        ends = f"times out {_slack_date(deadline, 'at the deadline')}"
+        ends = f"times out {slack_date(deadline, 'at the deadline')}"
         if default is not None:
             # (a label: one longer than its button shows is listed whole under the question)
             ends += f", then takes *{escape(shorten(default, LABEL_CHARS))}*"
@@ -318,31 +314,6 @@ def render_detail_reply(piece: str, *, part: int, parts: int) -> dict[str, Any]:
     }
 
 
-def _who(item: AskUserQuestionAnswerItem) -> str:
-    return "someone" if item.answered_by is None else mention(item.answered_by.id)
-
-
-def _answered_line(item: AskUserQuestionAnswerItem) -> str:
-    who = _who(item)
-    when = ""
-    if item.answered_at is not None:
-        when = f" · {_slack_date(item.answered_at.timestamp(), item.answered_at.isoformat())}"
-    if not item.selected and item.custom is None:
-        return f":next_track_button: Skipped by {who}{when}"
-    parts = [", ".join(f"*{escape(label)}*" for label in item.selected)] if item.selected else []
-    if item.custom is not None:
-        quoted = "\n".join(f"> {escape(line)}" for line in item.custom.splitlines() or [""])
-        parts.append(f"\n{quoted}")
-    line = f":white_check_mark: Answered by {who}{when}: " + "".join(parts)
-    if item.votes:
-        line += f"\nVotes: {votes_text(item.votes)}"
-    if len(line) <= OUTCOME_LINE_CHARS:
-        return line
-    # The whole answer went to the agent; the message shows as much as its room holds.
-    note = "… _(shortened here; the agent has the whole answer)_"
-    return chunks(line, OUTCOME_LINE_CHARS - len(note))[0].rstrip() + note
-
-
 _ENDINGS: dict[str, str] = {
     "timed_out": ":hourglass: *Timed out* — nobody answered in time; the agent was told so.",
     "aborted": ":no_entry_sign: *Withdrawn* — the agent no longer needs an answer.",
@@ -368,7 +339,7 @@ def render_outcome(
         line = defaulted_line(item, timeout)
         summary = "defaulted"
     elif outcome == "answered" and item is not None:
-        line = _answered_line(item)
+        line = answered_line(item, question)
         summary = "answered"
     else:
         line = _ENDINGS.get(outcome, _ENDINGS["aborted"])
