@@ -337,7 +337,12 @@ class Workspace:
             if rejected is not None:
                 body: dict[str, Any] = {"ok": False, "error": rejected.error}
                 if rejected.error == "invalid_blocks":  # msg_blocks_too_long says no more
+                    # Slack's shape: the bare messages in ``errors``, and each prefixed with
+                    # its level in ``response_metadata.messages`` (what slack_sdk shows).
                     body["errors"] = rejected.errors
+                    body["response_metadata"] = {
+                        "messages": [f"[ERROR] {error}" for error in rejected.errors]
+                    }
                 return ApiReply(body=body, status=status)
         if not text and not blocks:
             return ApiReply(body={"ok": False, "error": "no_text"}, status=status)
