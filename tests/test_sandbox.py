@@ -351,3 +351,18 @@ async def test_on_loopback_the_page_answers_only_to_loopback_host_names() -> Non
             f"{relay.url}/healthz", headers={"Host": f"relay.internal:{relay.port}"}
         ) as response:
             assert response.status == 200
+
+
+async def test_an_ask_to_a_channel_the_sandbox_does_not_have_is_refused_as_slack_refuses_it() -> (
+    None
+):
+    # The stand-in workspace has its own channels only: any other answers channel_not_found,
+    # as Slack does, so the ask fails at once instead of waiting where nobody can see it.
+    async with sandbox() as relay:
+        body: dict[str, Any] = {"questions": [{"id": "a", "question": "Works?"}]}
+        body["slack"] = {"channel": "C0NOWHERE"}
+        status, answer = await relay.request("POST", "/v1/asks", json=body, token=TOKEN)
+        assert "channel_not_found" in json.dumps(answer), (status, answer)
+        body["slack"] = {"channel": "C0SBDEPLOYS"}
+        status, answer = await relay.request("POST", "/v1/asks", json=body, token=TOKEN)
+        assert status == 201, answer

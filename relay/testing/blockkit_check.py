@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .blockkit import (
-    BLOCKS,
-    COMPOSITIONS,
-    ELEMENTS,
-    TEXT_FIELDS,
+from .blockkit import BLOCKS, COMPOSITIONS, ELEMENTS, TEXT_FIELDS
+from .blockkit_types import (
     Bool,
     Enum,
     Int,
@@ -37,7 +34,8 @@ _BLOCK_ID = Str(max=255)
 def code_units(text: str) -> int:
     """``text``'s length in UTF-16 code units: Slack's counting unit is undocumented, and this
     one is never below the number of characters (the conservative side)."""
-    return len(text.encode("utf-16-le")) // 2
+    # surrogatepass: a lone surrogate (JSON allows one) counts as the one unit it is.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def block_errors(block: object, pointer: str) -> list[str]:
