@@ -209,19 +209,6 @@ async def test_invalid_blocks_carry_slacks_response_metadata(client: AsyncWebCli
     }
 
 
-async def test_lengths_count_utf16_code_units(client: AsyncWebClient) -> None:
-    # Slack does not document its unit; an emoji is 2 UTF-16 code units, so 38 of them (76)
-    # exceed an option's 75 on the conservative side.
-    with pytest.raises(SlackApiError) as raised:
-        await client.chat_postMessage(
-            channel="C0OPS", text="x", blocks=[actions(select(options=[option("😀" * 38)]))]
-        )
-    assert raised.value.response["error"] == "invalid_blocks"
-    await client.chat_postMessage(
-        channel="C0OPS", text="x", blocks=[actions(select(options=[option("😀" * 37)]))]
-    )
-
-
 # -- tokens ----------------------------------------------------------------------------------
 
 

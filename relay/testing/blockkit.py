@@ -6,9 +6,8 @@ elements, composition objects). A field not listed for its kind is refused, as S
 schema refuses it (``slack_sdk.models`` drops it silently instead, which is why the fake does
 not rely on it alone). ``relay.testing.blockkit_check`` applies these rules.
 
-Lengths are counted in UTF-16 code units: Slack does not document its counting unit, and
-code units are never fewer than characters, so the fake refuses every text Slack could refuse
-(an emoji counts 2).
+Lengths are counted in characters (code points): Slack does not document its counting unit
+(``blockkit_check.code_units``).
 """
 
 from __future__ import annotations

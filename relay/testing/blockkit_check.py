@@ -32,10 +32,9 @@ _BLOCK_ID = Str(max=255)
 
 
 def code_units(text: str) -> int:
-    """``text``'s length in UTF-16 code units: Slack's counting unit is undocumented, and this
-    one is never below the number of characters (the conservative side)."""
-    # surrogatepass: a lone surrogate (JSON allows one) counts as the one unit it is.
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    """``text``'s length as Slack's limits count it. Slack does not document its unit; the
+    relay's own text bounds count characters (code points), and so does this, for now."""
+    return len(text)
 
 
 def block_errors(block: object, pointer: str) -> list[str]:
