@@ -64,6 +64,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.cli",
             "relay.client",
             "relay.gate",
+            "relay.hooks",
+            "relay.integrations",
             "relay.mcp",
             "relay.sandbox",
             "relay.server",

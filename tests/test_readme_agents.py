@@ -45,6 +45,9 @@ def test_every_harness_has_its_snippets() -> None:
         "rules-toml",
         "cursor-mcp-json",
         "codex-config-toml",
+        "codex-hooks-json",
+        "copilot-hooks-json",
+        "cursor-hooks-json",
         "ci-exec",
     }
 
@@ -92,7 +95,8 @@ def test_the_hooks_run_relay_hook_claude_code_long_enough_and_fail_closed() -> N
                 words = shlex.split(hook["command"])
                 args = relay_args(words[0], words[1:])
                 assert args.handler.__module__ == "relay.cli.hook"
-                assert args.rules == ".claude/relay-rules.toml"
+                # From the project's root, wherever the agent has cd'd to.
+                assert args.rules == "$CLAUDE_PROJECT_DIR/.claude/relay-rules.toml"
                 assert hook["timeout"] > longest + 15  # the hook's own margin
                 assert hook["onFailure"] == "block"
 
@@ -108,6 +112,50 @@ def test_the_codex_config_starts_relay_mcp_with_a_longer_tool_timeout() -> None:
     relay_args(server["command"], server["args"])
     assert server["tool_timeout_sec"] > float(server["args"][server["args"].index("--timeout") + 1])
     assert server["env_vars"] == ["RELAY_TOKEN"]
+    assert server["required"] is True  # codex exec waits for relay's tools
+
+
+def _hook_args(command: str, harness: str) -> Any:
+    words = shlex.split(command)
+    args = relay_args(words[0], words[1:])
+    assert args.handler.__module__ == "relay.cli.hook"
+    assert words[1:3] == ["hook", harness]
+    return args
+
+
+def _longest_timeout() -> float:
+    rules = parse_rules(tomllib.loads(SNIPPETS["rules-toml"][1]), source="README")
+    return max([rules.timeout, *(r.timeout or 0 for r in rules.rules)])
+
+
+def test_the_codex_hook_answers_permission_requests_long_enough() -> None:
+    hooks = json.loads(SNIPPETS["codex-hooks-json"][1])["hooks"]
+    assert set(hooks) == {"PermissionRequest"}
+    (group,) = hooks["PermissionRequest"]
+    (hook,) = group["hooks"]
+    assert hook["type"] == "command"
+    assert _hook_args(hook["command"], "codex").rules
+    assert hook["timeout"] > _longest_timeout() + 15
+
+
+def test_the_copilot_hook_is_a_version_1_permission_request_hook_long_enough() -> None:
+    config = json.loads(SNIPPETS["copilot-hooks-json"][1])
+    assert config["version"] == 1
+    (hook,) = config["hooks"]["permissionRequest"]
+    assert hook["type"] == "command"
+    args = _hook_args(hook["bash"], "copilot")
+    assert args.event == "permissionRequest"
+    assert hook["timeoutSec"] > _longest_timeout() + 15  # Copilot's default is 30 s
+
+
+def test_the_cursor_hooks_fail_closed_and_wait_long_enough() -> None:
+    config = json.loads(SNIPPETS["cursor-hooks-json"][1])
+    assert config["version"] == 1
+    assert set(config["hooks"]) == {"beforeShellExecution", "beforeMCPExecution"}
+    for (hook,) in config["hooks"].values():
+        _hook_args(hook["command"], "cursor")
+        assert hook["failClosed"] is True
+        assert hook["timeout"] > _longest_timeout() + 15
 
 
 def test_the_ci_step_wraps_the_command_in_relay_exec() -> None:

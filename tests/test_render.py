@@ -407,6 +407,47 @@ def test_ordinary_markdown_and_code_are_left_alone() -> None:
     assert inert_markdown(plain) == plain
 
 
+@pytest.mark.parametrize(
+    ("text", "noted"),
+    [
+        # A label that mentions a host is not the address it goes to.
+        (
+            "[see docs.example.com, not evil.example](https://evil.example/x)",
+            "[see docs.example.com, not evil.example](https://evil.example/x) (evil.example)",
+        ),
+        ("[Approve](HTTPS://evil.example/x)", "[Approve](HTTPS://evil.example/x) (evil.example)"),
+        ("[Approve](Https://Evil.Example)", "[Approve](Https://Evil.Example) (evil.example)"),
+        (
+            "[[Approve](https://docs.example.com)](https://evil.example)",
+            "[[Approve](https://docs.example.com) (docs.example.com)](https://evil.example)"
+            " (evil.example)",
+        ),
+        (
+            "[a [nested] label](https://evil.example)",
+            "[a [nested] label](https://evil.example) (evil.example)",
+        ),
+        (
+            "[Approve\nhere](https://evil.example)",
+            "[Approve\nhere](https://evil.example) (evil.example)",
+        ),
+        (
+            "[Approve here][1]\n\n[1]: https://evil.example/x",
+            "[Approve here][1] (evil.example)\n\n[1]: https://evil.example/x",
+        ),
+        (
+            "[Approve][]\n\n[approve]: HTTPS://evil.example",
+            "[Approve][] (evil.example)\n\n[approve]: HTTPS://evil.example",
+        ),
+        (
+            "Click [Approve  Here].\n\n[approve here]:\n  https://evil.example 'x'",
+            "Click [Approve  Here] (evil.example).\n\n[approve here]:\n  https://evil.example 'x'",
+        ),
+    ],
+)
+def test_every_link_form_shows_its_host(text: str, noted: str) -> None:
+    assert inert_markdown(text) == noted
+
+
 def test_private_notices_quote_labels_and_ids_inert() -> None:
     assert notices.not_recorded(f"'{INJECTED}' is not an option") == (
         f"That answer was not recorded: '{escape(INJECTED)}' is not an option"

@@ -139,7 +139,8 @@ async def test_a_lost_connection_makes_the_relay_unready_until_it_is_back() -> N
         await relay.wait_for_log("Socket Mode: cannot connect to Slack", timeout=20)
         status, body = await relay.request("GET", "/readyz", token=None)
         assert status == 503
-        assert "not connected to Slack, reconnecting (last attempt:" in body["socket_mode"]
+        # Why it failed (an address) is in the log, not in the public probe's body.
+        assert body["socket_mode"] == "not connected to Slack, reconnecting"
     finally:
         await relay.stop()
     assert not [line for line in relay.log if "Traceback" in line], "".join(relay.log)

@@ -100,12 +100,31 @@ def test_only_allowlisted_hosts_and_public_addresses_may_be_called() -> None:
         "fd00::1",
         "::ffff:127.0.0.1",
         "224.0.0.1",
+        # IPv6 forms that embed, or route to, a non-public IPv4 address.
+        "::127.0.0.1",  # IPv4-compatible
+        "::a9fe:a9fe",  # IPv4-compatible 169.254.169.254
+        "::ffff:10.0.0.1",
+        "64:ff9b::7f00:1",  # NAT64 (RFC 6052) to 127.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 to the metadata service
+        "64:ff9b:1::5db8:d822",  # local-use NAT64 (RFC 8215)
+        "2002:7f00:1::",  # 6to4 of 127.0.0.1
+        "2002:c0a8:101::1",  # 6to4 of 192.168.1.1
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo, client 127.0.0.1
+        "2001:0:4136:e378:8000:63bf:a2d4:29cb",  # Teredo with a public client
+        "fec0::1",  # site-local
+        "fefe::1",  # site-local
     ):
         with pytest.raises(CallbackRefused, match="not a public address"):
             policy.check_address(ipaddress.ip_address(address), "h")
     policy.check_address(ipaddress.ip_address("93.184.216.34"), "h")
+    # The same public IPv4 address through NAT64, 6to4 or IPv4-mapped is allowed.
+    for address in ("64:ff9b::5db8:d822", "2002:5db8:d822::1", "::ffff:93.184.216.34"):
+        policy.check_address(ipaddress.ip_address(address), "h")
+    policy.check_address(ipaddress.ip_address("2606:4700::6810:84e5"), "h")
     allowed = HostPolicy(hosts=frozenset(), networks=parse_networks(["10.0.0.0/8"]))
     allowed.check_address(ipaddress.ip_address("10.9.9.9"), "h")
+    allowed.check_address(ipaddress.ip_address("::ffff:10.9.9.9"), "h")
+    allowed.check_address(ipaddress.ip_address("64:ff9b::a09:909"), "h")
 
 
 # -- the sender, in process ---------------------------------------------------------------

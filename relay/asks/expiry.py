@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from relay.store.base import AskStore
+from relay.store.base import AskStore, StoreUnavailable
 
 __all__ = ["Expiry", "Settling"]
 
@@ -104,6 +104,10 @@ class Expiry:
                     unsettled = await self._store.next_unsettled(grace=self._grace)
                     if unsettled is not None:
                         nxt = unsettled if nxt is None else min(nxt, unsettled)
+            except StoreUnavailable as exc:
+                # Said once a second while the store is down; a traceback would add nothing.
+                _log.warning("could not check for expired asks (%s); retrying", exc)
+                nxt = time.time() + 1.0
             except Exception:
                 _log.exception("could not check for expired asks; retrying")
                 nxt = time.time() + 1.0

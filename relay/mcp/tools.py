@@ -45,6 +45,9 @@ TOOLS: tuple[types.Tool, ...] = (
         name=ASK_USER_QUESTION,
         description=str(ASK_USER_QUESTION_TOOL["description"]),
         input_schema=ASK_USER_QUESTION_TOOL["parameters"],
+        # Asking people changes nothing where the agent runs: clients that gate tools by
+        # these hints (Codex under approval_policy = "never") let the question through.
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=True),
     ),
     types.Tool(
         name=APPROVE_TOOL_USE,

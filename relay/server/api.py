@@ -11,7 +11,7 @@ from aiohttp import web
 
 from relay import safejson
 from relay.audit import audit_json, encode_cursor
-from relay.errors import HarnessError, bad_request
+from relay.errors import ErrorCode, HarnessError, UserInteractionError, bad_request
 from relay.questions import AskUserQuestionRequest, validate_request
 from relay.records import needs_votes, record_json
 from relay.server.bodies import read_body
@@ -225,7 +225,19 @@ class AskApi:
             self._limiter.long_poll(request[OWNER]),
             self._connections.cancel_on_hangup(request),
         ):
-            return await self.provider.wait(ask_id, within=wait)
+            try:
+                return await self.provider.wait(ask_id, within=wait)
+            except UserInteractionError as exc:
+                if exc.code != ErrorCode.PROVIDER_FAILED:
+                    raise
+                if await self.provider.store.get(ask_id=ask_id) is not None:
+                    raise
+                # The store lost the ask while it was waited on (Redis restarted empty).
+                raise ApiError(
+                    "NOT_FOUND",
+                    f"ask {ask_id} is no longer in the relay's store (it was lost, e.g. when"
+                    " Redis restarted empty); ask again",
+                ) from None
 
     async def delete(self, request: web.Request) -> web.Response:
         """``DELETE /v1/asks/{id}``: abort a pending ask; the final record either way."""

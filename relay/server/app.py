@@ -56,6 +56,7 @@ class _Readiness:
         self._failure_ttl = failure_ttl
         self._slack: tuple[float, str | None] = (-float("inf"), None)
         self._checking: asyncio.Future[dict[str, str]] | None = None
+        self._logged: dict[str, str] = {}
 
     async def check(self) -> dict[str, str]:
         """The problems found (none: ready); concurrent callers share one check."""
@@ -70,27 +71,46 @@ class _Readiness:
             future.exception()  # retrieved: a failed check is reported to its callers
 
     async def _check(self) -> dict[str, str]:
+        # The body is public (probes are unauthenticated): it names what is wrong, never
+        # where (no Redis or Slack address, no exception text); the details go to the log.
         problems: dict[str, str] = {}
+        details: dict[str, str] = {}
         checked_at, failure = self._slack
         ttl = self._ttl if failure is None else self._failure_ttl
         if time.monotonic() - checked_at > ttl:
             try:
                 await self._provider.client.auth_test()
                 failure = None
-            except (SlackApiError, SlackClientError, aiohttp.ClientError, OSError) as exc:
-                failure = f"auth.test failed: {exc or type(exc).__name__}"
+            except SlackApiError as exc:
+                code = exc.response.get("error") if exc.response is not None else None
+                failure = f"auth.test failed ({code or 'error'})"
+                details["slack"] = f"{exc}"
+            except (SlackClientError, aiohttp.ClientError, OSError) as exc:
+                failure = "auth.test failed (Slack unreachable)"
+                details["slack"] = f"{exc or type(exc).__name__}"
             self._slack = (time.monotonic(), failure)
         if failure is not None:
             problems["slack"] = failure
         socket = self._provider.socket_mode
         if socket is not None and (problem := socket.problem()) is not None:
-            problems["socket_mode"] = problem
+            problems["socket_mode"] = problem.split(" (last attempt", 1)[0]
         try:
             async with asyncio.timeout(2.0):
                 await self._provider.store.ping()
         except Exception as exc:
-            problems["store"] = f"unreachable: {exc}"
+            problems["store"] = "unreachable"
+            details["store"] = f"{exc or type(exc).__name__}"
+        self._log_changes(details, problems)
         return problems
+
+    def _log_changes(self, details: dict[str, str], problems: dict[str, str]) -> None:
+        # Once per new failure, not once per probe: probes come every few seconds.
+        for part, detail in details.items():
+            if self._logged.get(part) != detail:
+                _log.warning("not ready: %s: %s", part, detail)
+            self._logged[part] = detail
+        for part in [p for p in self._logged if p not in problems]:
+            del self._logged[part]
 
 
 CONNECTIONS = web.AppKey("relay_connections", Connections)

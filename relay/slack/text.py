@@ -46,10 +46,16 @@ _ENTITY_CHARS = 5  # the longest escape: "&amp;"
 # <!here>, <!subteam^…>, <@U…>, <#C…>, or a link <scheme:…> (<https://…|label>, <mailto:…>).
 _TOKEN = re.compile(r"(<|&lt;|&#0*60;|&#x0*3c;)(?=[!@#]|[a-z][a-z0-9+.-]{0,30}:)", re.IGNORECASE)
 _BARE_BROADCAST = re.compile(r"(?<![\w@])@(?=(?:here|channel|everyone)\b)", re.IGNORECASE)
-# [text](https://address "optional title"); images (![…](…)) are left alone.
-_MARKDOWN_LINK = re.compile(
-    r"(?<!!)\[([^\]\n]{1,500})\]\(\s*<?(https?://[^\s)>]{1,2000})>?[^)\n]*\)"
+# After a link's "]": an inline destination "(https://address "optional title")", or a
+# reference "[name]" / "[]"; a definition "[name]: https://address" on a line of its own.
+_DESTINATION = re.compile(r"\(\s*<?([a-z][a-z0-9+.-]{0,30}://[^\s)>]{1,2000})>?[^)]*\)", re.I)
+_REFERENCE = re.compile(r"\[([^\[\]]{0,999})\]")
+_DEFINITION = re.compile(
+    r"^ {0,3}\[([^\[\]]{1,999})\]:[ \t]*\n?[ \t]*<?([a-z][a-z0-9+.-]{0,30}://[^\s>]{1,2000})",
+    re.I | re.M,
 )
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_MAX_LABEL = 1000
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 
 
@@ -102,13 +108,60 @@ def chunks(text: str, limit: int) -> list[str]:
     return pieces
 
 
-def _host_note(match: re.Match[str]) -> str:
-    label, address = match.group(1), match.group(2)
+def _ref_key(name: str) -> str:
+    return " ".join(name.split()).casefold()  # CommonMark matches references this way
+
+
+def _note(label: str, address: str) -> str | None:
+    """The host to write after a link, unless its label already reads as its address."""
     host = urlsplit(address).hostname or ""
-    shown = label.strip().strip("`*_~").lower()
-    if not host or host in shown or shown in (address.lower(), address.lower().rstrip("/")):
-        return match.group(0)
-    return f"{match.group(0)} ({host})"
+    if not host:
+        return None
+    shown = " ".join(label.split()).strip("`*_~<> ").lower()
+    if shown in (host, address.lower(), address.lower().rstrip("/")):
+        return None
+    return host
+
+
+def _link_notes(text: str, references: dict[str, str]) -> str:
+    """``text`` with the host written after every link whose label is not its address:
+    inline or by reference, labels nested or over several lines, any scheme's case."""
+    notes: dict[int, str] = {}  # where a link ends -> the host to write there
+    opened: list[int] = []
+    for position, char in enumerate(text):
+        if position and text[position - 1] == "\\":
+            continue  # "\[" and "\]" are literal brackets
+        if char == "[":
+            opened.append(position)
+            continue
+        if char != "]" or not opened:
+            continue
+        start = opened.pop()
+        label = text[start + 1 : position]
+        if (start and text[start - 1] == "!") or len(label) > _MAX_LABEL:
+            continue  # an image, or too long to be a label
+        if _BLANK_LINE.search(label) or text.startswith(":", position + 1):
+            continue  # a label cannot span a blank line; "[name]:" is a definition
+        inline = _DESTINATION.match(text, position + 1)
+        if inline is not None:
+            address, end = inline.group(1), inline.end()
+        else:
+            ref = _REFERENCE.match(text, position + 1)
+            key = ref.group(1) if ref is not None and ref.group(1).strip() else label
+            end = ref.end() if ref is not None else position + 1
+            address = references.get(_ref_key(key), "")
+        host = _note(label, address) if address else None
+        if host is not None:
+            notes[end] = host
+    if not notes:
+        return text
+    parts: list[str] = []
+    last = 0
+    for end in sorted(notes):
+        parts.append(f"{text[last:end]} ({notes[end]})")
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def _break_tokens(text: str) -> str:
@@ -119,14 +172,17 @@ def _break_tokens(text: str) -> str:
 def inert_markdown(text: str) -> str:
     """``text`` for a ``markdown`` block with every mention, broadcast and Slack link inert
     and every markdown link's host shown; other markdown as it was."""
+    references: dict[str, str] = {}
+    for definition in _DEFINITION.finditer(_CODE.sub("", text)):
+        references.setdefault(_ref_key(definition.group(1)), definition.group(2))
     parts: list[str] = []
     position = 0
     for code in _CODE.finditer(text):
         prose = text[position : code.start()]
-        parts.append(_MARKDOWN_LINK.sub(_host_note, _break_tokens(prose)))
+        parts.append(_link_notes(_break_tokens(prose), references))
         parts.append(_break_tokens(code.group(0)))  # code shows links as text: no host note
         position = code.end()
-    parts.append(_MARKDOWN_LINK.sub(_host_note, _break_tokens(text[position:])))
+    parts.append(_link_notes(_break_tokens(text[position:]), references))
     return "".join(parts)
 
 

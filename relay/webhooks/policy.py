@@ -79,17 +79,68 @@ class HostPolicy:
         return False
 
     def check_address(self, address: IPAddress, host: str) -> None:
-        """``CallbackRefused`` unless ``address`` is public or in an allowed network."""
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        if any(address in network for network in self.networks):
+        """``CallbackRefused`` unless ``address`` is public or in an allowed network.
+
+        An IPv6 address that embeds an IPv4 address and routes to it (IPv4-mapped and
+        -compatible, NAT64, 6to4) is judged by that IPv4 address; Teredo, local-use NAT64
+        and site-local addresses are never public."""
+        if self._allowed(address):
             return
-        if not address.is_global or address.is_multicast:
-            raise CallbackRefused(
-                f"{host} resolves to {address}, which is not a public address (loopback,"
-                " private, link-local or reserved); the operator may allow its network with"
-                " RELAY_WEBHOOK_ALLOWED_NETWORKS"
-            )
+        if isinstance(address, ipaddress.IPv6Address) and (embedded := _embedded_ipv4(address)):
+            if not self._allowed(embedded) and not _public(embedded):
+                raise _not_public(host, address)
+            if _translates(address):
+                return  # it reaches the public IPv4 address it embeds
+        if not _public(address):
+            raise _not_public(host, address)
+
+    def _allowed(self, address: IPAddress) -> bool:
+        return any(address in network for network in self.networks)
+
+
+# IPv6 prefixes whose addresses are routed to the IPv4 address in their low bits.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215: local use only
+_COMPATIBLE = ipaddress.IPv6Network("::/96")  # deprecated IPv4-compatible (::a.b.c.d)
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]  # the client, where the tunnel ends
+    if address in _NAT64 or address in _COMPATIBLE:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def _translates(address: ipaddress.IPv6Address) -> bool:
+    # Teredo is not here: its addresses are judged as IPv6 too (never public).
+    return (
+        address.ipv4_mapped is not None
+        or address.sixtofour is not None
+        or address in _NAT64
+        or address in _COMPATIBLE
+    )
+
+
+def _public(address: IPAddress) -> bool:
+    if not address.is_global or address.is_multicast:
+        return False
+    if isinstance(address, ipaddress.IPv6Address):
+        # Python counts these as global; they are not reachable public destinations.
+        return not (address.is_site_local or address in _NAT64_LOCAL or address in _COMPATIBLE)
+    return True
+
+
+def _not_public(host: str, address: IPAddress) -> CallbackRefused:
+    return CallbackRefused(
+        f"{host} resolves to {address}, which is not a public address (loopback,"
+        " private, link-local or reserved, or an IPv6 form of one); the operator may allow"
+        " its network with RELAY_WEBHOOK_ALLOWED_NETWORKS"
+    )
 
 
 def _literal(host: str) -> IPAddress | None:

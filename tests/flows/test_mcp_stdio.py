@@ -45,6 +45,10 @@ async def test_tools_ask_and_approve_through_a_hosted_relay() -> None:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listed) == {"ask_user_question", "approve_tool_use"}
         assert listed["ask_user_question"].input_schema == ASK_USER_QUESTION_TOOL["parameters"]
+        # Read-only, as approve_tool_use: Codex refuses unannotated tools under "never".
+        for tool in listed.values():
+            assert tool.annotations is not None
+            assert tool.annotations.read_only_hint is True
 
         call = asyncio.create_task(client.call_tool("ask_user_question", QUESTION))
         message = await slack.wait_for_message(timeout=15)

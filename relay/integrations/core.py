@@ -1,0 +1,286 @@
+"""What every framework adapter shares: a tool call that waits for approval, the team's
+``Verdict`` on it, and the two ways to get one.
+
+- Waiting in this process: ``decide`` asks any ``Approver`` (``relay.gate.local.
+  slack_approver`` over a ``SlackProvider``, ``seam_approver`` over the seam, or
+  ``relay.gate.remote.RemoteApprover`` through a hosted relay) for every call at once.
+- A paused run: ``RelayApprovals.submit`` posts the calls to a hosted relay's
+  ``/v1/approvals`` and returns tickets (approval ids) to store with the run's state; any
+  process later calls ``RelayApprovals.collect`` with the same calls and tickets, so an
+  approval that takes an hour needs no process to stay up meanwhile.
+
+Quorum, reminders, escalation, timeouts and grants are the relay's, as for any approval.
+Anything but a reviewer's allow (or a grant, or the relay's allow rule) is a deny.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from relay.abort import AbortSignal
+from relay.errors import ErrorCode, RelayConfigError, UserInteractionError
+from relay.gate.approval import ApprovalRequest, Approver, Decision, decide_error
+from relay.gate.local import LocalApprover
+from relay.gate.remote import approval_body
+from relay.grants.base import GrantStore
+from relay.grants.memory import MemoryGrants
+from relay.questions import AgentRef, AskUserQuestionAnswer, AskUserQuestionRequest
+from relay.service import UserInteractionService
+
+__all__ = [
+    "PendingCall",
+    "RelayApprovals",
+    "Tickets",
+    "Verdict",
+    "approval_request",
+    "decide",
+    "seam_approver",
+]
+
+# call id -> {"id": approval id, "digest": what was asked}: JSON, stored with the run.
+Tickets = dict[str, dict[str, str]]
+_RETRYABLE = (aiohttp.ClientConnectionError, aiohttp.ServerTimeoutError, asyncio.TimeoutError)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """One tool call a framework holds back until someone approves it."""
+
+    call_id: str
+    tool: str
+    args: Mapping[str, Any]
+
+    @property
+    def digest(self) -> str:
+        """What the reviewer is shown, hashed: a ticket only answers the call it was made for."""
+        canonical = json.dumps([self.tool, self.args], sort_keys=True, default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The team's answer to one call: the decision, and the reviewer's edited arguments.
+
+    ``edited_args`` is where a reviewer's edit of the tool's input arrives, for the
+    frameworks that take one; relay has no edit yet (issue 40), so it is always ``None``.
+    """
+
+    decision: Decision
+    edited_args: dict[str, Any] | None = field(default=None)
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the call may run."""
+        return self.decision.allowed
+
+    @property
+    def message(self) -> str:
+        """Who decided and why, for the model (a reviewer's typed reason is in it)."""
+        return self.decision.message
+
+
+def approval_request(call: PendingCall, agent: AgentRef, **fields: Any) -> ApprovalRequest:
+    """The relay approval for ``call``; ``fields`` are any other ``ApprovalRequest`` field
+    (``context``, ``reason``, ``channel``, ``timeout``, …)."""
+    return ApprovalRequest(
+        tool=call.tool, input=dict(call.args), agent=agent, tool_use_id=call.call_id, **fields
+    )
+
+
+async def decide(
+    calls: Sequence[PendingCall],
+    approver: Approver,
+    agent: AgentRef,
+    *,
+    signal: AbortSignal | None = None,
+    **fields: Any,
+) -> dict[str, Verdict]:
+    """Every call's verdict, asked all at once and waited for in this process."""
+    decisions = await asyncio.gather(
+        *(approver.approve(approval_request(c, agent, **fields), signal=signal) for c in calls)
+    )
+    return {c.call_id: Verdict(d) for c, d in zip(calls, decisions, strict=True)}
+
+
+def seam_approver(service: UserInteractionService, grants: GrantStore | None = None) -> Approver:
+    """An ``Approver`` asking through the seam's registered provider (in this process).
+
+    The provider's own channel and timeout apply; grants a reviewer makes are kept in
+    ``grants`` (this process's memory unless given)."""
+
+    async def ask(question: AskUserQuestionRequest, _: ApprovalRequest) -> AskUserQuestionAnswer:
+        return await service.ask(question)
+
+    return LocalApprover(ask=ask, grants=grants if grants is not None else MemoryGrants())
+
+
+class _Retry(Exception):
+    """The relay could not answer this time; ask again."""
+
+
+class RelayApprovals:
+    """Approvals on a hosted relay (``relay serve`` at ``url``, bearer ``token``) that a run
+    can be paused on: post them, store the tickets, collect the decisions from any process.
+
+    ``fields`` are ``ApprovalRequest`` fields for every approval (``context``, ``reason``,
+    ``timeout``, ``channel``, …). Close it with ``aclose()`` or use ``async with``.
+    """
+
+    def __init__(self, url: str, token: str, *, poll: float = 30.0, **fields: Any) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise RelayConfigError(f"url must be the relay's http(s) URL (got {url!r})")
+        if not token:
+            raise RelayConfigError("token is empty: pass one of the relay's API tokens")
+        self._url = url.rstrip("/")
+        self._token = token
+        self._poll = poll
+        self._fields = fields
+        self._session: aiohttp.ClientSession | None = None
+
+    async def submit(self, calls: Sequence[PendingCall], agent: AgentRef) -> Tickets:
+        """Post an approval per call; the tickets of those still pending (a call a grant or
+        the relay's rules answered at once is simply posted again by ``collect``)."""
+        tickets: Tickets = {}
+        for call in calls:
+            created = await self._create(call, agent)
+            approval_id = created.get("id")
+            if isinstance(approval_id, str) and created.get("status") == "pending":
+                tickets[call.call_id] = {"id": approval_id, "digest": call.digest}
+        return tickets
+
+    async def collect(
+        self,
+        calls: Sequence[PendingCall],
+        agent: AgentRef,
+        tickets: Tickets,
+        *,
+        wait: bool = True,
+    ) -> dict[str, Verdict] | None:
+        """Every call's verdict, reading each ticket's approval (waiting for it unless
+        ``wait`` is false: then ``None`` while any is pending). A call with no ticket, or
+        whose input differs from what its ticket was asked for, is asked afresh and its new
+        ticket written into ``tickets`` (store them again if this returns ``None``)."""
+
+        async def one(call: PendingCall) -> Decision | None:
+            ticket = tickets.get(call.call_id) or {}
+            approval_id = ticket.get("id")
+            if not approval_id or ticket.get("digest") != call.digest:
+                created = await self._create(call, agent)
+                approval_id = created.get("id")
+                found = _decision(created)
+                if found is not None or not isinstance(approval_id, str):
+                    return found or decide_error(RuntimeError("the relay gave no approval id"))
+                tickets[call.call_id] = {"id": approval_id, "digest": call.digest}
+            return await self._read(approval_id, wait=wait)
+
+        decisions = await asyncio.gather(*(one(c) for c in calls))
+        if any(d is None for d in decisions):
+            return None
+        return {c.call_id: Verdict(d) for c, d in zip(calls, decisions, strict=True) if d}
+
+    async def withdraw(self, tickets: Mapping[str, Mapping[str, str]]) -> None:
+        """Withdraw pending approvals (each is then a deny), e.g. when the run is abandoned."""
+        for ticket in tickets.values():
+            if ticket.get("id"):
+                await self._call("DELETE", f"/v1/approvals/{ticket['id']}")
+
+    async def _create(self, call: PendingCall, agent: AgentRef) -> dict[str, Any]:
+        body = approval_body(approval_request(call, agent, **self._fields))
+        return await self._call("POST", "/v1/approvals", json=body)
+
+    async def _read(self, approval_id: str, *, wait: bool) -> Decision | None:
+        attempt = 0
+        while True:
+            try:
+                polled = await self._call(
+                    "GET",
+                    f"/v1/approvals/{approval_id}",
+                    params={"wait": str(self._poll if wait else 0)},
+                    timeout=self._poll + 30,
+                    retry=True,
+                )
+            except (_Retry, *_RETRYABLE):
+                # The relay restarted or the connection dropped: the approval lives on there.
+                if not wait:
+                    return None
+                attempt += 1
+                await asyncio.sleep(min(5.0, 0.2 * 2**attempt) * (0.5 + random.random() / 2))  # noqa: S311
+                continue
+            except UserInteractionError as exc:
+                return decide_error(exc)  # gone, refused: fail closed
+            found = _decision(polled)
+            if found is not None or not wait:
+                return found
+            attempt = 0
+
+    async def _call(
+        self, method: str, path: str, *, timeout: float = 60, retry: bool = False, **kw: Any
+    ) -> dict[str, Any]:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            )
+        try:
+            async with self._session.request(
+                method, self._url + path, timeout=aiohttp.ClientTimeout(total=timeout), **kw
+            ) as response:
+                return await _body(response)
+        except aiohttp.ClientConnectorError as exc:
+            if retry:
+                raise
+            raise UserInteractionError(
+                ErrorCode.PROVIDER_FAILED,
+                f"cannot reach the relay at {self._url} ({exc}); check its URL and that"
+                " relay serve is running",
+            ) from None
+
+    async def aclose(self) -> None:
+        """Close the HTTP session."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> RelayApprovals:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _decision(approval: Mapping[str, Any]) -> Decision | None:
+    raw = approval.get("decision")
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        return Decision.from_json(raw)
+    except (KeyError, ValueError, TypeError) as exc:
+        return decide_error(exc)
+
+
+async def _body(response: aiohttp.ClientResponse) -> dict[str, Any]:
+    if response.status in (502, 503, 504) and response.content_type != "application/json":
+        raise _Retry(f"the relay answered HTTP {response.status}")
+    try:
+        data = await response.json(content_type=None)
+    except ValueError:
+        raise _Retry(f"the relay answered HTTP {response.status} without JSON") from None
+    if not isinstance(data, dict):
+        raise _Retry(f"the relay answered HTTP {response.status} with unexpected JSON")
+    if response.status < 300:
+        return data
+    raw_error = data.get("error")
+    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+    code = str(error.get("code") or "PROVIDER_FAILED")
+    message = str(error.get("message") or f"HTTP {response.status}")
+    if (response.status, code) in ((503, "UNAVAILABLE"), (429, "RATE_LIMITED")):
+        raise _Retry(message)
+    raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")
