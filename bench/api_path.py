@@ -261,7 +261,7 @@ async def measure(sizes: Sizes, stores: list[str]) -> dict[str, Any]:
     }
     out: dict[str, Any] = {"sizes": sizes.__dict__, "stores": stores}
     try:
-        async with FakeSlack(signing_secret=SECRET) as slack:
+        async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
             bare, bare_url = await start_bare(slack)
             relays: dict[str, Replica] = {}
             try:

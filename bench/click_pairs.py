@@ -71,7 +71,7 @@ class _Relay:
 
 
 async def _start(store: AskStore, sizes: Sizes, runners: list[Any]) -> _Relay:
-    slack = FakeSlack(signing_secret=SECRET)
+    slack = FakeSlack(signing_secret=SECRET, rate_limits=False)
     await slack.__aenter__()
     provider = SlackProvider(
         client=web_client(slack), signing_secret=SECRET, channel=CHANNEL, timeout=None, store=store

@@ -212,7 +212,7 @@ async def phase(
 
 async def relay_serve(sizes: Sizes, redis_url: str | None) -> dict[str, Any]:
     """``relay serve``: asks created over the API, nothing waiting in the process."""
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
         module = ["bench.relay_serve", "--slack-url", slack.base_url, "--cpu", "0"]
         child = await Child.spawn(module + (["--redis-url", redis_url] if redis_url else []))
         try:
@@ -256,7 +256,7 @@ async def in_process(sizes: Sizes, kind: str, redis_url: str | None) -> dict[str
     """The embedding program (``kind`` ``relay``) or the bare one (``bare``): agents waiting
     in the process, started by it."""
     program = EMBEDDING if kind == "relay" else BARE
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
         child = await Child.start(
             kind, slack_url=slack.base_url, cpu=0, redis_url=redis_url, channels=len(CHANNELS)
         )

@@ -71,7 +71,7 @@ async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
 
 async def _measure(sizes: Sizes, redis: Redis | None) -> dict[str, Any]:
     pin_to_cpu(1)
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
         relay = await Child.start(
             "relay", slack_url=slack.base_url, cpu=0, redis_url=redis.url if redis else None
         )

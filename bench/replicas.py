@@ -142,7 +142,7 @@ async def deployment() -> AsyncIterator[tuple[FakeSlack, Replica, Replica]]:
     """Redis, the fake Slack and two replicas; everything stopped afterwards."""
     redis = Redis()
     try:
-        async with FakeSlack(signing_secret=SECRET) as slack:
+        async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
             a = await start_replica("A", slack, redis.url)
             try:
                 b = await start_replica("B", slack, redis.url)

@@ -158,7 +158,7 @@ async def measure(sizes: Sizes, stores: list[str], compare: str | None = None) -
     redis = Redis(cpu=1) if "redis" in stores else None
     servers: dict[str, Child] = {}
     try:
-        async with FakeSlack(signing_secret=SECRET) as slack:
+        async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
             try:
                 servers["bolt"] = await Child.start("bolt", slack_url=slack.base_url, cpu=0)
                 servers[BOT] = await Child.start(BOT, slack_url=slack.base_url, cpu=0)

@@ -24,6 +24,11 @@ from relay.testing import FakeMessage, FakeSlack
 T = TypeVar("T")
 SECRET = "test-signing-secret"
 CHANNEL = "C0APPROVALS"
+WORKSPACE_CHANNELS = (
+    "C0APPROVALS", "C0CONTROL", "C0DEPLOYS", "C0GATES", "C0GENERAL", "C0ONCALL", "C0OPS",
+    "C0PLANS", "C0X",
+)  # fmt: skip
+"""The channels of the flows' workspace besides the ask's own: any other is not found."""
 
 
 @dataclass
@@ -69,6 +74,10 @@ async def slack_env(
     async with FakeSlack(signing_secret=SECRET, **(slack_options or {})) as slack:
         for user, name in (("U0ALICE", "alice"), ("U0BOB", "bob"), ("U0EVE", "eve")):
             slack.add_user(user, name=name)
+        # A closed workspace, as Slack's is: its channels exist, any other is not found.
+        for known in (channel, *WORKSPACE_CHANNELS):
+            if not known.startswith(("U", "W")):
+                slack.add_channel(known)
         provider = SlackProvider(
             client=AsyncWebClient(token="xoxb-test-token", base_url=slack.base_url),
             signing_secret=SECRET,

@@ -514,12 +514,12 @@ def section(text: str) -> dict[str, Any]:
         pytest.param([section("x")] * 51, "no more than 50", id="51-blocks"),
         pytest.param(
             [{"type": "actions", "elements": [button("x" * 76, "a", "v")]}],
-            "75 characters",
+            "must be less than 76 characters",
             id="76-char-button",
         ),
         pytest.param(
             [{"type": "actions", "elements": [{"type": "plain_text_input", "action_id": "t"}]}],
-            "not allowed in an actions block",
+            "'plain_text_input' is not allowed here",
             id="input-in-actions",
         ),
         pytest.param(

@@ -43,6 +43,12 @@ class Sandbox:
         for person in PEOPLE:
             slack.add_user(person.id, name=person.name, real_name=person.real_name)
         slack.usergroups = {gid: list(members) for gid, (_, members) in GROUPS.items()}
+        # Declared channels close the workspace: an ask to any other channel is refused with
+        # channel_not_found, as Slack refuses it, instead of waiting in a channel nobody sees.
+        for channel_id, name in CHANNELS.items():
+            slack.add_channel(channel_id, name=name)
+        if channel not in CHANNELS:
+            slack.add_channel(channel)
         self._generation = 0
         self._changed: asyncio.Condition | None = None
         self._watcher: asyncio.Task[None] | None = None

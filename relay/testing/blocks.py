@@ -1,10 +1,11 @@
 """Block Kit validation as Slack applies it to ``chat.postMessage`` and friends, and the
 ``block_id``/``action_id`` values Slack fills in when a message leaves them out.
 
-The checks are ``slack_sdk.models.blocks``' validators plus the limits the SDK does not know
-about (block count, total ``markdown`` text, element types allowed in an actions block,
-duplicate ids, empty text objects); each error ends with a ``[json-pointer:/blocks/…]`` like
-Slack's own ``errors`` list.
+The checks are Block Kit's rules as data (``relay.testing.blockkit``: kinds, fields, required
+fields, text kinds, lengths; unknown fields refused) plus the limits of a whole message (block
+count, total ``markdown`` text, duplicate ids); ``slack_sdk.models.blocks``' validators run
+last as a backstop. Each error ends with a ``[json-pointer:/blocks/…]`` like Slack's own
+``errors`` list.
 
 Slack also refuses a message whose blocks hold too much text in total, with
 ``msg_blocks_too_long``, even when every block is within its own documented limit: at about
@@ -25,6 +26,8 @@ from typing import Any
 
 from slack_sdk.models.blocks import Block
 
+from .blockkit_check import block_errors
+
 __all__ = [
     "MAX_BLOCKS",
     "MAX_BLOCK_TEXT_CHARS",
@@ -44,18 +47,6 @@ MAX_BLOCK_TEXT_CHARS = 13_200
 """Characters of text all blocks of one message may hold (Slack: ``msg_blocks_too_long``)."""
 MAX_TEXT_CHARS = 40_000
 """Characters allowed in a message's top-level ``text`` (Slack answers ``msg_too_long``)."""
-_MAX_TEXT_INPUT_LENGTH = 3_000
-
-_INPUT_ONLY_ELEMENTS = frozenset(
-    {
-        "plain_text_input",
-        "email_text_input",
-        "url_text_input",
-        "number_input",
-        "rich_text_input",
-        "file_input",
-    }
-)
 _ELEMENT_CONTAINERS = ("elements", "element", "accessory")
 
 
@@ -80,9 +71,8 @@ def check_blocks(blocks: object) -> BlocksRejected | None:
     block_ids: set[str] = set()
     for index, block in enumerate(blocks):
         pointer = f"/blocks/{index}"
-        errors.extend(_sdk_errors(block, pointer))
-        errors.extend(_structure_errors(block, pointer))
-        errors.extend(_empty_text_errors(block, pointer))
+        errors.extend(block_errors(block, pointer) or _sdk_errors(block, pointer))
+        errors.extend(_duplicate_action_ids(block, pointer))
         block_id = block.get("block_id")
         if isinstance(block_id, str):
             if block_id in block_ids:
@@ -137,55 +127,18 @@ def _sdk_errors(block: dict[str, Any], pointer: str) -> list[str]:
     return []
 
 
-def _structure_errors(block: dict[str, Any], pointer: str) -> list[str]:
+def _duplicate_action_ids(block: dict[str, Any], pointer: str) -> list[str]:
     errors: list[str] = []
-    kind = block.get("type")
-    if kind == "actions":
-        elements = block.get("elements")
-        if not isinstance(elements, list) or not elements:
-            return [f"must provide at least 1 element [json-pointer:{pointer}/elements]"]
-        action_ids: set[str] = set()
-        for index, element in enumerate(elements):
-            where = f"{pointer}/elements/{index}"
-            element_type = element.get("type") if isinstance(element, dict) else None
-            if element_type in _INPUT_ONLY_ELEMENTS:
-                errors.append(
-                    f"{element_type} is not allowed in an actions block [json-pointer:{where}]"
-                )
-            action_id = element.get("action_id") if isinstance(element, dict) else None
-            if isinstance(action_id, str):
-                if action_id in action_ids:
-                    errors.append(f"duplicate action_id {action_id!r} [json-pointer:{where}]")
-                action_ids.add(action_id)
-    elif kind == "header":
-        text = block.get("text")
-        if not isinstance(text, dict) or text.get("type") != "plain_text":
-            errors.append(f"header text must be a plain_text object [json-pointer:{pointer}/text]")
-    elif kind == "section" and isinstance(block.get("text"), str):
-        errors.append(f"text must be a text object [json-pointer:{pointer}/text]")
-    elif kind == "input":
-        element = block.get("element")
-        if not isinstance(element, dict) or "type" not in element:
-            errors.append(f"must provide an element [json-pointer:{pointer}/element]")
-        elif element["type"] == "plain_text_input":
-            max_length = element.get("max_length")
-            if isinstance(max_length, int) and max_length > _MAX_TEXT_INPUT_LENGTH:
-                errors.append(
-                    f"max_length must be at most {_MAX_TEXT_INPUT_LENGTH} "
-                    f"[json-pointer:{pointer}/element/max_length]"
-                )
+    elements = block.get("elements") if block.get("type") == "actions" else None
+    action_ids: set[str] = set()
+    for index, element in enumerate(elements if isinstance(elements, list) else []):
+        action_id = element.get("action_id") if isinstance(element, dict) else None
+        if isinstance(action_id, str):
+            if action_id in action_ids:
+                where = f"{pointer}/elements/{index}"
+                errors.append(f"duplicate action_id {action_id!r} [json-pointer:{where}]")
+            action_ids.add(action_id)
     return errors
-
-
-def _empty_text_errors(node: object, pointer: str) -> Iterator[str]:
-    if isinstance(node, dict):
-        if node.get("type") in ("plain_text", "mrkdwn") and node.get("text") == "":
-            yield f"must be more than 0 characters [json-pointer:{pointer}/text]"
-        for key, value in node.items():
-            yield from _empty_text_errors(value, f"{pointer}/{key}")
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _empty_text_errors(value, f"{pointer}/{index}")
 
 
 def with_generated_ids(blocks: list[dict[str, Any]], *, seed: str) -> list[dict[str, Any]]:

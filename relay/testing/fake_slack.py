@@ -9,7 +9,6 @@ messages the app posted, and await what the app did with ``wait_for_call`` and f
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 import urllib.parse
@@ -21,10 +20,12 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
+from .auth import DecodedRequest, TokenCheck, decode_api_request
 from .faults import ApiReply, Fault, FaultPlan, RateLimiter
 from .human import Humans
 from .install import Install
 from .mentions import links_in, mentions_in
+from .ratelimits import TierLimiter
 from .records import ClickResult, RecordedCall
 from .socket_mode import MAX_CONNECTIONS, SOCKET_MODE_PATH, SocketModeServer
 from .view import WorkspaceView
@@ -33,7 +34,6 @@ from .workspace import Workspace
 
 __all__ = ["FakeSlack"]
 
-_JSON_STRING_FIELDS = ("blocks", "attachments", "metadata")
 _APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 _MESSAGE_METHODS = frozenset(
     {"chat.postMessage", "chat.update", "chat.postEphemeral", "response_url"}
@@ -46,6 +46,13 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
     Answers the Web API like Slack (validation and errors included), records every call,
     fails on demand (``fail``, ``rate_limit``) and delivers simulated humans' actions to the
     app as signed ``block_actions`` requests or Socket Mode envelopes.
+
+    As strict as Slack: Block Kit checked against Slack's rules (unknown fields refused),
+    tokens read and judged as Slack does (``bot_token``/``app_token`` when given, else any
+    ``xoxb-``/``xapp-`` token), Slack's rate limit tiers per method per workspace and
+    ``chat.postMessage``'s per channel (``rate_limits=False`` turns them off for throughput
+    tests), and, once declared (``channels``, ``add_channel``, ``add_user``), only the
+    workspace's own channels and people.
 
     ``enterprise_id`` puts the workspace in an Enterprise Grid organisation;
     ``enterprise_install`` makes the app's install org-wide (``auth.test`` and payloads
@@ -66,6 +73,10 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
         max_socket_connections: int = MAX_CONNECTIONS,
         enterprise_id: str | None = None,
         enterprise_install: bool = False,
+        bot_token: str | None = None,
+        app_token: str | None = None,
+        rate_limits: bool = True,
+        channels: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.signing_secret = signing_secret
@@ -84,6 +95,9 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
                 enterprise_install=enterprise_install,
             )
         )
+        self._workspace.channels.update(channels or {})
+        self._tokens = TokenCheck(bot_token=bot_token, app_token=app_token)
+        self._tiers = TierLimiter() if rate_limits else None
         self._faults = FaultPlan()
         self.arrived: list[RecordedCall] = []
         """Every Web API call as it arrives, before it is answered (``response`` empty)."""
@@ -192,6 +206,10 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
             found, timeout=timeout, describe=self._missing(f"arrival of {method} #{count}")
         )
 
+    def revoke_token(self, token: str) -> None:
+        """Make ``token`` answer ``invalid_auth`` from now on, as after an uninstall."""
+        self._tokens.revoked.add(token)
+
     def rate_limit(self, method: str, *, per_channel_per_second: float, burst: int = 1) -> None:
         """Answer calls of ``method`` above this rate to one channel with 429 and the wait in
         ``Retry-After``, like Slack's 1 message per second per channel."""
@@ -201,13 +219,14 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
 
     async def _serve_api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
-        args, token = await _decode_api_request(request)
+        decoded = await decode_api_request(request, method)
+        args, token = decoded.args, decoded.token
         arrived = RecordedCall(
             method=method, args=args, at=time.time(), status=0, response={}, token=token
         )
         self.arrived.append(arrived)
         await self._changes.notify()
-        reply = await self._answer(method, args, token)
+        reply = await self._answer(method, decoded)
         await self._record(
             RecordedCall(
                 method=method,
@@ -220,17 +239,22 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
         )
         return web.json_response(reply.body, status=reply.status, headers=reply.headers)
 
-    async def _answer(self, method: str, args: dict[str, Any], token: str | None) -> ApiReply:
+    async def _answer(self, method: str, decoded: DecodedRequest) -> ApiReply:
+        args, token = decoded.args, decoded.token
         if method not in self._workspace.methods | _APP_TOKEN_METHODS:
             return ApiReply.error("unknown_method")
-        if not token:
-            return ApiReply.error("not_authed")
+        refused = self._tokens.error(token)
+        if refused is not None or token is None:
+            return ApiReply.error(refused or "not_authed")
         if token.startswith("xapp-") != (method in _APP_TOKEN_METHODS) and method != "auth.test":
             return ApiReply.error("not_allowed_token_type")
         forced = await self._apply_fault(method)
         if forced is not None:
             return forced
-        limited = self._limiter.check(method, str(args.get("channel", "")))
+        channel = str(args.get("channel", ""))
+        limited = self._limiter.check(method, channel)
+        if limited is None and self._tiers is not None:
+            limited = self._tiers.check(method, channel)
         if limited is not None:
             return limited
         if method == "apps.connections.open":
@@ -248,7 +272,7 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
 
     async def _serve_response_url(self, request: web.Request) -> web.StreamResponse:
         key = request.match_info["key"]
-        body, _ = await _decode_api_request(request)
+        body = (await decode_api_request(request, "response_url")).args
         target = self._workspace.response_targets.get(key)
         args = {**body, "user": target.user if target else None, "text": body.get("text", "")}
         if target is not None:
@@ -358,47 +382,6 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
             )
         except aiohttp.ClientConnectionError as exc:
             raise ConnectionError(f"could not deliver the action to {url}: {exc}") from exc
-
-
-async def _decode_api_request(request: web.Request) -> tuple[dict[str, Any], str | None]:
-    """The call's arguments (query, form or JSON body; JSON-string fields decoded; no
-    ``None`` values) and its token (``Authorization: Bearer`` or a ``token`` field)."""
-    args: dict[str, Any] = dict(request.query)
-    if request.can_read_body:
-        if request.content_type == "application/json":
-            try:
-                data = _loads(await request.read())
-            except (ValueError, RecursionError):  # nested too deep: answered as not JSON
-                data = None
-            if isinstance(data, dict):
-                args.update(data)
-        else:
-            form = await request.post()
-            args.update({k: v for k, v in form.items() if isinstance(v, str)})
-    for name in _JSON_STRING_FIELDS:
-        if isinstance(args.get(name), str):
-            # Undecodable JSON stays a string: validation answers invalid_blocks_format.
-            with contextlib.suppress(ValueError, RecursionError):
-                args[name] = _loads(args[name])
-    token = args.pop("token", None)
-    authorization = request.headers.get("Authorization", "")
-    if authorization.startswith("Bearer "):
-        token = authorization.removeprefix("Bearer ").strip()
-    args = {k: v for k, v in args.items() if v is not None}
-    return args, str(token) if token else None
-
-
-def _loads(text: str | bytes) -> Any:
-    """``json.loads`` for what a client sent, refusing (``ValueError``) integers too long to
-    compute with, which no Slack argument is (``relay.testing`` imports nothing of relay, so
-    this is its own small guard; ``RecursionError`` is the caller's to catch)."""
-    return json.loads(text, parse_int=_bounded_int)
-
-
-def _bounded_int(text: str) -> int:
-    if len(text) > 30:
-        raise ValueError(f"an integer of {len(text)} digits")
-    return int(text)
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

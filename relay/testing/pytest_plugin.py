@@ -3,8 +3,9 @@
 Installing slack-relay registers it (entry point ``pytest11``: ``relay``), so a test only asks
 for a fixture by name; async tests need pytest-asyncio (``pip install 'slack-relay[testing]'``):
 
-- ``fake_slack``: a started ``FakeSlack`` whose people include ``U0ALICE`` (alice) and
-  ``U0BOB`` (bob);
+- ``fake_slack``: a started ``FakeSlack`` whose people are ``U0ALICE`` (alice) and
+  ``U0BOB`` (bob) and whose one channel is ``C0TEST`` (add more with ``add_user`` and
+  ``add_channel``: others answer ``user_not_found``/``channel_not_found``);
 - ``slack_provider``: a ``SlackProvider`` posting to ``fake_slack`` in ``C0TEST``, its
   ``/slack/events`` served on a free loopback port where ``fake_slack`` delivers clicks
   (signed, as Slack signs them); closed after the test;
@@ -57,7 +58,7 @@ async def fake_slack() -> AsyncIterator[Any]:
     """A started ``FakeSlack`` (``U0ALICE`` alice and ``U0BOB`` bob among its people)."""
     from relay.testing import FakeSlack
 
-    async with FakeSlack(signing_secret=SIGNING_SECRET) as slack:
+    async with FakeSlack(signing_secret=SIGNING_SECRET, channels={CHANNEL: "test"}) as slack:
         for user, name in PEOPLE.items():
             slack.add_user(user, name=name)
         yield slack

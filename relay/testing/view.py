@@ -58,6 +58,16 @@ class WorkspaceView:
     def not_in_channels(self, channels: set[str]) -> None:
         self._workspace.not_in_channels = channels
 
+    @property
+    def channels(self) -> dict[str, str]:
+        """Declared channels (id -> name). Until one is declared every channel id exists;
+        after, any other answers ``channel_not_found`` (DMs the bot opens excepted)."""
+        return self._workspace.channels
+
+    def add_channel(self, channel_id: str, *, name: str | None = None) -> None:
+        """Declare a channel of the workspace (which closes the list: see ``channels``)."""
+        self._workspace.channels[channel_id] = name or channel_id.lower()
+
     def add_user(
         self,
         user_id: str,
@@ -66,7 +76,8 @@ class WorkspaceView:
         real_name: str | None = None,
         team_id: str | None = None,
     ) -> None:
-        """Register a human (for ``users.info`` and the ``user`` of their actions);
+        """Register a human (for ``users.info`` and the ``user`` of their actions); once one
+        is, people not registered answer ``user_not_found`` (until then everyone exists);
         ``team_id`` is their own workspace when it is not the app's (a Slack Connect guest,
         another workspace of the organisation, or on an org-wide install the ``E…`` id)."""
         self._workspace.users[user_id] = {

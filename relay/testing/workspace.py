@@ -19,12 +19,20 @@ from .faults import ApiReply
 from .install import Install
 from .records import FakeMessage
 
-__all__ = ["RESPONSE_URL_LIFETIME", "RESPONSE_URL_MAX_USES", "ResponseTarget", "Workspace"]
+__all__ = [
+    "MAX_OPEN_USERS",
+    "RESPONSE_URL_LIFETIME",
+    "RESPONSE_URL_MAX_USES",
+    "ResponseTarget",
+    "Workspace",
+]
 
 RESPONSE_URL_MAX_USES = 5
 """How many times an app may post to one ``response_url``."""
 RESPONSE_URL_LIFETIME = 30 * 60.0
 """Seconds a ``response_url`` stays usable."""
+MAX_OPEN_USERS = 8
+"""Users one ``conversations.open`` takes (more: ``too_many_users``)."""
 
 _Args = dict[str, Any]
 
@@ -50,6 +58,10 @@ class Workspace:
         self.bot_user_id = install.bot_user_id
         self.bot_id = install.bot_id
         self.users: dict[str, dict[str, str]] = {}
+        self.channels: dict[str, str] = {}
+        """Declared channels (id -> name): once any is, every other answers
+        ``channel_not_found``; until then every channel id exists."""
+        self._opened: set[str] = set()  # DMs and group DMs conversations.open handed out
         self.usergroups: dict[str, list[str]] = {}
         self.missing_channels: set[str] = set()
         self.not_in_channels: set[str] = set()
@@ -92,6 +104,7 @@ class Workspace:
         """The id of the bot's DM with ``user``: the same one every time."""
         if user not in self._dm_channels:
             self._dm_channels[user] = "D" + user[1:] if len(user) > 1 else "D" + user
+            self._opened.add(self._dm_channels[user])
         return self._dm_channels[user]
 
     def channel_name(self, channel: str) -> str:
@@ -99,6 +112,18 @@ class Workspace:
         if channel.startswith("D"):
             return "directmessage"
         return "privategroup" if channel.startswith("G") else channel.lower()
+
+    def knows_channel(self, channel: str) -> bool:
+        """Whether ``channel`` exists: not in ``missing_channels`` and, once channels are
+        declared, declared or a DM the bot opened."""
+        if not channel or channel in self.missing_channels:
+            return False
+        return not self.channels or channel in self.channels or channel in self._opened
+
+    def knows_user(self, user: str) -> bool:
+        """Whether ``user`` exists: the bot, or, once people are declared (``add_user``),
+        one of them; until then every user id exists."""
+        return user == self.bot_user_id or not self.users or user in self.users
 
     def user_name(self, user: str) -> str:
         """The user's handle, registered with ``add_user`` or derived from the id."""
@@ -201,6 +226,8 @@ class Workspace:
         if not isinstance(channel, str) or not channel:
             return ApiReply.error("channel_not_found")
         if channel[0] in "UW":
+            if not self.knows_user(channel):
+                return ApiReply.error("channel_not_found")
             channel = self.dm_channel(channel)
         rejected = self._rejected_channel(channel) or self._rejected_content(args)
         if rejected is not None:
@@ -242,6 +269,8 @@ class Workspace:
 
     def _delete(self, args: _Args) -> ApiReply:
         channel, ts = str(args.get("channel") or ""), str(args.get("ts") or "")
+        if not self.knows_channel(channel):
+            return ApiReply.error("channel_not_found")
         message = self.find_message(channel, ts)
         if message is None:
             return ApiReply.error("message_not_found")
@@ -252,7 +281,7 @@ class Workspace:
         # Slack's shape: https://<domain>.slack.com/archives/<channel>/p<ts without the dot>,
         # with ?thread_ts=…&cid=… for a reply in a thread (no scope is needed).
         channel, ts = str(args.get("channel") or ""), str(args.get("message_ts") or "")
-        if not channel or channel in self.missing_channels:
+        if not self.knows_channel(channel):
             return ApiReply.error("channel_not_found")
         message = self.find_message(channel, ts)
         if message is None:
@@ -270,6 +299,8 @@ class Workspace:
         rejected = self._rejected_channel(channel)
         if rejected is not None:
             return rejected
+        if user and not self.knows_user(user):
+            return ApiReply.error("user_not_found")
         # "The user should be in the channel" (api.slack.com/methods/chat.postEphemeral):
         # a public channel's non-member can see and click a message, but not get this.
         if not user or not self.is_member(channel, user):
@@ -283,8 +314,14 @@ class Workspace:
         users = [u.strip() for u in str(args.get("users") or "").split(",") if u.strip()]
         if not users:
             if args.get("channel"):
+                if not self.knows_channel(str(args["channel"])):
+                    return ApiReply.error("channel_not_found")
                 return ApiReply(body={"ok": True, "channel": {"id": str(args["channel"])}})
             return ApiReply.error("users_list_not_supplied")
+        if len(users) > MAX_OPEN_USERS:
+            return ApiReply.error("too_many_users")  # "Needs at most 8 users to open"
+        if not all(self.knows_user(user) for user in users):
+            return ApiReply.error("user_not_found")
         if len(users) == 1:
             already_open = users[0] in self._dm_channels
             body: dict[str, Any] = {"ok": True, "channel": {"id": self.dm_channel(users[0])}}
@@ -292,16 +329,21 @@ class Workspace:
                 body.update(no_op=True, already_open=True)
             return ApiReply(body=body)
         group = "G" + "".join(sorted(u[1:] for u in users))[:10]
+        self._opened.add(group)
         return ApiReply(body={"ok": True, "channel": {"id": group}})
 
     def _usergroup_users(self, args: _Args) -> ApiReply:
         group = str(args.get("usergroup") or "")
+        if not group:
+            return _missing_argument("usergroup")
         if group not in self.usergroups:
             return ApiReply.error("no_such_subteam")
         return ApiReply(body={"ok": True, "users": list(self.usergroups[group])})
 
     def _user_info(self, args: _Args) -> ApiReply:
         user = str(args.get("user") or "")
+        if not user:
+            return _missing_argument("user")
         if user not in self.users:
             return ApiReply.error("user_not_found")
         name, real_name = self.users[user]["name"], self.users[user]["real_name"]
@@ -324,7 +366,7 @@ class Workspace:
     # -- shared checks --------------------------------------------------------------------
 
     def _rejected_channel(self, channel: str) -> ApiReply | None:
-        if not channel or channel in self.missing_channels:
+        if not self.knows_channel(channel):
             return ApiReply.error("channel_not_found")
         if channel in self.not_in_channels:
             return ApiReply.error("not_in_channel")
@@ -337,7 +379,12 @@ class Workspace:
             if rejected is not None:
                 body: dict[str, Any] = {"ok": False, "error": rejected.error}
                 if rejected.error == "invalid_blocks":  # msg_blocks_too_long says no more
+                    # Slack's shape: the bare messages in ``errors``, and each prefixed with
+                    # its level in ``response_metadata.messages`` (what slack_sdk shows).
                     body["errors"] = rejected.errors
+                    body["response_metadata"] = {
+                        "messages": [f"[ERROR] {error}" for error in rejected.errors]
+                    }
                 return ApiReply(body=body, status=status)
         if not text and not blocks:
             return ApiReply(body={"ok": False, "error": "no_text"}, status=status)
@@ -373,6 +420,13 @@ class Workspace:
                 parent.reply_users.append(message.user)
             parent.latest_reply = ts
         return message
+
+
+def _missing_argument(name: str) -> ApiReply:
+    return ApiReply.error(
+        "invalid_arguments",
+        response_metadata={"messages": [f"[ERROR] missing required field: {name}"]},
+    )
 
 
 def _flag(value: object) -> bool:
