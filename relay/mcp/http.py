@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -52,7 +52,7 @@ _RESULTS_GRACE = 2.0
 def _toolbox_for(
     provider: SlackProvider,
     grants: GrantStore,
-    rules: Rules,
+    rules: Callable[[str], Rules],
     sessions: Sessions,
     *,
     receipts: bool,
@@ -72,11 +72,16 @@ def _toolbox_for(
         agent = AgentRef(id=f"mcp:{session_id or name}", name=name)
         service = UserInteractionService()
         service.register_provider(SlackAsks(provider, owner=owner))
-        policy = rules if session_id else replace(rules, session_grants=False, grant_minutes=0)
+        own = rules(owner)  # the operator's rules for this token
+        policy = own if session_id else replace(own, session_grants=False, grant_minutes=0)
         gate = Gate(rules=policy, approver=slack_approver(provider, grants, owner=owner))
         return Toolbox(service=service, gate=gate, agent=agent, receipts=receipts)
 
     return toolbox
+
+
+def _no_rules(owner: str) -> Rules:
+    return Rules()
 
 
 def mount_mcp(
@@ -85,7 +90,7 @@ def mount_mcp(
     provider: SlackProvider,
     grants: GrantStore,
     auth: Authenticator,
-    rules: Rules | None = None,
+    rules: Callable[[str], Rules] | None = None,
     progress_interval: float = 10.0,
     receipts: bool = False,
     limiter: Limiter | None = None,
@@ -94,12 +99,13 @@ def mount_mcp(
     read_timeout: float = 10.0,
 ) -> None:
     """Serve the MCP server at ``/mcp`` of ``app`` for the life of the application;
+    ``rules`` gives ``approve_tool_use`` the operator's rules for a token's fingerprint;
     ``receipts``: the relay signs them, so a tool result names its ask's receipt."""
     if receipts:
         provider.events.subscribe(note_asked)
     sessions = Sessions(session_limits or SessionLimits())
     server = build_server(
-        _toolbox_for(provider, grants, rules or Rules(), sessions, receipts=receipts),
+        _toolbox_for(provider, grants, rules or _no_rules, sessions, receipts=receipts),
         progress_interval=progress_interval,
     )
     manager: StreamableHTTPSessionManager = SessionsManager(

@@ -299,13 +299,18 @@ def _mcp_bounds(settings: McpSettings) -> dict[str, Any]:
     }
 
 
-def _mcp_rules(policy: Policy | None, min_approvals: int | None) -> Rules | None:
-    """``approve_tool_use``'s rules on ``/mcp``: the operator's global ones, and at least
-    ``min_approvals`` people, as on ``/v1/approvals``."""
-    rules = policy.rules if policy is not None else Rules()
-    if (min_approvals or 1) > (rules.team.approvals or 1):
-        rules = replace(rules, team=replace(rules.team, approvals=min_approvals))
-    return rules if policy is not None or (min_approvals or 1) > 1 else None
+def _mcp_rules(policy: Policy | None, min_approvals: int | None) -> Callable[[str], Rules]:
+    """``approve_tool_use``'s rules on ``/mcp`` for a token's fingerprint: the operator's
+    (its token section's, else the global ones), and at least ``min_approvals`` people, as
+    on ``/v1/approvals``."""
+
+    def rules_for(owner: str) -> Rules:
+        rules = policy.for_owner(owner) if policy is not None else Rules()
+        if (min_approvals or 1) > (rules.team.approvals or 1):
+            rules = replace(rules, team=replace(rules.team, approvals=min_approvals))
+        return rules
+
+    return rules_for
 
 
 def _hung_up(request: web.Request) -> bool:

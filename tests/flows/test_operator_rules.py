@@ -161,6 +161,23 @@ async def test_approve_tool_use_on_slash_mcp_follows_the_operators_rules(tmp_pat
         assert not slack.messages
 
 
+async def test_a_tokens_section_holds_on_slash_mcp_too(tmp_path: Path) -> None:
+    # The other token's section denies what no rule names: on /mcp as on /v1/approvals,
+    # while the global rules still ask for the first token.
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RULES_FILE=operator_file(tmp_path)) as relay,
+        http_client(relay, token=OTHER_TOKEN) as client,
+    ):
+        use = {"tool_name": "Bash", "input": {"command": "ls"}}
+        denied = await client.call_tool("approve_tool_use", use)
+        assert result_json(denied)["behavior"] == "deny"
+        read = {"tool_name": "Read", "input": {"file_path": "/srv/a"}}
+        allowed = await client.call_tool("approve_tool_use", read)
+        assert result_json(allowed)["behavior"] == "allow"
+        assert not slack.messages
+
+
 async def test_the_operators_approvers_decide_who_may_answer(tmp_path: Path) -> None:
     path = tmp_path / "operator.toml"
     path.write_text(
