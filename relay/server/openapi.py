@@ -25,6 +25,7 @@ __all__ = ["ERROR_CODES", "openapi_document"]
 ERROR_CODES = [
     "BAD_REQUEST",
     "EMPTY_QUESTIONS",
+    "BAD_PATTERN",  # /v1/approvals: a grant scope that does not cover the input shown
     "BAD_INTENT",
     "UNAUTHORIZED",
     "NOT_FOUND",
