@@ -48,8 +48,8 @@ class AgentRef(_Party):
 class Responder(_Party):
     """The human who answered a question. From a signed Slack click, also ``team`` (the
     Slack team id) and ``request`` (``relay.slack.parse.request_digest`` of the request
-    that carried the click): a receipt's evidence of who decided, and how."""
-    Both stay out of ``repr`` (evidence for receipts, not what a reader of the answer needs).
+    that carried the click): a receipt's evidence of who decided, and how. Both stay out of
+    ``repr``: evidence for receipts, not what a reader of the answer needs."""
 
     team: str | None = field(default=None, compare=False, repr=False)
     request: str | None = field(default=None, compare=False, repr=False)
