@@ -41,6 +41,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bench.common import (
     BOT_TOKEN,
+    CHANNELS,
     SECRET,
     Redis,
     arguments,
@@ -58,7 +59,6 @@ from relay import AskUserQuestionRequest
 from relay.slack.render import render_question
 from relay.testing import FakeSlack
 
-CHANNELS = [f"C0BENCH{n:02d}" for n in range(32)]
 HEADERS = {"Authorization": f"Bearer {API_TOKEN}"}
 _POLLS = re.compile(rb"^relay_long_polls (\S+)$", re.MULTILINE)
 
@@ -258,6 +258,7 @@ async def measure(sizes: Sizes, stores: list[str]) -> dict[str, Any]:
         "RELAY_RATE_LIMIT": "1000000",
         "RELAY_TIMEOUT": "none",
         "RELAY_MAX_WAIT": "120",
+        "RELAY_ALLOWED_CHANNELS": ",".join(CHANNELS),
     }
     out: dict[str, Any] = {"sizes": sizes.__dict__, "stores": stores}
     try:

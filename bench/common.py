@@ -38,6 +38,9 @@ from relay.testing import FakeMessage, FakeSlack
 SECRET = "bench-signing-secret"
 BOT_TOKEN = "xoxb-bench-token"
 CHANNEL = "C0BENCH"
+# The channels the load spreads its asks over; the relays under test list them
+# (RELAY_ALLOWED_CHANNELS) as an operator must before an API client may name one.
+CHANNELS = [f"C0BENCH{n:02d}" for n in range(32)]
 USER = "U0ALICE"
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parent.parent

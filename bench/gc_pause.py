@@ -57,9 +57,10 @@ from typing import Any
 
 import aiohttp
 
-from bench.api_path import CHANNELS, HEADERS, body
+from bench.api_path import HEADERS, body
 from bench.bare_program import bare_click_body
 from bench.common import (
+    CHANNELS,
     SECRET,
     Redis,
     arguments,

@@ -17,7 +17,7 @@ import argparse
 import asyncio
 import sys
 
-from bench.common import BOT_TOKEN, SECRET, free_port, pin_to_cpu
+from bench.common import BOT_TOKEN, CHANNELS, SECRET, free_port, pin_to_cpu
 from bench.replicas import API_TOKEN
 from bench.server import install_collections, obey, reply
 from relay.config import Settings
@@ -39,6 +39,7 @@ def settings_for(slack_url: str, redis_url: str | None) -> Settings:
         "RELAY_MAX_PENDING": "10000000",
         "RELAY_TIMEOUT": "none",
         "RELAY_LOG_LEVEL": "warning",
+        "RELAY_ALLOWED_CHANNELS": ",".join(CHANNELS),
     }
     if redis_url is not None:
         env["REDIS_URL"] = redis_url
