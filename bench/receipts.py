@@ -81,7 +81,7 @@ async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
 async def _measure(sizes: Sizes, redis: Redis | None) -> dict[str, Any]:
     rounds = sizes.warmup + sizes.samples
     key = SigningKey.generate()
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
         providers: dict[str, SlackProvider] = {}
         writer: ReceiptWriter | None = None
         runners: list[Any] = []
