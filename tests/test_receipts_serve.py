@@ -205,7 +205,9 @@ async def test_two_replicas_ending_1000_asks_at_once_make_one_unforked_chain(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     count = 1_000
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    # Slack's per-channel posting limit would spread these posts over minutes; the chain is
+    # what is tested (tests/test_fake_slack_strict.py holds the limits).
+    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
         env = {
             "REDIS_URL": redis_server.url,
             "RELAY_RECEIPT_KEY_FILE": key_file(tmp_path),
@@ -247,7 +249,9 @@ async def test_a_replica_killed_while_appending_leaves_a_chain_that_verifies(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     count = 200
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    # Slack's per-channel posting limit would spread these posts over minutes; the chain is
+    # what is tested (tests/test_fake_slack_strict.py holds the limits).
+    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
         env = {
             "REDIS_URL": redis_server.url,
             "RELAY_RECEIPT_KEY_FILE": key_file(tmp_path),
