@@ -147,6 +147,8 @@ def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> lis
 
 
 def _field_label(question: AskUserQuestionItem) -> str:
+    if question.intent is not None and question.intent.kind == "tool-approval":
+        return "Reason to deny (press Enter, or Deny, to deny with it)"
     if question.intent is not None:
         return "Feedback for the agent (press Enter to send it and keep planning)"
     if not question.options:

@@ -37,6 +37,11 @@ def notice_text(notice: Notice, question: AskUserQuestionItem, *, batch: bool) -
             "Nothing is ticked and no text was typed: tick at least one option or type"
             f" an answer{skip}."
         )
+    if notice is Notice.EDIT_TYPED:
+        return (
+            "That text reads as an edited tool call, which is made with *Edit…* (so the"
+            " message shows it), never typed. Nothing was recorded."
+        )
     return "This message is out of date; reload it and answer again. Nothing was recorded."
 
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
 from relay.slack.render import (
     ACTION_CHECKS,
@@ -28,6 +29,9 @@ from relay.slack.render import (
     block_id,
     labels_of,
 )
+
+# relay.gate.approval's deny label (the gate sits above this module).
+_DENY = "Deny"
 
 __all__ = ["Click", "ClickKind", "Notice", "decide", "parse_click", "request_digest"]
 
@@ -54,6 +58,7 @@ class Notice(StrEnum):
     BLANK_TEXT = "blank_text"
     NOTHING_CHOSEN = "nothing_chosen"
     STALE = "stale"
+    EDIT_TYPED = "edit_typed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,14 +241,22 @@ def decide(
 
     if click.kind is ClickKind.TOGGLE:
         return None
+    if text is not None and read_edit(text) is not None:
+        # An edit is made in its form, where the message then shows it; typed, it would run
+        # an input the other reviewers never saw.
+        return Notice.EDIT_TYPED
     if click.kind is ClickKind.OPTION:
         if click.option is None or click.option >= len(labels) or question.multi_select:
             return Notice.STALE
         label = labels[click.option]
         if text is None:
             return item((label,))
-        if question.intent is not None and label != question.intent.approve:
+        intent = question.intent
+        if intent is not None and intent.kind == "plan-review" and label != intent.approve:
             # Declining a plan with feedback typed: the feedback is the answer.
+            return item((), text)
+        if intent is not None and intent.kind == "tool-approval" and label == _DENY:
+            # Deny with the reason typed: the reason is the answer ("Denied by @bob: …").
             return item((), text)
         return Notice.TEXT_PENDING
     if any(i >= len(labels) for i in click.ticked):
