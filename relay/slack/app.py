@@ -19,7 +19,7 @@ import logging
 import re
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import orjson
@@ -51,7 +51,8 @@ from slack_bolt.request.payload_utils import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.slack.parse import Click, parse_click, request_digest
+from relay.slack.edit_form import EDIT_CALLBACK
+from relay.slack.parse import Click, ClickKind, parse_click, request_digest
 from relay.slack.render import ACTION_PREFIX
 
 __all__ = [
@@ -79,6 +80,10 @@ class ClickTaker(Protocol):
 
     async def handle_click(self, click: Click) -> None:
         """Apply one relay click."""
+        ...
+
+    async def handle_edit(self, body: Mapping[str, Any]) -> dict[str, str] | None:
+        """Apply a submitted edit form; the field errors to show, if any."""
         ...
 
 
@@ -223,10 +228,22 @@ def _bolt_app(provider: ClickTaker, signing_secret: str | None) -> AsyncApp:
     @app.action(re.compile("^" + re.escape(ACTION_PREFIX)))
     async def on_relay_action(ack: AsyncAck, body: dict[str, Any]) -> None:
         click = parse_click(body)
+        if click is not None and click.kind is ClickKind.EDIT:
+            await ack()  # first: views.open must use the trigger within Slack's 3 s
+            await provider.handle_click(click)
+            return
         try:
             if click is not None:
                 await provider.handle_click(click)
         finally:
+            await ack()
+
+    @app.view(EDIT_CALLBACK)
+    async def on_edit_submitted(ack: AsyncAck, body: dict[str, Any]) -> None:
+        errors = await provider.handle_edit(body)
+        if errors:
+            await ack(response_action="errors", errors=errors)
+        else:
             await ack()
 
     return app

@@ -45,6 +45,15 @@ def notice_text(notice: Notice, question: AskUserQuestionItem, *, batch: bool) -
     return "This message is out of date; reload it and answer again. Nothing was recorded."
 
 
+def edit_not_opened(error: str) -> str:
+    """For an "Edit…" click whose form Slack would not open (``expired_trigger_id``: the
+    relay took longer than Slack's 3 s)."""
+    return (
+        f"The edit form could not open ({error}), so nothing changed: click *Edit…* again,"
+        " or answer with the buttons."
+    )
+
+
 def not_allowed() -> str:
     """For someone who may not answer this question."""
     return (

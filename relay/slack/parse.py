@@ -17,6 +17,7 @@ from typing import Any
 
 from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
+from relay.slack.inputs import ACTION_EDIT
 from relay.slack.render import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -49,6 +50,7 @@ class ClickKind(StrEnum):
     SUBMIT = "submit"  # the multi-select Submit button
     SKIP = "skip"
     TOGGLE = "toggle"  # ticking a box or changing a multi-select menu: state only
+    EDIT = "edit"  # a tool approval's "Edit…": opens the edit modal, answers nothing yet
 
 
 class Notice(StrEnum):
@@ -89,6 +91,8 @@ class Click:
     request: str | None = None
     """``request_digest`` of the signed HTTP request that carried the click (``None`` over
     Socket Mode, where Slack signs nothing): what a receipt binds the decision to."""
+    trigger_id: str | None = None
+    """What opens a modal for this click (``views.open``), for 3 seconds."""
 
 
 def _str(value: object) -> str | None:
@@ -185,6 +189,8 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         kind = ClickKind.SUBMIT
     elif action_id == ACTION_SKIP:
         kind = ClickKind.SKIP
+    elif action_id == ACTION_EDIT:
+        kind = ClickKind.EDIT
     elif action_id == ACTION_TEXT:
         kind = ClickKind.TEXT
         # The dispatched value is what was in the field when Enter was pressed.
@@ -221,6 +227,7 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         else _str(enterprise),
         is_enterprise_install=payload.get("is_enterprise_install") is True,
         request=request,
+        trigger_id=_str(payload.get("trigger_id")),
     )
 
 
@@ -239,7 +246,7 @@ def decide(
             id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=at
         )
 
-    if click.kind is ClickKind.TOGGLE:
+    if click.kind in (ClickKind.TOGGLE, ClickKind.EDIT):
         return None
     if text is not None and read_edit(text) is not None:
         # An edit is made in its form, where the message then shows it; typed, it would run
