@@ -10,12 +10,18 @@ client that did not say it runs edits is never offered one.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
+from relay.receipts.jcs import canonical
+from relay.receipts.payload import digest
 from relay.testing import FakeSlack, ManualClock
+from tests.mcp_env import http_client, result_text
 from tests.server_env import SECRET, relay_server
 from tests.test_approvals_api import decided
+from tests.test_receipts_serve import chain_of, key_file, payload_of, raw
 
 AGENT = {"id": "claude-code:s1", "name": "Claude Code"}
 PROD = "terraform apply -target=module.prod"
@@ -237,3 +243,29 @@ async def test_deny_with_a_reason_reaches_the_agent_verbatim() -> None:
         await slack.wait_until(lambda: "Denied by" in str(message.blocks), timeout=10)
         assert "Denied by <@U0BOB>" in str(message.blocks)
         assert reason in str(message.blocks)
+
+
+async def test_approve_tool_use_returns_the_edit_and_the_receipt_binds_it(tmp_path: Path) -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RECEIPT_KEY_FILE=key_file(tmp_path)) as relay,
+        http_client(relay, mode="legacy") as client,
+    ):
+        people(slack)
+        use = {"tool_name": "Bash", "input": {"command": PROD}}
+        call = asyncio.create_task(client.call_tool("approve_tool_use", use))
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "Edit…", user="U0ALICE")
+        modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
+        modal.fill("command", STAGING)
+        assert (await slack.submit_view(modal)).outcome == "closed"
+        allowed = json.loads(result_text(await asyncio.wait_for(call, 15)))
+        assert allowed == {"behavior": "allow", "updatedInput": {"command": STAGING}}
+        (item,) = await chain_of(relay, 1)
+        ask_id = item["ask"]
+        status, _, token = await raw(relay, f"/v1/asks/{ask_id}/receipt")
+        assert status == 200
+        receipt = payload_of(token)
+        assert receipt["edited_sha256"] == digest(canonical({"command": STAGING}))
+        (decision,) = receipt["outcome"]["decisions"]
+        assert decision["by"]["user"] == "U0ALICE"
