@@ -12,11 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from relay.edits import Edit, edit_custom
+from relay.gate.approval import Decision, decide_answer, offer_for
+from relay.gate.match import Pattern
+from relay.grants.record import Offer
+from relay.hooks.claude_code import claude_code_output
+from relay.intents import ToolEdit
+from relay.questions import AskUserQuestionAnswerItem, Responder
 from relay.receipts.jcs import canonical
 from relay.receipts.payload import digest
+from relay.slack.edit_form import editable_fields
 from relay.testing import FakeSlack, ManualClock
 from tests.mcp_env import http_client, result_text
 from tests.server_env import SECRET, relay_server
@@ -269,3 +278,60 @@ async def test_approve_tool_use_returns_the_edit_and_the_receipt_binds_it(tmp_pa
         assert receipt["edited_sha256"] == digest(canonical({"command": STAGING}))
         (decision,) = receipt["outcome"]["decisions"]
         assert decision["by"]["user"] == "U0ALICE"
+
+
+def edited_answer(editable: bool) -> tuple[Any, Any]:
+    edit = Edit({"command": STAGING}, "Allow for this session", 2, "U0ALICE")
+    item = AskUserQuestionAnswerItem(
+        id="approval",
+        custom=edit_custom(edit),
+        answered_by=Responder(id="U0ALICE", name="alice"),
+        answered_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    return decide_answer(item, session=True, minutes=30, editable=editable)
+
+
+def test_each_harness_field_carries_the_edit_or_the_reason() -> None:
+    decision, kind = edited_answer(editable=True)
+    assert (decision.behavior, kind) == ("allow", "session")
+    assert Decision.from_json(decision.to_json()) == decision
+    pre = claude_code_output("PreToolUse", decision)
+    assert pre is not None
+    assert pre["hookSpecificOutput"]["updatedInput"] == {"command": STAGING}
+    asked = claude_code_output("PermissionRequest", decision)
+    assert asked is not None
+    assert asked["hookSpecificOutput"]["decision"] == {
+        "behavior": "allow",
+        "updatedInput": {"command": STAGING},
+    }
+    # Where no edit was offered, an answer carrying one denies (it would run an unseen call).
+    refused, kind = edited_answer(editable=False)
+    assert (refused.behavior, kind, refused.updated_input) == ("deny", None, None)
+    # A reason, verbatim, in each Claude Code field.
+    reason = "not on a Friday: use the staging target"
+    typed = AskUserQuestionAnswerItem(
+        id="approval", custom=reason, answered_by=Responder(id="U0BOB", name="bob")
+    )
+    denied, _ = decide_answer(typed, session=True, minutes=30, editable=True)
+    pre = claude_code_output("PreToolUse", denied)
+    asked = claude_code_output("PermissionRequest", denied)
+    assert pre is not None
+    assert asked is not None
+    assert pre["hookSpecificOutput"]["permissionDecisionReason"].endswith(f": {reason}")
+    assert asked["hookSpecificOutput"]["decision"]["message"].endswith(f": {reason}")
+    assert "updatedInput" not in pre["hookSpecificOutput"]
+    # An offer after an edit covers exactly the edited input.
+    offer = Offer(owner="o", agent="a", pattern=Pattern(tools=("Bash",), commands=("terraform *",)))
+    assert offer_for(offer, "Bash", decision).pattern == Pattern.exact("Bash", {"command": STAGING})
+
+
+def test_the_form_offers_what_a_reviewer_fixes_in_the_common_tools() -> None:
+    def names(tool: str, value: dict[str, Any], schema: Any = None) -> list[str]:
+        return [n for n, _ in editable_fields(ToolEdit(tool, value, schema))]
+
+    assert names("Bash", {"command": "ls", "description": "list"}) == ["command"]
+    assert names("Edit", {"file_path": "a", "old_string": "x", "new_string": "y"}) == ["new_string"]
+    assert names("Write", {"file_path": "a", "content": "z"}) == ["content"]
+    assert names("mcp__x", {"n": 1}, {"properties": {"n": {}, "m": {}}}) == ["n", "m"]
+    many = {f"k{i}": i for i in range(50)}
+    assert names("big", many) == [""]  # the whole input as one JSON field
