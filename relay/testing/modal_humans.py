@@ -44,6 +44,10 @@ class ModalHumans:
         """Every modal the app opened, in order (closed ones included)."""
         return self._workspace.modals.modals
 
+    def modal_of(self, user: str) -> FakeModal | None:
+        """The modal ``user`` has open now, or ``None``."""
+        return self._workspace.modals.open_for(user)
+
     def open_modal(self, user: str) -> FakeModal:
         """The modal ``user`` has open now; ``LookupError`` when there is none."""
         modal = self._workspace.modals.open_for(user)
