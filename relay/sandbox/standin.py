@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -242,7 +243,12 @@ class Sandbox:
                     dispatched=closed is not None,
                     outcome="closed",
                 )
-            _fill(modal, _list(body, "values"))
+            saved = copy.deepcopy(modal.top.state)
+            try:
+                _fill(modal, _list(body, "values"))
+            except (ActionRefused, LookupError):
+                modal.top.state = saved  # a bad entry leaves what the person had entered
+                raise
             return await self.slack.submit_view(modal)
         except LookupError as exc:
             raise ActionRefused(

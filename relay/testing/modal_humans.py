@@ -14,12 +14,13 @@ modal. ``view_closed`` is sent on close only when the view asked with ``notify_o
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .changes import ChangeFeed
-from .elements import TEXT_INPUTS, iter_elements, state_values
+from .elements import TEXT_INPUTS, action_for, find_button, iter_elements, state_values
 from .modals import MAX_VIEW_STACK, FakeModal, FakeView, parse_view_answer
 from .records import ClickResult, ViewResult
 from .workspace import Workspace
@@ -106,6 +107,26 @@ class ModalHumans:
         self._workspace.modals.close(modal, everything=everything)
         await self._changes.notify()
         return None if payload is None else await self._deliver(payload)
+
+    async def click_in_modal(
+        self, modal: FakeModal, text: str, *, block_id: str | None = None
+    ) -> ClickResult:
+        """The user clicks the button ``text`` in the modal's view: the app gets
+        ``block_actions`` from the view (``container.type`` ``view``, the view with its
+        state, and a ``trigger_id`` that may ``views.push`` onto this modal)."""
+        if modal.closed:
+            raise LookupError("the modal is closed")
+        located = find_button(modal.top.blocks, text, block_id=block_id)
+        action = action_for(located, action_ts=f"{time.time():.6f}", state=modal.top.state)
+        payload = self._view_payload(modal, "block_actions")
+        payload["container"] = {"type": "view", "view_id": modal.top.id}
+        payload["trigger_id"] = self._workspace.modals.issue_trigger(
+            modal.user, view_id=modal.top.id
+        )
+        payload["actions"] = [action]
+        result = await self._deliver(payload)
+        await self._changes.notify()
+        return result
 
     def _view_payload(self, modal: FakeModal, kind: str) -> dict[str, Any]:
         workspace = self._workspace
