@@ -652,6 +652,9 @@ async def test_the_client_refuses_empty_required_fields_and_bad_numbers(
     assert (await slack.submit_view(modal)).errors == {"count": "Enter a whole number."}
     modal.fill("Count", "ten")
     assert (await slack.submit_view(modal)).errors == {"count": "Enter a number."}
+    modal.fill("Count", "3")
+    modal.fill("Command", "x" * 3001)
+    assert (await slack.submit_view(modal)).errors == {"command": "Use at most 3000 characters."}
 
 
 async def test_an_answer_neither_empty_nor_json_fails(

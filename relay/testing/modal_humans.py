@@ -25,7 +25,10 @@ from .modals import MAX_VIEW_STACK, FakeModal, FakeView, parse_view_answer
 from .records import ClickResult, ViewResult
 from .workspace import Workspace
 
-__all__ = ["REQUIRED_FIELD_ERROR", "ModalHumans"]
+__all__ = ["MAX_INPUT_CHARS", "REQUIRED_FIELD_ERROR", "ModalHumans"]
+
+MAX_INPUT_CHARS = 3000
+"""Characters a ``plain_text_input`` takes (its ``max_length`` may only lower it)."""
 
 REQUIRED_FIELD_ERROR = "Please fill out this field."
 """What the fake's client shows under a required input left empty (Slack's client refuses
@@ -248,7 +251,8 @@ def _field_error(
         return None
     value = str(entry.get("value") or "")
     if kind == "plain_text_input":
-        low, high = element.get("min_length"), element.get("max_length")
+        # Slack's plain_text_input holds at most 3,000 characters unless max_length says less.
+        low, high = element.get("min_length"), element.get("max_length", MAX_INPUT_CHARS)
         if isinstance(low, int) and len(value) < low:
             return f"Use at least {low} characters."
         if isinstance(high, int) and len(value) > high:
