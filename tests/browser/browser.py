@@ -366,3 +366,11 @@ class Page:
                 for e in self.driver.find_elements(By.CSS_SELECTOR, "#modal-layer .input-error")
             ]
         )
+
+    async def escape(self) -> None:
+        """Press Escape (closes an open modal, as in Slack)."""
+
+        def go() -> None:
+            self.driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+
+        await self.run(go)

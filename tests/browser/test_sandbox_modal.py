@@ -99,5 +99,6 @@ async def test_a_number_the_client_refuses_never_reaches_the_app(
 
     assert await page.wait_for_field_error("Timeout (seconds)", "number") == "Enter a number."
     assert standin.submissions == []
-    await page.press("Cancel")
+    await page.escape()
     await page.wait_for_no_modal()
+    assert standin.slack.modal_of(ALICE) is None

@@ -494,6 +494,9 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     $("me").addEventListener("change", (e) => connect(e.target.value));
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && state.modal) closeModal(state.modal); // as Slack's Esc does
+    });
     connect(new URL(window.location.href).searchParams.get("as") || "");
   });
 })();
