@@ -155,6 +155,7 @@ class Receiver:
         self.payloads: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.reply = ""
+        self.hold: asyncio.Event | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.text()
@@ -162,6 +163,8 @@ class Receiver:
             return web.Response(status=401, text="invalid signature")
         self.headers.append(dict(request.headers))
         self.payloads.append(json.loads(urllib.parse.parse_qs(body)["payload"][0]))
+        if self.hold is not None:
+            await self.hold.wait()
         return web.Response(status=200, text=self.reply, content_type="application/json")
 
 
@@ -649,9 +652,12 @@ async def test_the_client_refuses_empty_required_fields_and_bad_numbers(
     assert (await slack.submit_view(modal)).errors == {"count": "Enter a whole number."}
     modal.fill("Count", "ten")
     assert (await slack.submit_view(modal)).errors == {"count": "Enter a number."}
+    modal.fill("Count", "3")
+    modal.fill("Command", "x" * 3001)
+    assert (await slack.submit_view(modal)).errors == {"command": "Use at most 3000 characters."}
 
 
-async def test_the_app_must_answer_within_the_deadline(
+async def test_an_answer_neither_empty_nor_json_fails(
     slack: FakeSlack, client: AsyncWebClient, receiver: Receiver
 ) -> None:
     modal = await open_edit_modal(slack, client, receiver)
@@ -725,3 +731,41 @@ async def test_socket_mode_envelope_accepts_a_response_payload(slack: FakeSlack)
     assert result.outcome == "errors"
     assert modal.errors == {"count": "Too many"}
     assert envelopes == [False, True]  # block_actions, then view_submission
+
+
+async def test_the_app_must_answer_within_the_deadline(
+    slack: FakeSlack, client: AsyncWebClient, receiver: Receiver
+) -> None:
+    modal = await open_edit_modal(slack, client, receiver)
+    receiver.hold = asyncio.Event()
+    slack.ack_timeout = 0.2
+    try:
+        result = await slack.submit_view(modal)
+    finally:
+        receiver.hold.set()
+    assert result.status == 504
+    assert result.outcome == "failed"
+    assert "504" in str(result.problem)
+    assert modal.is_open
+
+
+async def test_a_button_in_the_modal_sends_block_actions_from_the_view(
+    slack: FakeSlack, client: AsyncWebClient, receiver: Receiver
+) -> None:
+    more = {
+        "type": "actions",
+        "block_id": "more",
+        "elements": [{"type": "button", "text": plain("Show diff"), "action_id": "diff"}],
+    }
+    modal = await open_edit_modal(slack, client, receiver, blocks=[*edit_view()["blocks"], more])
+    modal.fill("Command", "ls")
+
+    assert (await slack.click_in_modal(modal, "Show diff")).ok
+
+    payload = receiver.payloads[-1]
+    assert payload["type"] == "block_actions"
+    assert payload["container"] == {"type": "view", "view_id": modal.id}
+    assert payload["actions"][0]["action_id"] == "diff"
+    assert payload["view"]["state"]["values"]["command"]["value"]["value"] == "ls"
+    pushed = await client.views_push(trigger_id=payload["trigger_id"], view=edit_view())
+    assert pushed["view"]["root_view_id"] == modal.stack[0].id

@@ -6,15 +6,19 @@ a ``plain_text`` of at most 24 characters; ``blocks`` at most 100; ``close`` and
 ``plain_text`` of at most 24 characters, ``submit`` required once an ``input`` block is in
 the view; ``private_metadata`` at most 3,000 characters; ``callback_id`` and ``external_id``
 at most 255. Blocks follow Block Kit's rules (``relay.testing.blockkit``, with slack_sdk's
-validators as a backstop, as for messages), ``block_id``s are unique in the view and
+block and view validators as a backstop, as for messages), ``block_id``s are unique in the view and
 ``action_id``s unique in their block. A view over 250 kB answers ``view_too_large``.
 Errors read like Slack's, with a ``[json-pointer:/view/…]``.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import warnings
 from typing import Any
+
+from slack_sdk.models.views import View
 
 from .blockkit_check import block_errors, code_units
 from .blocks import sdk_block_errors
@@ -100,7 +104,19 @@ def view_errors(view: object) -> list[str]:
         and "submit" not in view
     ):
         errors.append(_at("must provide submit when the view has input blocks", "/view"))
-    return errors
+    return errors or _sdk_view_errors(view)
+
+
+def _sdk_view_errors(view: dict[str, Any]) -> list[str]:
+    # slack_sdk's View validators as a backstop, as for a message's blocks; its constructor
+    # may warn or raise on input it does not expect, and neither may escape into the server.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            View(**copy.deepcopy(view)).validate_json()
+        except Exception as exc:
+            return [_at(str(exc), "/view")]
+    return []
 
 
 def _blocks_errors(blocks: object) -> list[str]:

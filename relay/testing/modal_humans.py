@@ -14,17 +14,21 @@ modal. ``view_closed`` is sent on close only when the view asked with ``notify_o
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .changes import ChangeFeed
-from .elements import TEXT_INPUTS, iter_elements, state_values
+from .elements import TEXT_INPUTS, action_for, find_button, iter_elements, state_values
 from .modals import MAX_VIEW_STACK, FakeModal, FakeView, parse_view_answer
 from .records import ClickResult, ViewResult
 from .workspace import Workspace
 
-__all__ = ["REQUIRED_FIELD_ERROR", "ModalHumans"]
+__all__ = ["MAX_INPUT_CHARS", "REQUIRED_FIELD_ERROR", "ModalHumans"]
+
+MAX_INPUT_CHARS = 3000
+"""Characters a ``plain_text_input`` takes (its ``max_length`` may only lower it)."""
 
 REQUIRED_FIELD_ERROR = "Please fill out this field."
 """What the fake's client shows under a required input left empty (Slack's client refuses
@@ -43,6 +47,10 @@ class ModalHumans:
     def modals(self) -> list[FakeModal]:
         """Every modal the app opened, in order (closed ones included)."""
         return self._workspace.modals.modals
+
+    def modal_of(self, user: str) -> FakeModal | None:
+        """The modal ``user`` has open now, or ``None``."""
+        return self._workspace.modals.open_for(user)
 
     def open_modal(self, user: str) -> FakeModal:
         """The modal ``user`` has open now; ``LookupError`` when there is none."""
@@ -102,6 +110,26 @@ class ModalHumans:
         self._workspace.modals.close(modal, everything=everything)
         await self._changes.notify()
         return None if payload is None else await self._deliver(payload)
+
+    async def click_in_modal(
+        self, modal: FakeModal, text: str, *, block_id: str | None = None
+    ) -> ClickResult:
+        """The user clicks the button ``text`` in the modal's view: the app gets
+        ``block_actions`` from the view (``container.type`` ``view``, the view with its
+        state, and a ``trigger_id`` that may ``views.push`` onto this modal)."""
+        if modal.closed:
+            raise LookupError("the modal is closed")
+        located = find_button(modal.top.blocks, text, block_id=block_id)
+        action = action_for(located, action_ts=f"{time.time():.6f}", state=modal.top.state)
+        payload = self._view_payload(modal, "block_actions")
+        payload["container"] = {"type": "view", "view_id": modal.top.id}
+        payload["trigger_id"] = self._workspace.modals.issue_trigger(
+            modal.user, view_id=modal.top.id
+        )
+        payload["actions"] = [action]
+        result = await self._deliver(payload)
+        await self._changes.notify()
+        return result
 
     def _view_payload(self, modal: FakeModal, kind: str) -> dict[str, Any]:
         workspace = self._workspace
@@ -223,7 +251,8 @@ def _field_error(
         return None
     value = str(entry.get("value") or "")
     if kind == "plain_text_input":
-        low, high = element.get("min_length"), element.get("max_length")
+        # Slack's plain_text_input holds at most 3,000 characters unless max_length says less.
+        low, high = element.get("min_length"), element.get("max_length", MAX_INPUT_CHARS)
         if isinstance(low, int) and len(value) < low:
             return f"Use at least {low} characters."
         if isinstance(high, int) and len(value) > high:
