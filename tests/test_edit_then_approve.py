@@ -335,3 +335,22 @@ def test_the_form_offers_what_a_reviewer_fixes_in_the_common_tools() -> None:
     assert names("mcp__x", {"n": 1}, {"properties": {"n": {}, "m": {}}}) == ["n", "m"]
     many = {f"k{i}": i for i in range(50)}
     assert names("big", many) == [""]  # the whole input as one JSON field
+
+
+async def test_an_input_too_long_for_a_form_is_never_shown_cut() -> None:
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        people(slack)
+        request = {
+            "tool": "Write",
+            "input": {"file_path": "/srv/app/big.txt", "content": "x" * 3001},
+            "agent": AGENT,
+            "editable": True,
+        }
+        _status, created = await relay.request("POST", "/v1/approvals", json=request)
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "Edit…", user="U0ALICE")
+        notice = await slack.wait_for_ephemeral(user="U0ALICE", timeout=10)
+        assert "too long to edit in Slack" in str(notice.args)
+        assert slack.modals == []
+        _status, pending = await relay.request("GET", f"/v1/approvals/{created['id']}")
+        assert pending["status"] == "pending"

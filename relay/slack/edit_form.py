@@ -25,6 +25,7 @@ __all__ = [
     "edit_view",
     "editable_fields",
     "read_edit_view",
+    "too_long",
 ]
 
 EDIT_CALLBACK = "relay.edit"
@@ -133,6 +134,23 @@ def _input_block(name: str, schema: Mapping[str, Any], value: object) -> dict[st
 def plain_option(value: str, *, text: str | None = None) -> dict[str, Any]:
     """A select or checkbox option whose value is ``value`` (at most 150 characters)."""
     return {"text": plain((text or value)[:75]), "value": value[:150]}
+
+
+def too_long(edit: ToolEdit) -> bool:
+    """Whether a field the form would offer holds more than a Slack text input takes
+    (3,000 characters): a form showing it cut would allow a call nobody meant."""
+    for name, schema in editable_fields(edit):
+        value = dict(edit.input) if name == "" else edit.input.get(name)
+        kind = _kind(schema)
+        if kind == "string" and isinstance(value, str):
+            text = value
+        elif kind == "json":
+            text = json.dumps(value, ensure_ascii=False, indent=2)
+        else:
+            continue
+        if len(text) > _TEXT_MAX:
+            return True
+    return False
 
 
 def edit_view(

@@ -26,7 +26,7 @@ from relay.errors import UserInteractionError
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
 from relay.slack import notices
 from relay.slack.background import Background
-from relay.slack.edit_form import edit_view, editable_fields, read_edit_view
+from relay.slack.edit_form import edit_view, editable_fields, read_edit_view, too_long
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
@@ -119,6 +119,9 @@ class EditIntake:
             return
         edit = question.intent.edit
         assert edit is not None
+        if too_long(edit):
+            notify(click, notices.edit_too_long())
+            return
         who = record.request.agent.display_name if record.request.agent else "An agent"
         metadata = json.dumps(
             {"a": record.id, "i": click.index, "c": click.channel_id, "t": click.message_ts}

@@ -54,6 +54,14 @@ def edit_not_opened(error: str) -> str:
     )
 
 
+def edit_too_long() -> str:
+    """For an "Edit…" click on a call whose input a Slack form cannot hold whole."""
+    return (
+        "This call's input is too long to edit in Slack (a form field holds at most 3,000"
+        " characters), so no form opened: allow or deny it, or type a reason and *Deny*."
+    )
+
+
 def not_allowed() -> str:
     """For someone who may not answer this question."""
     return (
