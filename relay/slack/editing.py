@@ -167,7 +167,11 @@ class EditIntake:
             enterprise_id=enterprise.get("id") if isinstance(enterprise, Mapping) else None,
             is_enterprise_install=body.get("is_enterprise_install") is True,
         )
-        record = await self._life.store.get(ask_id=ask_id)
+        try:
+            record = await self._life.store.get(ask_id=ask_id)
+        except Exception:
+            _log.exception("store unreachable while applying an edit of ask %s", ask_id)
+            return self._form_error(values, "relay could not record this now; submit again.")
         question = _editable(record, index)
         if record is None or question is None or question.intent is None:
             return self._form_error(values, "This approval is gone; nothing was changed.")
@@ -197,6 +201,9 @@ class EditIntake:
             result = await self._life.answer(record, index, item, by=user_id)
         except UserInteractionError as exc:
             return {first: str(exc)}
+        except Exception:
+            _log.exception("store failed while recording an edit of ask %s", ask_id)
+            return {first: "relay could not record this now; submit again."}
         if result.outcome in ("accepted", "completed"):
             message = MessageRef(click.channel_id or "", click.message_ts or "")
             if index < len(record.messages) and record.messages[index] is not None:
