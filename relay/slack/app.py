@@ -19,7 +19,7 @@ import logging
 import re
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import orjson
@@ -52,7 +52,7 @@ from slack_bolt.request.payload_utils import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.slack.edit_form import EDIT_CALLBACK
-from relay.slack.parse import Click, ClickKind, parse_click, request_digest
+from relay.slack.parse import Click, ClickKind, parse_click, parse_edit_submission, request_digest
 from relay.slack.render import ACTION_PREFIX
 
 __all__ = [
@@ -78,12 +78,8 @@ class ClickTaker(Protocol):
         """The Web API client."""
         ...
 
-    async def handle_click(self, click: Click) -> None:
-        """Apply one relay click."""
-        ...
-
-    async def handle_edit(self, body: Mapping[str, Any]) -> dict[str, str] | None:
-        """Apply a submitted edit form; the field errors to show, if any."""
+    async def handle_click(self, click: Click) -> dict[str, str] | None:
+        """Apply one relay click (a submitted edit form: its field errors, if any)."""
         ...
 
 
@@ -240,7 +236,8 @@ def _bolt_app(provider: ClickTaker, signing_secret: str | None) -> AsyncApp:
 
     @app.view(EDIT_CALLBACK)
     async def on_edit_submitted(ack: AsyncAck, body: dict[str, Any]) -> None:
-        errors = await provider.handle_edit(body)
+        click = parse_edit_submission(body)
+        errors = await provider.handle_click(click) if click is not None else None
         if errors:
             await ack(response_action="errors", errors=errors)
         else:

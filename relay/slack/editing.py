@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.rules import widened
@@ -30,7 +29,7 @@ from relay.slack.edit_form import edit_view, editable_fields, read_edit_view, to
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
-from relay.slack.parse import Click, ClickKind
+from relay.slack.parse import Click
 from relay.slack.people import Gatekeeper
 from relay.slack.render import render_outcome
 from relay.store import AskRecord, MessageRef, utcnow
@@ -67,14 +66,12 @@ class EditIntake:
         gatekeeper: Gatekeeper,
         background: Background,
         installation: Callable[[], Awaitable[Installation]],
-        client: AsyncWebClient,
     ) -> None:
         self._life = life
         self._messages = messages
         self._gatekeeper = gatekeeper
         self._background = background
         self._installation = installation
-        self._client = client
 
     async def _refusal(self, record: AskRecord, click: Click) -> str | None:
         """Why ``click``'s user may not edit ``record`` (a private notice), or ``None``."""
@@ -128,7 +125,8 @@ class EditIntake:
         )
         view = edit_view(edit, metadata=metadata, choices=allow_choices(question), who=who)
         try:
-            await self._client.views_open(trigger_id=click.trigger_id or "", view=view)
+            client = self._messages.lean.client
+            await client.views_open(trigger_id=click.trigger_id or "", view=view)
         except SlackApiError as exc:
             error = exc.response.get("error") if exc.response is not None else None
             _log.warning("views.open failed for ask %s: %s", record.id, error)
@@ -137,35 +135,14 @@ class EditIntake:
             _log.exception("views.open failed for ask %s", record.id)
             notify(click, notices.edit_not_opened("unreachable"))
 
-    async def submit(self, body: Mapping[str, Any]) -> dict[str, str] | None:
-        """Apply a ``view_submission`` of the edit form: ``None`` when the edited call was
-        allowed (the form closes), else the errors to show under its fields."""
-        view, user = _object(body.get("view")), _object(body.get("user"))
-        values = _object(_object(view.get("state")).get("values"))
-        try:
-            meta = json.loads(view.get("private_metadata") or "")
-            ask_id, index = str(meta["a"]), int(meta["i"])
-            channel, ts = meta.get("c"), meta.get("t")
-        except (ValueError, KeyError, TypeError):
-            return None  # not a form this relay opened: nothing to record
-        user_id = user.get("id")
-        if not isinstance(user_id, str) or not user_id:
-            return None
-        team = _object(body.get("team"))
-        enterprise = body.get("enterprise")
-        click = Click(
-            ask_id=ask_id,
-            index=index,
-            kind=ClickKind.EDIT,
-            user_id=user_id,
-            user_name=user.get("name") or user.get("username"),
-            channel_id=channel if isinstance(channel, str) else None,
-            message_ts=ts if isinstance(ts, str) else None,
-            thread_ts=None,
-            team_id=team.get("id") or user.get("team_id"),
-            api_app_id=body.get("api_app_id"),
-            enterprise_id=enterprise.get("id") if isinstance(enterprise, Mapping) else None,
-            is_enterprise_install=body.get("is_enterprise_install") is True,
+    async def submit(self, click: Click) -> dict[str, str] | None:
+        """Apply a submitted edit form (``click``, of kind ``SAVE``): ``None`` when the
+        edited call was allowed (the form closes), else the errors to show under its fields."""
+        values, ask_id, index, user_id = (
+            click.values or {},
+            click.ask_id,
+            click.index,
+            click.user_id,
         )
         try:
             record = await self._life.store.get(ask_id=ask_id)
@@ -224,10 +201,6 @@ class EditIntake:
     def _form_error(self, values: Mapping[str, Any], text: str) -> dict[str, str]:
         block = next(iter(values), None)
         return {block: text} if isinstance(block, str) else {}
-
-
-def _object(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _first_block(values: Mapping[str, Any], edit: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,7 +35,15 @@ from relay.slack.render import (
 # relay.gate.approval's deny label (the gate sits above this module).
 _DENY = "Deny"
 
-__all__ = ["Click", "ClickKind", "Notice", "decide", "parse_click", "request_digest"]
+__all__ = [
+    "Click",
+    "ClickKind",
+    "Notice",
+    "decide",
+    "parse_click",
+    "parse_edit_submission",
+    "request_digest",
+]
 
 _MAX_ID = 64
 # Payloads are JSON: dict first, so that isinstance never reaches the ABC (a Python-level
@@ -51,6 +60,7 @@ class ClickKind(StrEnum):
     SKIP = "skip"
     TOGGLE = "toggle"  # ticking a box or changing a multi-select menu: state only
     EDIT = "edit"  # a tool approval's "Edit…": opens the edit modal, answers nothing yet
+    SAVE = "save"  # the edit modal submitted (``view_submission``): the edited call allowed
 
 
 class Notice(StrEnum):
@@ -93,6 +103,8 @@ class Click:
     Socket Mode, where Slack signs nothing): what a receipt binds the decision to."""
     trigger_id: str | None = None
     """What opens a modal for this click (``views.open``), for 3 seconds."""
+    values: Mapping[str, Any] | None = None
+    """A submitted edit form's ``view.state.values`` (``ClickKind.SAVE`` only)."""
 
 
 def _str(value: object) -> str | None:
@@ -155,6 +167,43 @@ def request_digest(body: bytes, timestamp: str) -> str:
     raw body and its ``X-Slack-Request-Timestamp`` (one pass over ~2.4 KB, ~2 µs)."""
     signed = hashlib.sha256(b"v0:" + timestamp.encode() + b":" + body).digest()
     return base64.urlsafe_b64encode(signed).rstrip(b"=").decode("ascii")
+
+
+def _object(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, _MAPPING) else {}
+
+
+def parse_edit_submission(payload: Mapping[str, Any]) -> Click | None:
+    """The edit form's ``view_submission`` as a ``SAVE`` click on the question the form
+    edits (named in its ``private_metadata``), or ``None`` if it is no form of ours."""
+    view, user = _object(payload.get("view")), _object(payload.get("user"))
+    try:
+        meta = json.loads(view.get("private_metadata") or "")
+        ask_id, index = str(meta["a"]), int(meta["i"])
+        channel, ts = meta.get("c"), meta.get("t")
+    except (ValueError, KeyError, TypeError):
+        return None
+    user_id, team = _str(user.get("id")), _object(payload.get("team"))
+    if not user_id:
+        return None
+    enterprise = payload.get("enterprise")
+    return Click(
+        ask_id=ask_id,
+        index=index,
+        kind=ClickKind.SAVE,
+        user_id=user_id,
+        user_name=_str(user.get("name")) or _str(user.get("username")),
+        channel_id=_str(channel),
+        message_ts=_str(ts),
+        thread_ts=None,
+        team_id=_str(team.get("id")) or _str(user.get("team_id")),
+        api_app_id=_str(payload.get("api_app_id")),
+        enterprise_id=_str(enterprise.get("id"))
+        if isinstance(enterprise, _MAPPING)
+        else _str(enterprise),
+        is_enterprise_install=payload.get("is_enterprise_install") is True,
+        values=_object(_object(view.get("state")).get("values")),
+    )
 
 
 def parse_click(payload: object, *, request: str | None = None) -> Click | None:
@@ -246,7 +295,7 @@ def decide(
             id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=at
         )
 
-    if click.kind in (ClickKind.TOGGLE, ClickKind.EDIT):
+    if click.kind in (ClickKind.TOGGLE, ClickKind.EDIT, ClickKind.SAVE):
         return None
     if text is not None and read_edit(text) is not None:
         # An edit is made in its form, where the message then shows it; typed, it would run

@@ -9,7 +9,7 @@ aiohttp apps (``app``) and Socket Mode (``socket_mode``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +24,11 @@ from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest, valid
 from relay.slack.background import Background
 from relay.slack.clicks import ClickIntake
 from relay.slack.credentials import check_credentials
-from relay.slack.editing import EditIntake
 from relay.slack.failures import SLACK_FAILURES, provider_failed
 from relay.slack.identity import InstallationLookup
 from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
-from relay.slack.parse import Click, ClickKind
+from relay.slack.parse import Click
 from relay.slack.people import Gatekeeper, ids
 from relay.slack.posting import AskPoster
 from relay.slack.retries import default_retry_handlers
@@ -171,14 +170,6 @@ class SlackProvider:
             background=self._background,
             installation=self.installation,
         )
-        self._edits = EditIntake(
-            life=self._life,
-            messages=self._messages,
-            gatekeeper=self.gatekeeper,
-            background=self._background,
-            installation=self.installation,
-            client=client,
-        )
         self._poster = AskPoster(life=self._life, messages=self._messages)
         self._finished = False
         self._app: AsyncApp | None = None
@@ -288,17 +279,10 @@ class SlackProvider:
 
     # ---- clicks and the Slack transport -----------------------------------------------------
 
-    async def handle_click(self, click: Click) -> None:
-        """Apply one click: answer its question, or tell the clicker privately why not."""
-        if click.kind is ClickKind.EDIT:
-            await self._edits.open(click)  # the 3 s trigger: opened before anything else
-            return
-        await self._clicks.handle(click)
-
-    async def handle_edit(self, body: Mapping[str, Any]) -> dict[str, str] | None:
-        """Apply a submitted edit form: ``None`` when the edited call was allowed, else the
-        errors to show under its fields (``response_action: errors``)."""
-        return await self._edits.submit(body)
+    async def handle_click(self, click: Click) -> dict[str, str] | None:
+        """Apply one click: answer its question, or tell the clicker privately why not (a
+        submitted edit form: the errors to show under its fields, if any)."""
+        return await self._clicks.handle(click)
 
     @property
     def repair_after(self) -> timedelta:
