@@ -46,7 +46,8 @@ ENV_VARS: dict[str, str] = {
     "RELAY_ALLOWED_USERS": "comma-separated user ids allowed to answer (default: anyone)",
     "RELAY_ALLOWED_GROUPS": "comma-separated user group ids (S…) whose members may answer",
     "RELAY_ALLOWED_CHANNELS": "channel ids an API client may name besides RELAY_CHANNEL",
-    "RELAY_TIMEOUT": "seconds before an unanswered ask times out; 'none' waits forever",
+    "RELAY_TIMEOUT": "seconds before an unanswered ask times out; 'none' waits forever"
+    " (default 900)",
     "RELAY_MAX_TIMEOUT": "the longest timeout any ask may have, in seconds (default: none);"
     " a longer or no timeout becomes this",
     "RELAY_REMIND_AFTER": "seconds after which (and between which) a pending ask reminds who"

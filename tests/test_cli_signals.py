@@ -57,7 +57,7 @@ async def test_relay_ask_through_a_relay_withdraws_its_question_on(sig: signal.S
         code, lines = await interrupted(process, sig)
         assert code == 4
         assert lines == [
-            f"relay: ASK_ABORTED: stopped by {sig.name}; the question is withdrawn, nothing"
+            f"relay: error: ASK_ABORTED: stopped by {sig.name}; the question is withdrawn, nothing"
             " is left waiting in Slack"
         ]
         _, record = await relay.request("GET", f"/v1/asks/{ask_id}")
@@ -76,7 +76,7 @@ async def test_relay_ask_straight_to_slack_withdraws_its_question_on(sig: signal
         code, lines = await interrupted(process, sig)
         assert code == 4
         assert len(lines) == 1
-        assert lines[0].startswith(f"relay: ASK_ABORTED: stopped by {sig.name}")
+        assert lines[0].startswith(f"relay: error: ASK_ABORTED: stopped by {sig.name}")
         update = await slack.wait_for_call("chat.update")  # sent before the command exited
         assert update.args["ts"] == message.ts
         assert message.text == "Deploy? — aborted"

@@ -36,6 +36,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.parties",
             "relay.plan_review",
             "relay.questions",
+            "relay.replies",
             "relay.safejson",
             "relay.service",
             "relay.tool",

@@ -229,7 +229,7 @@ async def test_relay_ask_says_who_may_answer_with_users_and_groups() -> None:
         slack.add_user("U0ALICE", name="alice")
         slack.usergroups = {"S0OPS": ["U0CAROL"]}
         process = await relay_ask(
-            relay, "-q", "Ship?", "-o", "yes", "--allowed-user", "U0BOB", "--allowed-group", "S0OPS"
+            relay, "-q", "Ship?", "-o", "yes", "--allowed-users", "U0BOB", "--allowed-groups=S0OPS"
         )
         message = await slack.wait_for_message()
         await slack.click(message, "yes", user="U0ALICE")
@@ -274,3 +274,14 @@ async def test_relay_ask_file_may_carry_the_apis_slack_section(
     assert (code, out) == (2, "")
     assert err == "relay: error: BAD_REQUEST: slack.x is not a known field\n"
     assert len(slack.messages) == 1  # nothing was asked
+
+
+async def test_relay_ask_prints_the_relays_refusal_as_its_own_errors(
+    env: tuple[FakeSlack, Relay],
+) -> None:
+    # The same line whichever side found the error: here the relay refuses the channel.
+    _, relay = env
+    code, out, err = await finish(await relay_ask(relay, "-q", "x", "--channel", "C0ELSEWHERE"))
+    assert (code, out) == (2, "")
+    assert err.startswith("relay: error: BAD_REQUEST: "), err
+    assert err.count("\n") == 1

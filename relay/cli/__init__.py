@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from relay.cli.common import CommandError, Commands, Parser
+from relay.cli.common import CommandError, Commands, Parser, error_line
 
 if TYPE_CHECKING:
     from relay.cli.preview import BLOCK_KIT_BUILDER, builder_url
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if not isinstance(exc, _one_line_errors()):
             raise
-        sys.stderr.write(f"relay: error: {getattr(exc, 'code', '')}: {exc}\n")
+        sys.stderr.write(error_line(getattr(exc, "code", ""), str(exc)))
         return 2
 
 

@@ -3,9 +3,9 @@
 Through a hosted relay (``--relay-url``/``RELAY_URL`` and ``RELAY_TOKEN``), or directly with
 Slack credentials over Socket Mode (``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``).
 
-Who may answer: ``--allowed-user U…`` and ``--allowed-group S…`` (repeatable), ``--requester
-U…`` with ``--prevent-self-approval``; or the API's ``slack`` section in ``--file`` (flags
-win over it).
+Who may answer: ``--allowed-users U1,U2`` and ``--allowed-groups S1,S2``, ``--requester U…``
+with ``--prevent-self-approval``; or the API's ``slack`` section in ``--file`` (flags win over
+it).
 
 ``--default LABEL`` is the option taken when nobody answers before ``--timeout``; the answer
 then carries ``"defaulted": true``, and ``--approve`` never counts a default as approved.
@@ -13,7 +13,7 @@ then carries ``"defaulted": true``, and ``--approve`` never counts a default as 
 ``--veto LABEL`` names an option one vote decides at once.
 
 ``--remind-after SECONDS`` (with ``--reminders N``) reminds who may answer in the thread;
-``--escalate-after SECONDS`` lets ``--escalate-to U…|S…`` answer from then on and mentions
+``--escalate-after SECONDS`` lets ``--escalate-to U1,S2`` answer from then on and mentions
 them in ``--escalate-channel`` (with a link back) or in the thread.
 
 Exit codes: 0 answered (with ``--approve``: a person chose that label), 1 answered otherwise
@@ -34,7 +34,16 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from relay.cli.common import USAGE, CommandError, Commands, parse_json, read_text
+from relay.cli.backend import add_allowlist_flags, id_list
+from relay.cli.common import (
+    USAGE,
+    CommandError,
+    Commands,
+    error_line,
+    parse_json,
+    plain,
+    read_text,
+)
 from relay.errors import ErrorCode, UserInteractionError
 from relay.questions import (
     AgentRef,
@@ -65,7 +74,7 @@ def add_ask(commands: Commands) -> None:
     parser = commands.add_parser(
         "ask",
         help="ask a question in Slack and print the answer (a CI gate with --approve)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = parser.add_argument_group("the question (or --file)")
@@ -88,7 +97,7 @@ def add_ask(commands: Commands) -> None:
         "--approvals",
         type=int,
         metavar="N",
-        help="N different people must choose an option before it is the answer",
+        help="N different people must choose an option before it is the answer (default 1)",
     )
     what.add_argument(
         "--veto",
@@ -100,36 +109,52 @@ def add_ask(commands: Commands) -> None:
     detail = what.add_mutually_exclusive_group()
     detail.add_argument("--detail", help="markdown shown with the question")
     detail.add_argument("--detail-file", metavar="PATH", help="read the detail from a file")
-    what.add_argument("--id", default="answer", help="the question id in the answer JSON")
+    what.add_argument(
+        "--id", default="answer", help="the question id in the answer JSON (default: answer)"
+    )
     what.add_argument(
         "--file",
         "-f",
         metavar="PATH",
         help="a request in the JSON wire form instead of the flags above (- for stdin)",
     )
-    what.add_argument("--agent", default="relay-cli", help="who is asking, shown in Slack")
+    what.add_argument(
+        "--agent", default="relay-cli", help="who is asking, shown in Slack (default: relay-cli)"
+    )
     where = parser.add_argument_group("where and how long")
-    where.add_argument("--channel", help="channel id (C…) or user id (U…, a DM) to ask in")
-    where.add_argument("--thread-ts", help="post in this thread")
-    where.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    where.add_argument(
+        "--channel",
+        metavar="C…|U…",
+        help="channel id, or user id for a DM, to ask in (default: the relay's RELAY_CHANNEL)",
+    )
+    where.add_argument("--thread-ts", metavar="TS", help="post in this thread (default: not)")
+    where.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up after this long (default: the relay's RELAY_TIMEOUT, 900 unless set)",
+    )
     where.add_argument(
         "--remind-after",
         type=float,
         metavar="SECONDS",
-        help="remind who may answer, in the thread, after this long (and again, see --reminders)",
+        help="remind who may answer, in the thread, after this long (and again, see"
+        " --reminders; default: no reminders)",
     )
     where.add_argument("--reminders", type=int, metavar="N", help="at most N reminders (default 1)")
     where.add_argument(
         "--escalate-after",
         type=float,
         metavar="SECONDS",
-        help="escalate after this long with no answer (to --escalate-to / --escalate-channel)",
+        help="escalate after this long with no answer (to --escalate-to / --escalate-channel;"
+        " default: never)",
     )
     where.add_argument(
         "--escalate-to",
         action="append",
-        metavar="U…|S…",
-        help="a user (U…) or user group (S…) id who may answer once escalated (repeatable)",
+        metavar="U1,S2",
+        help="user (U…) and user group (S…) ids who may answer once escalated,"
+        " comma-separated (default: none)",
     )
     where.add_argument(
         "--escalate-channel",
@@ -137,19 +162,10 @@ def add_ask(commands: Commands) -> None:
         help="post the escalation here, with a link back (default: the question's thread)",
     )
     who = parser.add_argument_group("who may answer (default: the relay's own allowlist)")
+    add_allowlist_flags(who, default="the relay's RELAY_ALLOWED_USERS")
     who.add_argument(
-        "--allowed-user",
-        action="append",
-        metavar="U…",
-        help="a Slack user id who may answer (repeat for more)",
+        "--requester", metavar="U…", help="the person the ask is made for (default: nobody)"
     )
-    who.add_argument(
-        "--allowed-group",
-        action="append",
-        metavar="S…",
-        help="a Slack user group id whose members may answer (repeat for more)",
-    )
-    who.add_argument("--requester", metavar="U…", help="the person the ask is made for")
     who.add_argument(
         "--prevent-self-approval",
         action="store_true",
@@ -161,7 +177,11 @@ def add_ask(commands: Commands) -> None:
         help="exit 0 only if LABEL was chosen, 1 otherwise (a CI gate)",
     )
     via = parser.add_argument_group("through a hosted relay (else Slack directly, Socket Mode)")
-    via.add_argument("--relay-url", default=os.environ.get("RELAY_URL"), help="or RELAY_URL")
+    via.add_argument(
+        "--relay-url",
+        metavar="URL",
+        help="the hosted relay (default: RELAY_URL, if set; else Slack directly)",
+    )
     parser.set_defaults(handler=_run_ask)
 
 
@@ -219,8 +239,8 @@ def _with_flags(slack: dict[str, Any], args: argparse.Namespace) -> dict[str, An
         "escalate_users": _escalate(args, group=False),
         "escalate_groups": _escalate(args, group=True),
         "escalate_channel": args.escalate_channel,
-        "allowed_users": args.allowed_user,
-        "allowed_groups": args.allowed_group,
+        "allowed_users": _list(id_list(args.allowed_users, "--allowed-users")),
+        "allowed_groups": _list(id_list(args.allowed_groups, "--allowed-groups")),
         "requester": args.requester,
         "prevent_self_approval": True if args.prevent_self_approval else None,
     }
@@ -237,11 +257,12 @@ def _provider(args: argparse.Namespace, slack: dict[str, Any]) -> RelayProvider 
     from relay.server.api import read_slack_section as read_slack
     from relay.slack import SlackProvider
 
-    if args.relay_url:
+    url = args.relay_url or os.environ.get("RELAY_URL")
+    if url:
         token = os.environ.get("RELAY_TOKEN", "")
         if not token:
             raise CommandError(USAGE, "set RELAY_TOKEN to one of the relay's API tokens")
-        return RelayProvider(args.relay_url, token, slack=slack)
+        return RelayProvider(url, token, slack=slack)
     bot, app = os.environ.get("SLACK_BOT_TOKEN"), os.environ.get("SLACK_APP_TOKEN")
     if not bot or not app:
         raise CommandError(
@@ -332,10 +353,10 @@ def _run_ask(args: argparse.Namespace) -> int:
     try:
         answer = asyncio.run(_ask(args, request, slack))
     except UserInteractionError as exc:
-        sys.stderr.write(f"relay: {exc.code}: {exc}\n")
+        sys.stderr.write(error_line(exc.code, str(exc)))
         return _exit_code(exc)
     except KeyboardInterrupt:  # Ctrl-C before or after the ask ran: nothing was left live
-        sys.stderr.write("relay: ASK_ABORTED: interrupted\n")
+        sys.stderr.write(error_line(ErrorCode.ASK_ABORTED, "interrupted"))
         return EXIT_ABORTED
     sys.stdout.write(js_json(answer.to_dict()) + "\n")
     if args.approve is None:
@@ -361,5 +382,10 @@ def _exit_code(exc: UserInteractionError) -> int:
 
 def _escalate(args: argparse.Namespace, *, group: bool) -> list[str] | None:
     """The ``--escalate-to`` ids that are user groups (S…), or the others (users)."""
-    chosen = [i for i in args.escalate_to or () if i.startswith("S") == group]
+    ids = id_list(args.escalate_to, "--escalate-to") or ()
+    chosen = [i for i in ids if i.startswith("S") == group]
     return chosen or None
+
+
+def _list(ids: tuple[str, ...] | None) -> list[str] | None:
+    return list(ids) if ids is not None else None

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
-from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands
+from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, plain
 
 __all__ = ["add_audit", "parse_since"]
 
@@ -52,27 +52,46 @@ def add_audit(commands: Commands) -> None:
     parser = commands.add_parser(
         "audit",
         help="export who answered what, when (JSON lines or CSV) from a hosted relay",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--since", default="30d", help="from when: 30d (default), 12h, or a time")
-    parser.add_argument("--until", help="up to when (the same forms as --since; default now)")
     parser.add_argument(
-        "--status", action="append", choices=_STATUSES, help="only asks that ended so (repeat)"
+        "--since",
+        default="30d",
+        metavar="WHEN",
+        help="from when: a duration ago such as 30d or 12h, or a time such as 2026-05-01"
+        " (default: 30d)",
     )
-    parser.add_argument("--agent", help="only asks made by this agent id")
-    parser.add_argument("--channel", help="only asks posted in this channel id")
+    parser.add_argument(
+        "--until", metavar="WHEN", help="up to when (the same forms as --since; default: now)"
+    )
+    parser.add_argument(
+        "--status",
+        action="append",
+        choices=_STATUSES,
+        help="only asks that ended so (repeat for more; default: all)",
+    )
+    parser.add_argument("--agent", metavar="ID", help="only asks made by this agent id")
+    parser.add_argument("--channel", metavar="C…", help="only asks posted in this channel id")
     parser.add_argument("--responder", metavar="U…", help="only asks this Slack user answered")
-    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    parser.add_argument(
+        "--format",
+        choices=("jsonl", "csv"),
+        default="jsonl",
+        help="jsonl (one JSON object a line) or csv (one row per question; default: jsonl)",
+    )
     parser.add_argument(
         "--receipts", action="store_true", help="export the signed receipt chain (JSON lines)"
     )
-    parser.add_argument("--output", "-O", metavar="FILE", help="write here (default stdout)")
-    parser.add_argument("--relay-url", default=os.environ.get("RELAY_URL"), help="or RELAY_URL")
+    parser.add_argument("--output", "-O", metavar="FILE", help="write here (default: stdout)")
+    parser.add_argument(
+        "--relay-url", metavar="URL", help="the hosted relay (default: RELAY_URL, if set)"
+    )
     parser.set_defaults(handler=_run_audit)
 
 
 def _run_audit(args: argparse.Namespace) -> int:
+    args.relay_url = args.relay_url or os.environ.get("RELAY_URL")
     if not args.relay_url:
         raise CommandError(USAGE, "say which relay: --relay-url (or RELAY_URL)")
     token = os.environ.get("RELAY_TOKEN", "")

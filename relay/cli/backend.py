@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from relay.gate.rules import Rules
     from relay.service import UserInteractionService
 
-__all__ = ["Backend", "add_backend_flags", "open_backend"]
+__all__ = ["Backend", "add_allowlist_flags", "add_backend_flags", "id_list", "open_backend"]
 
 
 @dataclass
@@ -59,20 +59,47 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
         "where to ask (a hosted relay with RELAY_URL and RELAY_TOKEN, else Slack directly"
         " with SLACK_BOT_TOKEN and SLACK_APP_TOKEN)"
     )
-    where.add_argument("--relay-url", default=None, help="the hosted relay (or RELAY_URL)")
-    where.add_argument("--channel", help="channel id (C…) to ask in (or RELAY_CHANNEL)")
     where.add_argument(
-        "--allowed-users", metavar="U1,U2", help="Slack user ids who may answer (default: anyone)"
+        "--relay-url", metavar="URL", help="the hosted relay (default: RELAY_URL, if set)"
     )
     where.add_argument(
-        "--allowed-groups", metavar="S1,S2", help="user group ids whose members may answer"
+        "--channel", metavar="C…", help="channel id to ask in (default: RELAY_CHANNEL)"
+    )
+    add_allowlist_flags(where, default="anyone")
+
+
+def add_allowlist_flags(group: argparse._ActionsContainer, *, default: str) -> None:
+    """``--allowed-users U1,U2`` and ``--allowed-groups S1,S2``, spelled the same in every
+    command (and like RELAY_ALLOWED_USERS): comma-separated, and repeatable. ``relay ask``'s
+    old ``--allowed-user U…`` / ``--allowed-group S…`` still work, hidden from the help."""
+    group.add_argument(
+        "--allowed-users",
+        action="append",
+        metavar="U1,U2",
+        help=f"Slack user ids who may answer, comma-separated (default: {default})",
+    )
+    group.add_argument(
+        "--allowed-groups",
+        action="append",
+        metavar="S1,S2",
+        help="Slack user group ids whose members may answer, comma-separated (default: none)",
+    )
+    # Deprecated spellings (relay ask's, one id each): kept so existing scripts still run.
+    group.add_argument(
+        "--allowed-user", action="append", dest="allowed_users", help=argparse.SUPPRESS
+    )
+    group.add_argument(
+        "--allowed-group", action="append", dest="allowed_groups", help=argparse.SUPPRESS
     )
 
 
-def _ids(raw: str | None, flag: str) -> tuple[str, ...] | None:
+def id_list(raw: list[str] | str | None, flag: str) -> tuple[str, ...] | None:
+    """The Slack ids given to ``flag`` (comma-separated, the flag maybe repeated), or a
+    ``USAGE`` error naming the first that is not an id."""
     if raw is None:
         return None
-    ids = tuple(part.strip() for part in raw.split(",") if part.strip())
+    given = [raw] if isinstance(raw, str) else raw
+    ids = tuple(part.strip() for value in given for part in value.split(",") if part.strip())
     bad = [i for i in ids if not i[:1].isupper() or not i.isalnum()]
     if bad:
         raise CommandError(USAGE, f"{flag} takes Slack ids like U0123ABCD, not {bad[0]!r}")
@@ -83,8 +110,8 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
     """Connect as configured by ``args`` and the environment; ``CommandError`` if unset."""
     env = os.environ
     url = args.relay_url or env.get("RELAY_URL")
-    users = _ids(args.allowed_users, "--allowed-users")
-    groups = _ids(args.allowed_groups, "--allowed-groups")
+    users = id_list(args.allowed_users, "--allowed-users")
+    groups = id_list(args.allowed_groups, "--allowed-groups")
     channel = args.channel or env.get("RELAY_CHANNEL") or None
     if url:
         token = env.get("RELAY_TOKEN", "")

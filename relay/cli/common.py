@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
@@ -15,7 +16,9 @@ __all__ = [
     "CommandError",
     "Commands",
     "Parser",
+    "error_line",
     "parse_json",
+    "plain",
     "read_text",
     "relay_command",
 ]
@@ -37,7 +40,19 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """Print ``relay: error: USAGE: …`` with where to get help, and exit 2."""
-        self.exit(2, f"relay: error: {USAGE}: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, error_line(USAGE, f"{message} (see `{self.prog} --help`)"))
+
+
+def error_line(code: str, message: str) -> str:
+    """The one line every ``relay`` command prints for a failure, whichever side (this
+    process, the relay or Slack) found it: ``relay: error: CODE: message``."""
+    return f"relay: error: {code}: {message}\n"
+
+
+def plain(doc: str | None) -> str:
+    """A module docstring as ``--help`` shows it: the reStructuredText literals (double
+    backticks), which mean nothing in a terminal, dropped."""
+    return re.sub(r"``(.+?)``", r"\1", doc or "", flags=re.DOTALL)
 
 
 if TYPE_CHECKING:

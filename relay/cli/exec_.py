@@ -31,7 +31,7 @@ from types import FrameType
 
 from relay.abort import AbortController
 from relay.cli.backend import add_backend_flags, open_backend
-from relay.cli.common import USAGE, CommandError, Commands
+from relay.cli.common import USAGE, CommandError, Commands, error_line, plain
 from relay.gate.approval import DECISION_GRACE, Decision, gave_up
 from relay.gate.context import ci_job, requester, who_asks
 from relay.gate.gate import Gate, ToolUse
@@ -51,7 +51,7 @@ def add_exec(commands: Commands) -> None:
     parser = commands.add_parser(
         "exec",
         help="ask the team in Slack before running a command (a gate for CI and agents)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_backend_flags(parser)
@@ -59,17 +59,23 @@ def add_exec(commands: Commands) -> None:
         "--rules",
         metavar="FILE",
         default=os.environ.get("RELAY_RULES"),
-        help="the rules file (or RELAY_RULES): allow or deny outright, who approves, timeout",
+        help="the rules file: allow or deny outright, who approves, timeout (default:"
+        " RELAY_RULES, if set; else every command is asked about)",
     )
     parser.add_argument(
-        "--timeout", type=float, metavar="SECONDS", help="the reviewer's time (overrides rules)"
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="the reviewer's time, over the rules' (default: the rules' timeout, 300 unless set)",
     )
     parser.add_argument(
         "--session",
         default=os.environ.get("RELAY_SESSION"),
-        help="who a grant is for (or RELAY_SESSION; default: the CI job, else this terminal)",
+        help="who a grant is for (default: RELAY_SESSION, else the CI job, else this terminal)",
     )
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER, help="-- then the command and its arguments"
+    )
     parser.set_defaults(handler=_run_exec)
 
 
@@ -174,10 +180,10 @@ def _run(argv: list[str]) -> int:
     try:
         child = subprocess.Popen(argv)  # noqa: S603 - running it is the point, once approved
     except FileNotFoundError:
-        sys.stderr.write(f"relay: NOT_FOUND: {argv[0]}: command not found\n")
+        sys.stderr.write(error_line("NOT_FOUND", f"{argv[0]}: command not found"))
         return 127
     except PermissionError:
-        sys.stderr.write(f"relay: NOT_EXECUTABLE: {argv[0]}: permission denied\n")
+        sys.stderr.write(error_line("NOT_EXECUTABLE", f"{argv[0]}: permission denied"))
         return 126
     for number in early:
         with contextlib.suppress(ProcessLookupError):
@@ -201,7 +207,7 @@ def _run_exec(args: argparse.Namespace) -> int:
         decision = asyncio.run(_decide(args, argv))
     except _Stopped as stop:
         sys.stderr.write(
-            f"relay: ABORTED: stopped by signal {stop.sig}; the question was withdrawn\n"
+            error_line("ABORTED", f"stopped by signal {stop.sig}; the question was withdrawn")
         )
         return 128 + stop.sig
     if not decision.allowed:
@@ -209,7 +215,11 @@ def _run_exec(args: argparse.Namespace) -> int:
             decision.outcome, EXIT_DENIED
         )
         label = {EXIT_TIMED_OUT: "TIMED_OUT", EXIT_FAILED: "FAILED"}.get(code, "DENIED")
-        sys.stderr.write(f"relay: {label}: {decision.message}; {shlex.join(argv)} did not run\n")
+        line = f"{decision.message}; {shlex.join(argv)} did not run"
+        # A decision (denied, nobody in time) is a verdict line; a failure to decide is an
+        # error, in the one format every command prints its errors in.
+        failed = code == EXIT_FAILED
+        sys.stderr.write(error_line(label, line) if failed else f"relay: {label}: {line}\n")
         return code
     sys.stderr.write(f"relay: ALLOWED: {decision.message}\n")
     sys.stderr.flush()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from relay.cli.backend import add_backend_flags
-from relay.cli.common import Commands
+from relay.cli.common import Commands, plain
 from relay.hooks import ADAPTERS, Adapter, BadHookInput, HookCall
 from relay.hooks.claude_code import CLAUDE_CODE, EVENTS, claude_code_output
 from relay.hooks.common import Decided, RulesDecision, load_event
@@ -33,6 +33,19 @@ if TYPE_CHECKING:
     from relay.gate.rules import Rules
 
 __all__ = ["EVENTS", "add_hook", "hook_output"]
+
+# What ``relay hook --help`` says: what a user configures, not how each harness treats a
+# hook that times out (that is the module docstring's, for whoever works on this file).
+_DESCRIPTION = """\
+relay hook HARNESS: a permission hook for Claude Code, Codex, GitHub Copilot or Cursor.
+
+Add it to the harness's hooks configuration. It reads the hook's JSON on stdin, decides by
+the rules file (allow or deny outright, or ask the team in Slack) and answers the harness
+in its own format. When it cannot decide (no configuration, the relay unreachable, nobody
+answered in time) it denies, with a reason the agent sees.
+
+Run `relay hook HARNESS --help` for a harness's options.
+"""
 
 # Seconds past the reviewer's time for the hook to withdraw the question and answer.
 _MARGIN = 15.0
@@ -45,7 +58,7 @@ def add_hook(commands: Commands) -> None:
     parser = commands.add_parser(
         "hook",
         help="a permission hook for coding agents (relay hook claude-code|codex|copilot|cursor)",
-        description=__doc__,
+        description=plain(_DESCRIPTION),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     harnesses = parser.add_subparsers(title="harnesses", metavar="HARNESS", required=True)
@@ -60,7 +73,7 @@ def add_hook(commands: Commands) -> None:
             "--rules",
             metavar="FILE",
             default=os.environ.get("RELAY_RULES"),
-            help="the rules file (or RELAY_RULES); without one, every use is asked about",
+            help="the rules file (default: RELAY_RULES, if set; else every use is asked about)",
         )
         adapter.add_arguments(sub)
         sub.set_defaults(handler=_handler(adapter))

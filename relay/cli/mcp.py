@@ -21,7 +21,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from relay.cli.backend import add_backend_flags, open_backend
-from relay.cli.common import Commands
+from relay.cli.common import Commands, plain
 from relay.gate.context import requester
 from relay.gate.gate import Gate
 from relay.gate.rules import Rules, load_rules
@@ -38,18 +38,23 @@ def add_mcp(commands: Commands) -> None:
     parser = commands.add_parser(
         "mcp",
         help="serve the MCP server over stdio (ask_user_question, approve_tool_use)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_backend_flags(parser)
     parser.add_argument(
-        "--timeout", type=float, metavar="SECONDS", help="give up on a question after this long"
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up on a question after this long (default: the relay's RELAY_TIMEOUT, 900"
+        " unless set; approvals: the rules' timeout, 300 unless set)",
     )
     parser.add_argument(
         "--rules",
         metavar="FILE",
         default=os.environ.get("RELAY_RULES"),
-        help="rules for approve_tool_use: allow/deny outright, who approves (or RELAY_RULES)",
+        help="rules for approve_tool_use: allow or deny outright, who approves (default:"
+        " RELAY_RULES, if set; else every use is asked about)",
     )
     parser.add_argument(
         "--progress-interval",

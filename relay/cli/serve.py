@@ -7,7 +7,7 @@ import os
 import sys
 
 from relay.cli.common import Commands, relay_command
-from relay.config import NO_CREDENTIALS_HELP, Settings
+from relay.config import ENV_VARS, NO_CREDENTIALS_HELP, Settings
 from relay.errors import RelayConfigError
 
 __all__ = ["add_serve"]
@@ -27,6 +27,21 @@ _FLAGS: dict[str, str] = {
     "max_wait": "RELAY_MAX_WAIT",
     "retention": "RELAY_RETENTION",
     "log_level": "RELAY_LOG_LEVEL",
+}
+# How each flag is shown: what it takes, and its default where ENV_VARS states none.
+_METAVARS = {
+    "allowed_users": "U1,U2",
+    "allowed_groups": "S1,S2",
+    "channel": "C…",
+    "timeout": "SECONDS",
+    "max_wait": "SECONDS",
+    "retention": "SECONDS",
+}
+_DEFAULTS = {
+    "RELAY_CHANNEL": "none: each ask names its channel",
+    "RELAY_ALLOWED_GROUPS": "none",
+    "RELAY_API_TOKENS_FILE": "none",
+    "SLACK_API_URL": "https://slack.com/api/",
 }
 
 
@@ -48,7 +63,14 @@ def add_serve(commands: Commands) -> None:
         " http://127.0.0.1:3000/ (loopback only unless --host or RELAY_HOST says otherwise)",
     )
     for flag, env in _FLAGS.items():
-        parser.add_argument(f"--{flag.replace('_', '-')}", metavar=env, help=f"overrides {env}")
+        about = ENV_VARS[env]
+        if env in _DEFAULTS:
+            about += f" (default: {_DEFAULTS[env]})"
+        parser.add_argument(
+            f"--{flag.replace('_', '-')}",
+            metavar=_METAVARS.get(flag, flag.split("_")[-1].upper()),
+            help=f"{about}; overrides {env}",
+        )
     parser.set_defaults(handler=_run_serve)
 
 

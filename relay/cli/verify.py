@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, read_text
+from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, plain, read_text
 
 __all__ = ["add_verify"]
 
@@ -27,10 +27,14 @@ def add_verify(commands: Commands) -> None:
     parser = commands.add_parser(
         "verify",
         help="check exported receipts' signatures (and, with --chain, their order) offline",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--keys", metavar="FILE|URL", help="the JWK Set (or PEM public keys)")
+    parser.add_argument(
+        "--keys",
+        metavar="FILE|URL",
+        help="the JWK Set, or PEM public keys (default: $RELAY_URL/.well-known/jwks.json)",
+    )
     parser.add_argument("--chain", action="store_true", help="also check that they link")
     parser.add_argument("file", metavar="FILE|-", help="the receipts, one a line")
     parser.set_defaults(handler=_run_verify)

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from relay.cli.common import USAGE, CommandError, Commands
+from relay.cli.common import USAGE, CommandError, Commands, plain
 
 __all__ = ["add_webhook_secret"]
 
@@ -21,7 +21,7 @@ def add_webhook_secret(commands: Commands) -> None:
     parser = commands.add_parser(
         "webhook-secret",
         help="print the secret that signs an API token's webhooks (for its receiver)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(handler=_run)

@@ -54,10 +54,10 @@ class ClaudeCode:
             "--defer-after",
             metavar="SECONDS",
             type=float,
-            help="headless runs (claude -p) through a hosted relay: when no one has decided a"
-            " PreToolUse call within SECONDS, answer defer and leave the question open; the"
-            " run ends with deferred_tool_use, and claude -p --resume gets the team's"
-            " decision without asking again",
+            help="for headless runs (claude -p) through a hosted relay: if nobody has decided"
+            " within SECONDS, pause the run and keep the question open; claude -p --resume"
+            " then gets the team's decision without asking again (default: wait for the"
+            " decision)",
         )
 
     def read(self, data: Mapping[str, Any], args: argparse.Namespace) -> HookCall:

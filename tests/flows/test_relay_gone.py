@@ -34,7 +34,7 @@ async def test_exec_gives_up_with_102_when_the_relay_dies_mid_wait(tmp_path: Pat
         await relay.stop(signal.SIGKILL)
         run = await finish(pending, timeout=BOUND)
     assert run.code == EXIT_FAILED, run.err
-    assert run.err.startswith("relay: FAILED: relay got no decision within 17 s"), run.err
+    assert run.err.startswith("relay: error: FAILED: relay got no decision within 17 s"), run.err
     assert not marker.exists()
 
 
