@@ -177,3 +177,18 @@ def test_the_sandbox_page_lists_every_id_the_sandbox_has() -> None:
     ids = [person.id for person in PEOPLE] + list(CHANNELS) + list(GROUPS)
     missing = [i for i in ids if f"`{i}`" not in page]
     assert not missing, f"add these to docs/sandbox.md: {missing}"
+
+
+def test_the_http_api_page_lists_every_route_of_the_openapi_document() -> None:
+    from relay.server.openapi import openapi_document
+
+    page = source(DOCS / "reference" / "http-api.md")
+    listed = set(re.findall(r"^\| `([A-Z]+)` \| `([^`]+)` \|", page, re.MULTILINE))
+    routes = {
+        (method.upper(), path)
+        for path, operations in openapi_document()["paths"].items()
+        for method in operations
+        if method != "parameters"
+    }
+    missing = sorted(routes - listed)
+    assert not missing, f"add these routes to docs/reference/http-api.md: {missing}"
