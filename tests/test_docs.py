@@ -5,7 +5,8 @@ The reference pages are checked against the code, not the reverse, so that a set
 error code or a subcommand added without its documentation fails here: configuration
 (``relay.config.ENV_VARS``), errors (``relay.server.openapi.ERROR_CODES``, the seam's codes
 and the statuses the API answers them with), the CLI (generated from ``relay``'s parser when
-the site is built, by ``scripts/docs_hooks.py``) and the sandbox's ids. ``scripts/test``
+the site is built, by ``scripts/docs_hooks.py``), the HTTP API's routes (the OpenAPI
+document) and the sandbox's ids. ``scripts/test``
 builds the site with ``mkdocs build --strict``, which checks the navigation and the anchors
 inside the site as well.
 """
