@@ -433,6 +433,8 @@ window.BlockKit = (() => {
   function textInput(element, block, ctx) {
     const input = el(element.multiline ? "textarea" : "input", "text-input");
     if (!element.multiline) input.type = "text";
+    // Typed as text, as in Slack, where a number field is checked only on submit.
+    if (element.type === "number_input") input.inputMode = element.is_decimal_allowed ? "decimal" : "numeric";
     if (element.max_length) input.maxLength = element.max_length;
     if (element.placeholder) input.placeholder = plain(element.placeholder);
     input.dataset.blockId = block.block_id || "";
@@ -445,6 +447,7 @@ window.BlockKit = (() => {
     const dispatches = block.type !== "input" || (block.dispatch_action === true && triggers.includes("on_enter_pressed"));
     input.addEventListener("keydown", (event) => {
       if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      if (ctx.inModal && element.multiline) return; // a new line, as in Slack's modals
       event.preventDefault();
       ctx.setDraft(block, element, input.value);
       if (dispatches) ctx.act(block, element, { kind: "enter" });
@@ -460,7 +463,10 @@ window.BlockKit = (() => {
       case "multi_static_select": return multiSelect(element, block, ctx);
       case "checkboxes": return choices(element, block, ctx, true);
       case "radio_buttons": return choices(element, block, ctx, false);
-      case "plain_text_input": return textInput(element, block, ctx);
+      case "plain_text_input":
+      case "number_input":
+      case "email_text_input":
+      case "url_text_input": return textInput(element, block, ctx);
       case "image": return el("span", "image-alt", "[image: " + String(element.alt_text || "") + "]");
       default: return el("span", "unsupported", "[" + String(element.type) + "]");
     }
