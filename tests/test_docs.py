@@ -14,8 +14,10 @@ inside the site as well.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
+import tomllib
 import unicodedata
 from pathlib import Path
 
@@ -193,3 +195,21 @@ def test_the_http_api_page_lists_every_route_of_the_openapi_document() -> None:
     }
     missing = sorted(routes - listed)
     assert not missing, f"add these routes to docs/reference/http-api.md: {missing}"
+
+
+_DATA_BLOCK = re.compile(r"^( *)```(json|toml|yaml)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_json_toml_and_yaml_block_parses(page: Path) -> None:
+    # The harness snippets are loaded and checked further by test_readme_agents.py; every
+    # other configuration shown must at least be what its reader can paste.
+    load = {"json": json.loads, "toml": tomllib.loads, "yaml": yaml.safe_load}
+    for indent, lang, body in _DATA_BLOCK.findall(source(page)):
+        text = "\n".join(line.removeprefix(indent) for line in body.splitlines())
+        try:
+            load[lang](text)
+        except ValueError as exc:  # JSONDecodeError, TOMLDecodeError
+            raise AssertionError(f"{page.name}: a {lang} block does not parse: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise AssertionError(f"{page.name}: a yaml block does not parse: {exc}") from exc
