@@ -42,6 +42,8 @@ def _section(name: str, parser: argparse.ArgumentParser, level: int) -> list[str
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
             continue
+        if action.help == argparse.SUPPRESS:  # a hidden alias kept for old scripts
+            continue
         if action.option_strings:
             flags = ", ".join(f"`{flag}`" for flag in action.option_strings)
             if action.metavar:

@@ -150,7 +150,7 @@ def commands(parser: argparse.ArgumentParser, name: str = "relay") -> dict[str, 
                     flag
                     for a in subparser._actions
                     for flag in a.option_strings
-                    if flag.startswith("--") and flag != "--help"
+                    if flag.startswith("--") and flag != "--help" and a.help != argparse.SUPPRESS
                 ]
                 found.update(commands(subparser, path))
     return found
@@ -167,6 +167,7 @@ def test_the_cli_reference_covers_every_subcommand_and_option() -> None:
         (section,) = [s for s in sections if s.startswith(f"`{command}`\n")]
         for option in options:
             assert f"`{option}`" in section, (command, option)
+    assert "==SUPPRESS==" not in reference
 
 
 def test_the_site_generates_the_cli_reference() -> None:
