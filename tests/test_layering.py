@@ -29,6 +29,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay",
             "relay.abort",
             "relay.errors",
+            "relay.edits",
+            "relay.intents",
             "relay.events",
             "relay.limits",
             "relay.logline",

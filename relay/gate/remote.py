@@ -41,6 +41,10 @@ def approval_body(request: ApprovalRequest) -> dict[str, Any]:
         body["pattern"] = request.pattern.to_json()
     if request.reason:
         body["reason"] = request.reason
+    if request.editable:
+        body["editable"] = True
+    if request.input_schema is not None:
+        body["input_schema"] = dict(request.input_schema)
     slack: dict[str, Any] = {}
     if request.channel:
         slack["channel"] = request.channel
@@ -106,7 +110,15 @@ class RemoteApprover:
     ) -> Decision:
         """Allow or deny ``request`` as the relay decides; any failure denies."""
         try:
-            return await self._approve(request, signal)
+            decision = await self._approve(request, signal)
+            if decision.updated_input is not None and not request.editable:
+                # An edit this caller never offered to run: the call asked about is not
+                # what was allowed, so it must not run.
+                return Decision.deny(
+                    "the relay allowed an edited call, but this caller cannot run an edited"
+                    " call, so it is denied; ask again"
+                )
+            return decision
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -374,3 +374,21 @@ class Page:
             self.driver.switch_to.active_element.send_keys(Keys.ESCAPE)
 
         await self.run(go)
+
+    async def chosen(self, label: str) -> list[str]:
+        """What the modal's field ``label`` shows chosen: a menu's option, the ticked boxes
+        or the selected radio button."""
+
+        def read() -> list[str]:
+            field = self._field(label)
+            menus = field.find_elements(By.CSS_SELECTOR, "select.select")
+            if menus:
+                picked = Select(menus[0]).first_selected_option
+                return [str(picked.text)] if picked.get_attribute("value") else []
+            return [
+                str(box.find_element(By.XPATH, "./following-sibling::span").text)
+                for box in field.find_elements(By.CSS_SELECTOR, "label.choice input")
+                if box.is_selected()
+            ]
+
+        return await self.run(read)

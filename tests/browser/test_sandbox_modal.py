@@ -53,6 +53,8 @@ async def test_an_edit_refused_in_the_modal_then_fixed_and_approved(
     assert "Command" in shown
     assert "Approve edited" in shown
     assert "Cancel" in shown
+    assert await page.chosen("Mode") == ["Apply"]  # its initial_option, as Slack shows it
+    assert await page.chosen("Flags") == []
     await page.fill("Timeout (seconds)", "900")
     await page.pick("Mode", "Plan only")
     await page.press("Approve edited")

@@ -311,6 +311,13 @@ window.BlockKit = (() => {
     return options;
   }
 
+  // What an element shows before anyone touched it: its initial option(s), as in Slack.
+  function initialChoice(element) {
+    if (element.initial_option) return { type: element.type, selected_option: element.initial_option };
+    if (element.initial_options) return { type: element.type, selected_options: element.initial_options };
+    return undefined;
+  }
+
   function button(element, block, ctx) {
     const b = el("button", "btn");
     if (element.style === "primary") b.classList.add("primary");
@@ -325,7 +332,7 @@ window.BlockKit = (() => {
   function staticSelect(element, block, ctx) {
     const select = el("select", "select");
     select.disabled = !ctx.interactive;
-    const chosen = ctx.choice(block, element);
+    const chosen = ctx.choice(block, element) || initialChoice(element);
     const current = chosen && chosen.selected_option ? optionText(chosen.selected_option) : null;
     const placeholder = el("option", "", plain(element.placeholder) || "Select an item");
     placeholder.value = "";
@@ -355,7 +362,7 @@ window.BlockKit = (() => {
 
   function multiSelect(element, block, ctx) {
     const box = el("div", "multi");
-    const chosen = ctx.choice(block, element);
+    const chosen = ctx.choice(block, element) || initialChoice(element);
     const picked = (chosen && chosen.selected_options ? chosen.selected_options : []).map(optionText);
     const send = (texts) => {
       const all = optionsOf(element);
@@ -394,7 +401,7 @@ window.BlockKit = (() => {
 
   function choices(element, block, ctx, multiple) {
     const box = el("div", multiple ? "checkboxes" : "radios");
-    const chosen = ctx.choice(block, element);
+    const chosen = ctx.choice(block, element) || initialChoice(element);
     const picked = multiple
       ? (chosen && chosen.selected_options ? chosen.selected_options : []).map(optionText)
       : chosen && chosen.selected_option ? [optionText(chosen.selected_option)] : [];
