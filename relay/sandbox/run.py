@@ -15,7 +15,7 @@ from typing import TextIO
 
 from relay.config import Settings
 from relay.receipts.keys import SigningKey
-from relay.sandbox.directory import CHANNELS, DEFAULT_CHANNEL, PEOPLE
+from relay.sandbox.directory import CHANNELS, DEFAULT_CHANNEL, GROUPS, PEOPLE
 from relay.sandbox.page import SandboxPage
 from relay.sandbox.standin import Sandbox
 from relay.server.main import configure_logging, serve
@@ -61,6 +61,8 @@ def sandbox_settings(
         # The sandbox's other channel and its people's DMs, so that an ask may name them
         # (relay serve lets a client name only the channels listed).
         "RELAY_ALLOWED_CHANNELS": ",".join([*CHANNELS, *(p.id for p in PEOPLE)]),
+        # Its user group too: the docs' examples name it (--allowed-group, --escalate-to).
+        "RELAY_ALLOWED_GROUPS": ",".join(GROUPS),
     }
     for name, value in defaults.items():
         if not source.get(name, "").strip():
