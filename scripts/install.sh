@@ -1,29 +1,50 @@
-# Sourced by scripts/serve and scripts/test: install Python packages into a virtualenv with uv
-# (from PyPI, several times faster than pip) when it can be had, and with pip otherwise.
+# Sourced by scripts/serve and scripts/test: make the virtualenv and install Python packages
+# into it with uv (from PyPI, several times faster than pip) when it can be had, and with pip
+# otherwise.
 #
-#   relay_install VENV ARGS...   like `VENV/bin/python -m pip install ARGS...`
+#   relay_make_venv PYTHON VENV [--clear]   like `PYTHON -m venv [--clear] VENV`
+#   relay_install VENV ARGS...              like `VENV/bin/python -m pip install ARGS...`
 #
 # uv is the one on PATH, else the virtualenv's own, else pip installs it into the virtualenv
-# first. uv reads no pip configuration, so the index pip is configured with (PIP_INDEX_URL,
-# PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS or pip.conf), its certificate (PIP_CERT) and
-# PIP_NO_CACHE_DIR are handed to it. Any failure of uv falls back to pip; RELAY_NO_UV=1 skips
-# uv altogether.
+# (the virtualenv's pip, or PYTHON's own pip aimed at it: a virtualenv made without pip saves
+# ensurepip's ~20 s on a busy machine). uv reads no pip configuration, so the index pip is
+# configured with (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS or pip.conf), its
+# certificate (PIP_CERT) and PIP_NO_CACHE_DIR are handed to it. Any failure of uv falls back
+# to pip (installing pip into the virtualenv first if it has none); RELAY_NO_UV=1 skips uv.
+
+RELAY_PYTHON=${PYTHON:-python3}
+
+relay_make_venv() {
+  local python=$1 venv=$2
+  shift 2
+  RELAY_PYTHON=$python
+  if [ "${RELAY_NO_UV:-}" != 1 ] && "$python" -m venv --without-pip "$@" "$venv" 2>/dev/null; then
+    if RELAY_UV=$(relay_find_uv "$venv"); then
+      return 0
+    fi
+    RELAY_UV=
+  fi
+  "$python" -m venv "$@" "$venv"
+}
 
 relay_install() {
   local venv=$1
   shift
   local uv
   if [ "${RELAY_NO_UV:-}" != 1 ] && uv=$(relay_find_uv "$venv"); then
-    RELAY_UV=$uv  # found once: a second virtualenv (scripts/test's wheel check) reuses it
+    RELAY_UV=$uv # found once: a second virtualenv (scripts/test's wheel check) reuses it
     if relay_with_pip_config "$venv" "$uv" pip install -q --python "$venv/bin/python" "$@"; then
       return 0
     fi
     echo "uv could not install $*; installing with pip instead" >&2
   fi
+  if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    "$venv/bin/python" -m ensurepip >/dev/null
+  fi
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@"
 }
 
-relay_find_uv() {  # print the path of a working uv, or fail
+relay_find_uv() { # print the path of a working uv, or fail
   local venv=$1 candidate
   for candidate in "${RELAY_UV:-}" "$(command -v uv 2>/dev/null || true)" "$venv/bin/uv"; do
     if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" --version >/dev/null 2>&1; then
@@ -31,16 +52,22 @@ relay_find_uv() {  # print the path of a working uv, or fail
       return 0
     fi
   done
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 || return 1
+  if "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 || return 1
+  else
+    "$RELAY_PYTHON" -m pip --python "$venv/bin/python" install -q --disable-pip-version-check \
+      uv >/dev/null 2>&1 || return 1
+  fi
   "$venv/bin/uv" --version >/dev/null 2>&1 || return 1
   echo "$venv/bin/uv"
 }
 
-relay_pip_setting() {  # relay_pip_setting VENV NAME: pip's configured value of NAME, if any
-  "$1/bin/python" -m pip config get "global.$2" 2>/dev/null || true
+relay_pip_setting() { # relay_pip_setting VENV NAME: pip's configured value of NAME, if any
+  "$1/bin/python" -m pip config get "global.$2" 2>/dev/null ||
+    "$RELAY_PYTHON" -m pip config get "global.$2" 2>/dev/null || true
 }
 
-relay_with_pip_config() {  # relay_with_pip_config VENV UV ARGS...: run UV ARGS... as pip would
+relay_with_pip_config() { # relay_with_pip_config VENV UV ARGS...: run UV ARGS... as pip would
   local venv=$1 uv=$2
   shift 2
   (
