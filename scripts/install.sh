@@ -77,7 +77,12 @@ relay_with_pip_config() { # relay_with_pip_config VENV UV ARGS...: run UV ARGS..
     fi
     if [ -z "${UV_INDEX:-}${UV_EXTRA_INDEX_URL:-}" ]; then
       extra=${PIP_EXTRA_INDEX_URL:-$(relay_pip_setting "$venv" extra-index-url)}
-      if [ -n "$extra" ]; then export UV_EXTRA_INDEX_URL=$extra; fi
+      if [ -n "$extra" ]; then
+        export UV_EXTRA_INDEX_URL=$extra
+        # As pip does: the best version on any index (uv's default takes the first index
+        # that has the package at all, and a partial mirror then hides newer releases).
+        export UV_INDEX_STRATEGY=${UV_INDEX_STRATEGY:-unsafe-best-match}
+      fi
     fi
     if [ -z "${UV_FIND_LINKS:-}" ]; then
       links=${PIP_FIND_LINKS:-$(relay_pip_setting "$venv" find-links)}
