@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from relay import safejson
 from relay.errors import (
     AbortReason,
     ErrorCode,
@@ -34,17 +33,13 @@ from relay.questions import (
     AskUserQuestionRequest,
     Responder,
 )
+from relay.replies import RETRYABLE, RelayError, Retry, read_reply
 from relay.webhooks.signing import verify_webhook
 
 __all__ = ["RelayProvider", "verify_webhook"]
 
 _log = logging.getLogger("relay.client")
 T = TypeVar("T")
-_RETRYABLE = (aiohttp.ClientConnectionError, aiohttp.ServerTimeoutError, asyncio.TimeoutError)
-
-
-class _Retry(Exception):
-    """The relay could not answer this time (restarting, overloaded); poll again."""
 
 
 class _Limited(Exception):
@@ -56,8 +51,6 @@ class _Limited(Exception):
         self.retry_after = retry_after
 
 
-# A record or an error is a few kB; a reply far larger is not one the relay sent.
-_MAX_REPLY = 8 * 1024 * 1024
 # How long to keep retrying requests the relay refuses with 429 before giving up.
 _LIMITED_FOR = 300.0
 # Tries of one create whose reply is lost before giving up (about 10 s of backoff).
@@ -197,7 +190,7 @@ class RelayProvider:
                 if asyncio.get_running_loop().time() + exc.retry_after > limited_until:
                     raise UserInteractionError(ErrorCode.PROVIDER_FAILED, str(exc)) from None
                 await asyncio.sleep(exc.retry_after)
-            except (_Retry, *_RETRYABLE) as exc:
+            except (Retry, *RETRYABLE) as exc:
                 # Refused, lost on the way, or its reply lost: the key makes a retry safe.
                 attempt += 1
                 if attempt > _CREATE_ATTEMPTS:
@@ -229,7 +222,7 @@ class RelayProvider:
             except _Limited as exc:
                 _log.info("relay limits this token (%s); polling ask %s again", exc, ask_id)
                 await asyncio.sleep(exc.retry_after)
-            except (*_RETRYABLE, _Retry) as exc:
+            except (*RETRYABLE, Retry) as exc:
                 # The relay restarted or the connection dropped: the ask lives on, poll again.
                 attempt += 1
                 waited = loop.time() - started
@@ -274,32 +267,13 @@ def _unreachable(url: str, exc: BaseException) -> UserInteractionError:
 
 
 async def _record(response: aiohttp.ClientResponse) -> dict[str, Any]:
-    if response.status in (502, 503, 504) and response.content_type != "application/json":
-        raise _Retry(f"the relay answered HTTP {response.status}")
-    if response.content_length is not None and response.content_length > _MAX_REPLY:
-        raise _unreadable(response.status, f"it is {response.content_length} bytes long")
-    raw = await response.content.read(_MAX_REPLY + 1)
-    while len(raw) <= _MAX_REPLY and (more := await response.content.read(_MAX_REPLY + 1)):
-        raw += more
-    if len(raw) > _MAX_REPLY:
-        raise _unreadable(response.status, f"it is over {_MAX_REPLY} bytes long")
-    try:
-        data = safejson.loads(raw)
-    except safejson.JSONTooComplex as exc:
-        raise _unreadable(response.status, str(exc)) from None
-    except ValueError:
-        raise _Retry(f"the relay answered HTTP {response.status} without JSON") from None
-    if not isinstance(data, dict):
-        raise _Retry(f"the relay answered HTTP {response.status} with unexpected JSON")
-    if response.status < 300:
-        return data
-    raw_error = data.get("error")
-    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
-    code = str(error.get("code") or "PROVIDER_FAILED")
-    message = str(error.get("message") or f"HTTP {response.status}")
-    if (response.status, code) in ((503, "UNAVAILABLE"), (409, "IDEMPOTENCY_IN_FLIGHT")):
-        raise _Retry(message)
-    if response.status == 429 and code == "RATE_LIMITED":
+    reply = await read_reply(response)
+    if not isinstance(reply, RelayError):
+        return reply
+    code, message = reply.code, reply.message
+    if (reply.status, code) in ((503, "UNAVAILABLE"), (409, "IDEMPOTENCY_IN_FLIGHT")):
+        raise Retry(message)
+    if reply.status == 429 and code == "RATE_LIMITED":
         raise _Limited(message, _retry_after(response.headers.get("Retry-After")))
     if code == "UNAUTHORIZED":
         raise UserInteractionError(
@@ -315,15 +289,6 @@ async def _record(response: aiohttp.ClientResponse) -> dict[str, Any]:
     if code in ErrorCode.__members__:
         raise UserInteractionError(code, message)
     raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")
-
-
-def _unreadable(status: int, why: str) -> UserInteractionError:
-    """A reply no relay sends: a fault or an attack, not something to retry."""
-    return UserInteractionError(
-        ErrorCode.PROVIDER_FAILED,
-        f"the relay's reply (HTTP {status}) could not be read: {why}; check RELAY_URL points"
-        " at a relay",
-    )
 
 
 def _retry_after(value: str | None) -> float:

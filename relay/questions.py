@@ -10,9 +10,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from .errors import ErrorCode, UserInteractionError, bad_request
+from .intents import AskUserQuestionIntent, ToolEdit
 from .limits import MAX_APPROVALS as MAX_APPROVALS
 from .parties import AgentRef, Responder, Vote
 from .wire_reader import Reader as _Reader
@@ -32,6 +33,7 @@ __all__ = [
     "AskUserQuestionRequest",
     "Labels",
     "Responder",
+    "ToolEdit",
     "Vote",
     "validate_answer",
     "validate_request",
@@ -60,10 +62,6 @@ class Labels(tuple[str, ...]):
     __hash__ = tuple.__hash__
 
 
-IntentKind = Literal["plan-review"]
-INTENT_KINDS: tuple[str, ...] = ("plan-review",)
-
-
 @dataclass(frozen=True, slots=True)
 class AskUserQuestionOption:
     """One choice offered with a question: its exact label and an optional description."""
@@ -83,30 +81,6 @@ class AskUserQuestionOption:
         """Read the wire form; raises ``BAD_REQUEST`` naming the bad field."""
         r = _Reader(data, path, frozenset({"label", "description"}), strict=strict)
         return cls(label=r.text("label"), description=r.opt_str("description"))
-
-
-@dataclass(frozen=True, slots=True)
-class AskUserQuestionIntent:
-    """Declares that a question is a decision of a known shape, for presentation only."""
-
-    approve: str
-    kind: IntentKind = "plan-review"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form."""
-        return {"kind": self.kind, "approve": self.approve}
-
-    @classmethod
-    def from_dict(cls, data: object, *, strict: bool = False, path: str = "") -> Self:
-        """Read the wire form; an unknown ``kind`` is a ``BAD_REQUEST``."""
-        r = _Reader(data, path, frozenset({"kind", "approve"}), strict=strict)
-        kind = r.text("kind")
-        if kind not in INTENT_KINDS:
-            raise bad_request(
-                f"{r.at('kind')} must be one of {', '.join(map(json.dumps, INTENT_KINDS))},"
-                f" not {json.dumps(kind)}"
-            )
-        return cls(approve=r.text("approve"), kind="plan-review")
 
 
 @dataclass(frozen=True, slots=True)

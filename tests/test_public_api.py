@@ -155,7 +155,10 @@ MISSING = dataclasses.MISSING
     ("cls", "fields"),
     [
         (AskUserQuestionOption, [("label", MISSING), ("description", None)]),
-        (AskUserQuestionIntent, [("approve", MISSING), ("kind", "plan-review")]),
+        (
+            AskUserQuestionIntent,
+            [("approve", MISSING), ("kind", "plan-review"), ("edit", None)],
+        ),
         (
             AskUserQuestionItem,
             [

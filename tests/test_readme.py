@@ -1,10 +1,12 @@
-"""Every Python example in README.md runs as written: each ```python block is extracted and
-run as a complete program (or test file), against FakeSlack playing Slack and its humans.
+"""Every Python example in the documentation runs as written: each ```python block of
+README.md and of every page under docs/ is extracted and run as a complete program (or test
+file), against FakeSlack playing Slack and its humans.
 
 A block says how to run it with the hidden marker line before it, `<!-- readme-test: KIND -->`:
 `seam` (Socket Mode env), `relay-provider` (RELAY_URL/RELAY_TOKEN of a `relay serve`),
 `approval` (the same, a framework's tool use the reviewer allows), `pytest` (a user's test
-file) or `plain`. A block without a marker is a failure."""
+file) or `plain`. A block without a marker is a failure. A block shown on two pages (the
+README repeats a few) runs once."""
 
 from __future__ import annotations
 
@@ -18,27 +20,36 @@ from relay.testing import FakeSlack
 from tests.server_env import TOKEN, relay_server
 from tests.test_examples import base_env, finish, run
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 MARKED = re.compile(r"<!-- readme-test: ([a-z-]+) -->\n```python\n(.*?)\n```", re.S)
 KINDS = ("seam", "relay-provider", "approval", "pytest", "plain")
 
 
-def blocks() -> list[tuple[str, str]]:
-    text = README.read_text(encoding="utf-8")
-    found = [(m.group(1), m.group(2)) for m in MARKED.finditer(text)]
-    assert len(found) == text.count("```python\n"), "a ```python block in README.md has no marker"
-    return found
+def blocks() -> list[tuple[str, str, str]]:
+    """(kind, code, where) for every marked block, the first place each one is shown."""
+    found: dict[str, tuple[str, str, str]] = {}
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        name = str(page.relative_to(ROOT))
+        marked = MARKED.findall(text)
+        assert len(marked) == text.count("```python\n"), f"{name}: a ```python block has no marker"
+        for kind, code in marked:
+            shown = found.setdefault(code, (kind, code, name))
+            assert shown[0] == kind, f"one block, two kinds: {name} and {shown[2]}"
+    return list(found.values())
 
 
 def test_every_python_block_is_marked_with_a_known_kind() -> None:
     found = blocks()
-    assert {kind for kind, _ in found} == set(KINDS)
-    for kind, code in found:
-        compile(code, f"README.md ({kind})", "exec")
+    assert {kind for kind, _, _ in found} == set(KINDS)
+    for kind, code, where in found:
+        compile(code, f"{where} ({kind})", "exec")
 
 
-def of_kind(kind: str) -> list[str]:
-    return [code for k, code in blocks() if k == kind]
+def of_kind(kind: str) -> list[object]:
+    return [pytest.param(code, id=where) for k, code, where in blocks() if k == kind]
 
 
 @pytest.mark.parametrize("code", of_kind("seam"))

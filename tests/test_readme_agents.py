@@ -1,4 +1,5 @@
-"""The README's configuration snippets for each harness, loaded exactly as written.
+"""The configuration snippets for each harness (README.md and docs/), loaded exactly as
+written.
 
 Each snippet follows a ``<!-- snippet: NAME -->`` line. JSON and TOML must parse, every
 command they name must be ``relay`` with arguments ``relay``'s own parser accepts, the
@@ -20,11 +21,25 @@ import yaml
 from relay.cli import build_parser
 from relay.gate.rules import parse_rules
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-_SNIPPET = re.compile(r"<!-- snippet: ([\w-]+) -->\n```(\w+)\n(.*?)\n```", re.DOTALL)
-SNIPPETS: dict[str, tuple[str, str]] = {
-    name: (lang, body) for name, lang, body in _SNIPPET.findall(README)
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = {
+    str(page.relative_to(ROOT)): page.read_text()
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 }
+_SNIPPET = re.compile(r"<!-- snippet: ([\w-]+) -->\n```(\w+)\n(.*?)\n```", re.DOTALL)
+
+
+def _snippets() -> dict[str, tuple[str, str]]:
+    """Every named snippet in README.md and docs/; one shown twice must read the same."""
+    found: dict[str, tuple[str, str]] = {}
+    for where, text in PAGES.items():
+        for name, lang, body in _SNIPPET.findall(text):
+            shown = found.setdefault(name, (lang, body))
+            assert shown == (lang, body), f"{name} differs in {where}"
+    return found
+
+
+SNIPPETS = _snippets()
 
 
 def relay_args(command: str, args: list[str]) -> Any:
@@ -170,7 +185,8 @@ def test_the_ci_step_wraps_the_command_in_relay_exec() -> None:
 def test_the_exit_code_table_is_the_codes_relay_exec_uses() -> None:
     from relay.cli.exec_ import EXIT_DENIED, EXIT_FAILED, EXIT_TIMED_OUT
 
-    table = README.split("| `relay exec` exit code |", 1)[1].split("\n\n", 1)[0]
+    (page,) = [text for text in PAGES.values() if "| `relay exec` exit code |" in text]
+    table = page.split("| `relay exec` exit code |", 1)[1].split("\n\n", 1)[0]
     for code, word in (
         (EXIT_DENIED, "denied"),
         (EXIT_TIMED_OUT, "in time"),

@@ -331,7 +331,8 @@ def q(**fields: object) -> dict[str, object]:
         ({"questions": [q(multiSelect=1)]}, "questions[0].multiSelect must be a boolean"),
         (
             {"questions": [q(intent={"kind": "approval", "approve": "A"})]},
-            'questions[0].intent.kind must be one of "plan-review", not "approval"',
+            'questions[0].intent.kind must be one of "plan-review", "tool-approval",'
+            ' not "approval"',
         ),
         ({"questions": [q(intent={"approve": "A"})]}, "questions[0].intent.kind is required"),
         (

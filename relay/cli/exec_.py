@@ -27,7 +27,9 @@ import shlex
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from types import FrameType
+from typing import Any
 
 from relay.abort import AbortController
 from relay.cli.backend import add_backend_flags, open_backend
@@ -99,6 +101,8 @@ async def _decide(args: argparse.Namespace, argv: list[str]) -> Decision:
         agent=AgentRef(id=f"exec:{_session(args)}", name=f"relay exec ({requester()})"),
         cwd=cwd,
         context=who_asks(os.environ, cwd),
+        # A reviewer may edit the command (not where it runs): see ``edited_argv``.
+        editable=True,
     )
     verdict = Gate(rules=rules, approver=_Unused()).verdict(use)
     # Through a hosted relay, an allow of this rules file is the relay's to confirm (its
@@ -221,6 +225,33 @@ def _run_exec(args: argparse.Namespace) -> int:
         failed = code == EXIT_FAILED
         sys.stderr.write(error_line(label, line) if failed else f"relay: {label}: {line}\n")
         return code
+    if decision.updated_input is not None:
+        edited = edited_argv(decision.updated_input, os.getcwd())
+        if edited is None:
+            sys.stderr.write(
+                f"relay: DENIED: {decision.message}, but the edit is not a command to run here"
+                f" (exec takes an edited command, not another directory); {shlex.join(argv)}"
+                " did not run\n"
+            )
+            return EXIT_DENIED
+        sys.stderr.write(f"relay: ALLOWED: {decision.message}: {shlex.join(edited)}\n")
+        sys.stderr.flush()
+        return _run(edited)
     sys.stderr.write(f"relay: ALLOWED: {decision.message}\n")
     sys.stderr.flush()
     return _run(argv)
+
+
+def edited_argv(edited: Mapping[str, Any], cwd: str) -> list[str] | None:
+    """The argv a reviewer's edit runs: its ``command`` split as a shell splits words (no
+    shell runs it), in the same directory; ``None`` when the edit is anything else."""
+    command = edited.get("command")
+    if set(edited) - {"command", "cwd"} or edited.get("cwd", cwd) != cwd:
+        return None
+    if not isinstance(command, str):
+        return None
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    return argv or None

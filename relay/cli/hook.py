@@ -124,6 +124,7 @@ async def _ask(
         tool_use_id=call.tool_use_id,
         cwd=cwd,
         context=who_asks(os.environ, cwd),
+        editable=adapter.edits,
     )
     verdict = Gate(rules=rules, approver=_NoApprover()).verdict(use)
     # Through a hosted relay, an allow of these rules (a file the agent can write) is the
@@ -203,6 +204,17 @@ def _run(adapter: Adapter, args: argparse.Namespace) -> int:
                 "deny",
                 f"relay could not decide this tool use ({code}: {exc}), so it is denied"
                 " (relay fails closed)",
+            )
+        if (
+            decision is not None
+            and not isinstance(decision, Deferred)
+            and decision.updated_input is not None
+            and not adapter.edits
+        ):  # never allow a call other than the one this harness will run
+            decision = RulesDecision(
+                "deny",
+                f"a reviewer edited this call, but {adapter.label} cannot run an edited call,"
+                " so it is denied; ask again",
             )
         if isinstance(decision, Deferred):
             reply = CLAUDE_CODE.deferred(decision.message)

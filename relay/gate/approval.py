@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from relay.edits import read_edit
 from relay.errors import ErrorCode, HarnessError, UserInteractionError
 from relay.gate.describe import describe_tool_use, safe
 from relay.gate.match import Pattern
@@ -21,10 +22,12 @@ from relay.grants.record import SESSION_HOURS, Grant, GrantKind, Offer
 from relay.questions import (
     AgentRef,
     AskUserQuestionAnswerItem,
+    AskUserQuestionIntent,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
     Responder,
+    ToolEdit,
 )
 
 if TYPE_CHECKING:
@@ -45,6 +48,7 @@ __all__ = [
     "decide_answer",
     "decide_error",
     "gave_up",
+    "offer_for",
 ]
 
 QUESTION_ID = "approval"
@@ -91,6 +95,11 @@ class ApprovalRequest:
     # The client's own rules allow this: a hosted relay allows it at once only if its
     # operator's rules do too (else asks or denies); asking Slack directly, it is allowed.
     rules_allow: bool = False
+    # The harness runs an edited input if one comes back (Claude Code's updatedInput, the
+    # API's updated_input read by the client): only then is "Edit…" offered.
+    editable: bool = False
+    # The tool's input JSON Schema when known (MCP tools carry one): the edit form's fields.
+    input_schema: Mapping[str, Any] | None = None
 
     @property
     def quorum(self) -> int:
@@ -131,6 +140,14 @@ class ApprovalRequest:
         )
 
 
+def offer_for(offer: Offer, tool: str, decision: Decision) -> Offer:
+    """``offer`` as it stands for ``decision``: after an edit, a grant covers exactly the
+    edited input and nothing else (the rule's scope was judged against the original)."""
+    if decision.updated_input is None:
+        return offer
+    return replace(offer, pattern=Pattern.exact(tool, decision.updated_input))
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """Allow or deny, why (the message the agent sees), and who or what decided."""
@@ -141,6 +158,9 @@ class Decision:
     by: Responder | None = None
     at: datetime | None = None
     grant: Grant | None = None
+    # The input a reviewer edited and allowed: what runs instead of the one asked about.
+    updated_input: Mapping[str, Any] | None = None
+    edited_by: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -160,6 +180,10 @@ class Decision:
             out["at"] = self.at.isoformat()
         if self.grant is not None:
             out["grant"] = self.grant.to_json()
+        if self.updated_input is not None:
+            out["updated_input"] = dict(self.updated_input)
+            if self.edited_by is not None:
+                out["edited_by"] = self.edited_by
         return out
 
     @classmethod
@@ -180,6 +204,9 @@ class Decision:
         ):
             raise ValueError("malformed decision")
         by, at, grant = data.get("by"), data.get("at"), data.get("grant")
+        updated, editor = data.get("updated_input"), data.get("edited_by")
+        if updated is not None and (behavior != "allow" or not isinstance(updated, Mapping)):
+            raise ValueError("malformed decision")
         return cls(
             behavior=behavior,
             message=data["message"],
@@ -187,6 +214,8 @@ class Decision:
             by=Responder.from_dict(by) if isinstance(by, Mapping) else None,
             at=datetime.fromisoformat(at) if isinstance(at, str) else None,
             grant=Grant.from_json(grant) if isinstance(grant, Mapping) else None,
+            updated_input=dict(updated) if isinstance(updated, Mapping) else None,
+            edited_by=editor if isinstance(editor, str) and updated is not None else None,
         )
 
     @classmethod
@@ -236,12 +265,17 @@ def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
     else:
         deny = "One deny decides" if veto else f"{quorum} people must deny"
     options.append(AskUserQuestionOption(DENY, deny))
+    edit = None
+    if request.editable:
+        edit = ToolEdit(request.tool, dict(request.input), request.input_schema)
     item = AskUserQuestionItem(
         id=QUESTION_ID,
         header=f"{request.tool}: permission request"[:150],
         question=f"{who} wants to {view.summary}. Allow it?",
         detail=detail,
         options=tuple(options),
+        # A tool approval, for a UI that knows the kind (one that does not shows the options).
+        intent=AskUserQuestionIntent(approve=ALLOW_ONCE, kind="tool-approval", edit=edit),
         approvals_required=request.approvals,
         veto=veto,
     )
@@ -249,12 +283,28 @@ def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
 
 
 def decide_answer(
-    item: AskUserQuestionAnswerItem, *, session: bool, minutes: int
+    item: AskUserQuestionAnswerItem, *, session: bool, minutes: int, editable: bool = False
 ) -> tuple[Decision, GrantKind | None]:
     """The decision a reviewer's answer makes, and the grant it asks for if one was offered
-    (``session``, ``minutes``); an allow whose grant was not offered still allows once."""
+    (``session``, ``minutes``); an allow whose grant was not offered still allows once.
+    With ``editable`` (the question offered edits) an edit in ``custom`` allows its input."""
     by = item.answered_by
     name = by.display_name if by is not None else "a reviewer"
+    edit = read_edit(item.custom)
+    if edit is not None:
+        if not editable:  # never run an input nobody offered to take: fail closed
+            return (
+                Decision(
+                    behavior="deny",
+                    message=f"{name} edited this call in Slack, but this harness cannot run an"
+                    " edited call, so it is denied; ask again",
+                    outcome="denied",
+                    by=by,
+                    at=item.answered_at,
+                ),
+                None,
+            )
+        item = replace(item, selected=(edit.choice,), custom=None)
     if item.custom is not None:
         return (
             Decision(
@@ -286,13 +336,18 @@ def decide_answer(
     voters = [v.by.display_name for v in item.votes if v.label == choice]
     if len(voters) > 1:  # a quorum: everyone whose vote counted, in the order they voted
         name = ", ".join(voters[:-1]) + f" and {voters[-1]}"
+    edited = ""
+    if edit is not None:
+        edited = f"; the reviewer edited the call (version {edit.version}): run the edited input"
     return (
         Decision(
             behavior="allow",
-            message=f"{name} allowed this in Slack ({choice[0].lower()}{choice[1:]})",
+            message=f"{name} allowed this in Slack ({choice[0].lower()}{choice[1:]}){edited}",
             outcome="granted" if kind else "approved",
             by=by,
             at=item.answered_at,
+            updated_input=dict(edit.input) if edit is not None else None,
+            edited_by=edit.edited_by if edit is not None else None,
         ),
         kind,
     )

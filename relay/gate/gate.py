@@ -30,6 +30,9 @@ class ToolUse:
     tool_use_id: str | None = None
     cwd: str | None = None
     context: Mapping[str, str] | None = None
+    # The harness runs an edited input if the reviewer makes one (see ``ApprovalRequest``).
+    editable: bool = False
+    input_schema: Mapping[str, Any] | None = None
 
 
 def _grant_scope(use: ToolUse, verdict: Verdict) -> Pattern | None:
@@ -105,5 +108,7 @@ class Gate:
             approvals=team.approvals,
             deny_vetoes=team.deny_vetoes,
             rules_allow=verdict.action == "allow",
+            editable=use.editable,
+            input_schema=use.input_schema,
         )
         return await self.approver.approve(request, signal=signal)

@@ -23,6 +23,7 @@ from relay.gate.approval import (
     approval_question,
     decide_answer,
     decide_error,
+    offer_for,
 )
 from relay.gate.match import subject
 from relay.grants.base import GrantStore
@@ -149,8 +150,10 @@ class LocalApprover:
         except Exception as exc:
             return decide_error(exc)
         session, minutes = request.grants_offered
-        decision, kind = decide_answer(answer.answers[0], session=session, minutes=minutes)
-        offer = request.offer(self._owner)
+        decision, kind = decide_answer(
+            answer.answers[0], session=session, minutes=minutes, editable=request.editable
+        )
+        offer = offer_for(request.offer(self._owner), request.tool, decision)
         if kind is None or decision.by is None or decision.at is None:
             return decision
         made = offer.grant(

@@ -19,14 +19,9 @@ from relay.abort import AbortSignal
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_aborted
 from relay.gate.approval import ApprovalRequest, Decision, decide_error
 from relay.gate.match import fingerprint
+from relay.replies import RETRYABLE, RelayError, Retry, read_reply
 
 __all__ = ["RemoteApprover", "approval_body"]
-
-_RETRYABLE = (aiohttp.ClientConnectionError, aiohttp.ServerTimeoutError, asyncio.TimeoutError)
-
-
-class _Retry(Exception):
-    """The relay could not answer this time; poll again."""
 
 
 def approval_body(request: ApprovalRequest) -> dict[str, Any]:
@@ -46,6 +41,10 @@ def approval_body(request: ApprovalRequest) -> dict[str, Any]:
         body["pattern"] = request.pattern.to_json()
     if request.reason:
         body["reason"] = request.reason
+    if request.editable:
+        body["editable"] = True
+    if request.input_schema is not None:
+        body["input_schema"] = dict(request.input_schema)
     slack: dict[str, Any] = {}
     if request.channel:
         slack["channel"] = request.channel
@@ -111,7 +110,15 @@ class RemoteApprover:
     ) -> Decision:
         """Allow or deny ``request`` as the relay decides; any failure denies."""
         try:
-            return await self._approve(request, signal)
+            decision = await self._approve(request, signal)
+            if decision.updated_input is not None and not request.editable:
+                # An edit this caller never offered to run: the call asked about is not
+                # what was allowed, so it must not run.
+                return Decision.deny(
+                    "the relay allowed an edited call, but this caller cannot run an edited"
+                    " call, so it is denied; ask again"
+                )
+            return decision
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -177,7 +184,7 @@ class RemoteApprover:
                     timeout=self._poll + 30,
                     retry=True,
                 )
-            except (_Retry, *_RETRYABLE):
+            except (Retry, *RETRYABLE):
                 # The relay restarted or the connection dropped: the approval lives on.
                 attempt += 1
                 backoff = min(5.0, 0.2 * 2 ** (attempt - 1))
@@ -219,22 +226,12 @@ def _reattach_key(request: ApprovalRequest) -> str:
 
 
 async def _body(response: aiohttp.ClientResponse) -> dict[str, Any]:
-    if response.status in (502, 503, 504) and response.content_type != "application/json":
-        raise _Retry(f"the relay answered HTTP {response.status}")
-    try:
-        data = await response.json(content_type=None)
-    except ValueError:
-        raise _Retry(f"the relay answered HTTP {response.status} without JSON") from None
-    if not isinstance(data, dict):
-        raise _Retry(f"the relay answered HTTP {response.status} with unexpected JSON")
-    if response.status < 300:
-        return data
-    raw_error = data.get("error")
-    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
-    code = str(error.get("code") or "PROVIDER_FAILED")
-    message = str(error.get("message") or f"HTTP {response.status}")
-    if response.status == 503 and code == "UNAVAILABLE":
-        raise _Retry(message)
+    reply = await read_reply(response)
+    if not isinstance(reply, RelayError):
+        return reply
+    code, message = reply.code, reply.message
+    if reply.status == 503 and code == "UNAVAILABLE":
+        raise Retry(message)
     if code == "UNAUTHORIZED":
         message = f"the relay refused RELAY_TOKEN: {message}"
     raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")

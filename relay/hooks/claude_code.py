@@ -27,18 +27,22 @@ def claude_code_output(event: str, decision: Decided | None) -> dict[str, Any] |
     """The JSON Claude Code reads for ``event`` (``None``: no opinion, print nothing)."""
     if decision is None:
         return None
+    edited = decision.updated_input if decision.allowed else None
     if event == "PermissionRequest":
         body: dict[str, Any] = {"behavior": decision.behavior}
         if not decision.allowed:
             body["message"] = decision.message
+        if edited is not None:  # replaces the whole input: the call the reviewer allowed
+            body["updatedInput"] = dict(edited)
         return {"hookSpecificOutput": {"hookEventName": event, "decision": body}}
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision.behavior,
-            "permissionDecisionReason": decision.message,
-        }
+    out: dict[str, Any] = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": decision.behavior,
+        "permissionDecisionReason": decision.message,
     }
+    if edited is not None:
+        out["updatedInput"] = dict(edited)
+    return {"hookSpecificOutput": out}
 
 
 class ClaudeCode:
@@ -46,6 +50,7 @@ class ClaudeCode:
 
     name = "claude-code"
     label = "Claude Code"
+    edits = True  # updatedInput, on PreToolUse and PermissionRequest alike
     help = "Claude Code's PreToolUse and PermissionRequest hooks"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

@@ -30,6 +30,7 @@ class Codex:
 
     name = "codex"
     label = "Codex"
+    edits = False  # PermissionRequest refuses updatedInput (fails closed)
     help = "Codex's PermissionRequest (allow or deny) and PreToolUse (deny only) hooks"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

@@ -46,6 +46,11 @@ class Decided(Protocol):
         """Whether the tool may run."""
         ...
 
+    @property
+    def updated_input(self) -> Mapping[str, Any] | None:
+        """The input a reviewer edited and allowed (``None``: the input as asked)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class RulesDecision:
@@ -53,6 +58,7 @@ class RulesDecision:
 
     behavior: Literal["allow", "deny"]
     message: str
+    updated_input: Mapping[str, Any] | None = None
 
     @property
     def allowed(self) -> bool:
@@ -94,6 +100,9 @@ class Adapter(Protocol):
     name: str
     label: str
     help: str
+    # Whether the harness runs an edited input (Claude Code's updatedInput): only then may a
+    # reviewer edit the call before allowing it.
+    edits: bool
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Flags of this harness's ``relay hook`` beyond the shared ones."""

@@ -36,6 +36,7 @@ class Copilot:
 
     name = "copilot"
     label = "Copilot"
+    edits = False  # the CLI hooks take no edited input (only the SDK has modifiedArgs)
     help = "GitHub Copilot's permissionRequest and preToolUse hooks (CLI and cloud agent)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

@@ -31,6 +31,7 @@ class Cursor:
 
     name = "cursor"
     label = "Cursor"
+    edits = False  # no field for an edited input
     help = "Cursor's beforeShellExecution and beforeMCPExecution hooks"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

@@ -33,6 +33,7 @@ from relay.gate.remote import approval_body
 from relay.grants.base import GrantStore
 from relay.grants.memory import MemoryGrants
 from relay.questions import AgentRef, AskUserQuestionAnswer, AskUserQuestionRequest
+from relay.replies import RETRYABLE, RelayError, Retry, read_reply
 from relay.service import UserInteractionService
 
 __all__ = [
@@ -47,7 +48,6 @@ __all__ = [
 
 # call id -> {"id": approval id, "digest": what was asked}: JSON, stored with the run.
 Tickets = dict[str, dict[str, str]]
-_RETRYABLE = (aiohttp.ClientConnectionError, aiohttp.ServerTimeoutError, asyncio.TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +120,6 @@ def seam_approver(service: UserInteractionService, grants: GrantStore | None = N
         return await service.ask(question)
 
     return LocalApprover(ask=ask, grants=grants if grants is not None else MemoryGrants())
-
-
-class _Retry(Exception):
-    """The relay could not answer this time; ask again."""
 
 
 class RelayApprovals:
@@ -208,7 +204,7 @@ class RelayApprovals:
                     timeout=self._poll + 30,
                     retry=True,
                 )
-            except (_Retry, *_RETRYABLE):
+            except (Retry, *RETRYABLE):
                 # The relay restarted or the connection dropped: the approval lives on there.
                 if not wait:
                     return None
@@ -268,20 +264,10 @@ def _decision(approval: Mapping[str, Any]) -> Decision | None:
 
 
 async def _body(response: aiohttp.ClientResponse) -> dict[str, Any]:
-    if response.status in (502, 503, 504) and response.content_type != "application/json":
-        raise _Retry(f"the relay answered HTTP {response.status}")
-    try:
-        data = await response.json(content_type=None)
-    except ValueError:
-        raise _Retry(f"the relay answered HTTP {response.status} without JSON") from None
-    if not isinstance(data, dict):
-        raise _Retry(f"the relay answered HTTP {response.status} with unexpected JSON")
-    if response.status < 300:
-        return data
-    raw_error = data.get("error")
-    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
-    code = str(error.get("code") or "PROVIDER_FAILED")
-    message = str(error.get("message") or f"HTTP {response.status}")
-    if (response.status, code) in ((503, "UNAVAILABLE"), (429, "RATE_LIMITED")):
-        raise _Retry(message)
+    reply = await read_reply(response)
+    if not isinstance(reply, RelayError):
+        return reply
+    code, message = reply.code, reply.message
+    if (reply.status, code) in ((503, "UNAVAILABLE"), (429, "RATE_LIMITED")):
+        raise Retry(message)
     raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")

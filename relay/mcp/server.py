@@ -154,6 +154,8 @@ async def _approve(box: Toolbox, args: ApproveArguments, signal: AbortSignal) ->
         agent=box.agent,
         tool_use_id=args.tool_use_id,
         context=box.context,
+        # Claude Code's permission prompt tool runs the updatedInput it is given.
+        editable=True,
     )
     try:
         decision = await box.gate.decide(use, signal=signal)

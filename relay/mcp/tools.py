@@ -111,8 +111,9 @@ def decision_result(decision: Decision, tool_input: Mapping[str, Any]) -> types.
     """A decision as Claude Code's permission prompt tool result (JSON in a text block)."""
     body: dict[str, Any]
     if decision.allowed:
-        # Reviewers approve the input as shown; it goes back unchanged.
-        body = {"behavior": "allow", "updatedInput": dict(tool_input)}
+        # The input as shown, or as the reviewer edited it and then allowed it.
+        allowed = decision.updated_input if decision.updated_input is not None else tool_input
+        body = {"behavior": "allow", "updatedInput": dict(allowed)}
     else:
         body = {"behavior": "deny", "message": decision.message}
     return types.CallToolResult(

@@ -11,6 +11,7 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
+from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, Responder, Vote
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import b64url
@@ -73,6 +74,14 @@ def _decision(item: AskUserQuestionAnswerItem | None, question_id: str) -> dict[
     return out
 
 
+def _edited_digest(responses: Any) -> str | None:
+    for item in responses:
+        edit = read_edit(item.custom) if item is not None else None
+        if edit is not None:
+            return digest(canonical(dict(edit.input)))
+    return None
+
+
 def receipt_payload(
     record: AskRecord, *, issuer: str, kid: str, seq: int, prev: str | None
 ) -> dict[str, Any]:
@@ -100,7 +109,9 @@ def receipt_payload(
         "deadline": _time(record.deadline),
         "ended": _time(record.finished_at),
         "shown_sha256": subject_digest(record),
-        "edited_sha256": None,  # (no edits yet: an edited version's digest goes here)
+        # The call that runs instead of the one shown, when a reviewer edited it: the JCS
+        # digest of the edited input (custom_sha256 binds the answer's exact text too).
+        "edited_sha256": _edited_digest(responses),
         "options": [list(q.labels) for q in questions],
         "outcome": {
             "status": record.status.value,

@@ -5,7 +5,8 @@
 - ``GET /sandbox/events?as=U…``: server-sent events for one viewer: a snapshot, then every
   message posted, updated or deleted and every private notice sent to that viewer;
 - ``POST /sandbox/act``: a viewer's click, choice or Enter, delivered to ``/slack/events``
-  by FakeSlack as Slack's signed request;
+  by FakeSlack as Slack's signed request; or the submission (or close) of the modal the
+  viewer has open (the feed's ``modal`` event), delivered as ``view_submission``;
 - ``POST /sandbox/sample``: ask a sample question through the relay's own ``/v1`` API;
 - ``GET /sandbox/answers``: what the latest asks' agents got back (``GET /v1/asks/{id}``).
 """
@@ -26,6 +27,7 @@ from aiohttp import web
 from relay.sandbox.directory import PEOPLE
 from relay.sandbox.samples import SAMPLES, sample_request
 from relay.sandbox.standin import ActionRefused, Sandbox
+from relay.testing import ViewResult
 
 __all__ = ["CONTENT_SECURITY_POLICY", "SandboxPage"]
 
@@ -165,7 +167,9 @@ class SandboxPage:
             "messages": messages,
             "ephemerals": sandbox.ephemerals_for(viewer),
             "samples": [{"name": k, "title": v["title"]} for k, v in SAMPLES.items()],
+            "modal": sandbox.modal_view(viewer),
         }
+        shown_modal = snapshot["modal"]
         await _send(response, "snapshot", snapshot)
         while not self._closing.is_set():
             changed = await sandbox.wait_for_change(generation, timeout=_HEARTBEAT)
@@ -189,6 +193,10 @@ class SandboxPage:
             for notice in sandbox.ephemerals_for(viewer, notices_seen):
                 await _send(response, "ephemeral", notice)
             notices_seen = len(slack.ephemerals)
+            modal = sandbox.modal_view(viewer)
+            if modal != shown_modal:
+                shown_modal = modal
+                await _send(response, "modal", {"modal": modal})
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -200,9 +208,14 @@ class SandboxPage:
             result = await self._sandbox.act(str(body.get("as", "")), body)
         except ActionRefused as exc:
             return _error(exc.status, exc.code, str(exc))
-        return web.json_response(
-            {"status": result.status, "body": result.body, "dispatched": result.dispatched}
-        )
+        answer: dict[str, Any] = {
+            "status": result.status,
+            "body": result.body,
+            "dispatched": result.dispatched,
+        }
+        if isinstance(result, ViewResult):
+            answer.update(outcome=result.outcome, errors=result.errors, problem=result.problem)
+        return web.json_response(answer)
 
     async def _sample(self, request: web.Request) -> web.Response:
         body = await _json_body(request)

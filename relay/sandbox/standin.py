@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import Mapping
 from typing import Any
 
 from relay.sandbox.directory import CHANNELS, GROUPS, PEOPLE
-from relay.testing import ClickResult, FakeMessage, FakeSlack, RecordedCall
+from relay.testing import ClickResult, FakeMessage, FakeModal, FakeSlack, RecordedCall, ViewResult
 
 __all__ = ["ActionRefused", "Sandbox"]
 
 _KINDS = ("button", "select", "checks", "multi", "enter")
+_VIEW_KINDS = ("view_submit", "view_close")
 
 
 class ActionRefused(Exception):
@@ -144,6 +146,30 @@ class Sandbox:
             if call.args.get("user") == viewer
         ]
 
+    def modal_view(self, viewer: str) -> dict[str, Any] | None:
+        """The modal ``viewer`` has open, as their client shows it (``None``: none)."""
+        modal = self.slack.modal_of(viewer)
+        if modal is None:
+            return None
+        view = modal.top
+        state = [
+            {"block_id": block_id, "action_id": action_id, **entry}
+            for (block_id, action_id), entry in view.state.items()
+        ]
+        definition = view.definition
+        return {
+            "id": view.id,
+            "hash": view.hash,
+            "title": definition.get("title"),
+            "submit": definition.get("submit"),
+            "close": definition.get("close"),
+            "blocks": view.blocks,
+            "state": state,
+            "errors": dict(view.errors),
+            "problem": modal.problem,
+            "depth": len(modal.stack),
+        }
+
     def find(self, channel: str, ts: str) -> FakeMessage:
         """The message ``ts`` in ``channel`` (deleted ones too), or ``ActionRefused``."""
         for message in self.slack.messages:
@@ -159,6 +185,8 @@ class Sandbox:
         FakeSlack delivers to the relay as Slack's signed ``block_actions`` request."""
         if not self.is_person(viewer):
             raise ActionRefused("BAD_REQUEST", f"{viewer!r} is not one of the sandbox's people")
+        if body.get("kind") in _VIEW_KINDS:
+            return await self.act_in_modal(viewer, body)
         message = self.find(_text(body, "channel"), _text(body, "ts"))
         version = body.get("version")
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
@@ -198,6 +226,40 @@ class Sandbox:
             ) from None
         except ConnectionError as exc:
             raise ActionRefused("UNREACHABLE", str(exc), status=502) from None
+
+    async def act_in_modal(self, viewer: str, body: Mapping[str, Any]) -> ViewResult:
+        """Submit (``view_submit``, with the ``values`` the page holds) or close
+        (``view_close``) ``viewer``'s open modal ``view_id``; FakeSlack checks the fields as
+        Slack's client does and delivers ``view_submission`` (or ``view_closed``)."""
+        modal = self.slack.modal_of(viewer)
+        if modal is None or modal.top.id != _text(body, "view_id"):
+            raise ActionRefused("GONE", "that modal is no longer open", status=409)
+        try:
+            if body.get("kind") == "view_close":
+                closed = await self.slack.close_view(modal)
+                return ViewResult(
+                    status=closed.status if closed else 200,
+                    body=closed.body if closed else "",
+                    dispatched=closed is not None,
+                    outcome="closed",
+                )
+            saved = copy.deepcopy(modal.top.state)
+            try:
+                _fill(modal, _list(body, "values"))
+            except (ActionRefused, LookupError):
+                modal.top.state = saved  # a bad entry leaves what the person had entered
+                raise
+            return await self.slack.submit_view(modal)
+        except LookupError as exc:
+            raise ActionRefused(
+                "GONE", f"that is no longer in the modal: {exc}", status=409
+            ) from None
+        except ConnectionError as exc:
+            raise ActionRefused("UNREACHABLE", str(exc), status=502) from None
+        finally:
+            # A submission's outcome may change no Slack call (field errors): show it anyway.
+            self._generation += 1
+            await self._notify()
 
     # -- the change feed --------------------------------------------------------------------
 
@@ -264,8 +326,25 @@ def _list(data: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _texts(data: Mapping[str, Any]) -> list[str]:
-    texts = _list(data, "texts")
+def _fill(modal: FakeModal, values: list[Any]) -> None:
+    """Enter what the page holds into ``modal``: ``{block_id, value}`` for a text or number
+    input, ``{block_id, option}`` for a menu, ``{block_id, options}`` for checkboxes."""
+    for entry in values:
+        if not isinstance(entry, Mapping):
+            raise ActionRefused("BAD_REQUEST", "values entries must be objects")
+        block_id = _text(entry, "block_id")
+        if isinstance(entry.get("value"), str):
+            modal.fill(block_id, entry["value"])
+        elif isinstance(entry.get("option"), str):
+            modal.choose(block_id, entry["option"])
+        elif isinstance(entry.get("options"), list):
+            modal.tick(block_id, _texts(entry, "options"))
+        else:
+            raise ActionRefused("BAD_REQUEST", "a value needs value, option or options")
+
+
+def _texts(data: Mapping[str, Any], key: str = "texts") -> list[str]:
+    texts = _list(data, key)
     if not all(isinstance(t, str) for t in texts):
-        raise ActionRefused("BAD_REQUEST", "texts must be a list of option texts")
+        raise ActionRefused("BAD_REQUEST", f"{key} must be a list of option texts")
     return texts

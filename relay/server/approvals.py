@@ -30,6 +30,7 @@ from relay.gate.approval import (
     approval_question,
     decide_answer,
     decide_error,
+    offer_for,
 )
 from relay.gate.core import ScopeError, checked_scope, grant_scope
 from relay.gate.match import Pattern, subject
@@ -63,6 +64,8 @@ _KEYS = frozenset(
         "callback_url",
         "callback_events",
         "client_verdict",
+        "editable",
+        "input_schema",
     }
 )
 # How long an offer outlives its ask's timeout, so a late read can still record the grant.
@@ -261,13 +264,19 @@ class ApprovalApi:
             )
         offer = await self.grants.get_offer(ask_id=record.id)
         item = record.answer().answers[0]
+        question = record.request.questions[0]
+        intent = question.intent
         decision, kind = decide_answer(
             item,
             session=offer.session if offer else False,
             minutes=offer.minutes if offer else 0,
+            # Edits were offered only if the client said it runs an edited input.
+            editable=intent is not None and intent.edit is not None,
         )
         if kind is None or offer is None or decision.by is None or decision.at is None:
             return decision
+        if intent is not None and intent.edit is not None:
+            offer = offer_for(offer, intent.edit.tool, decision)
         grant = offer.grant(ask_id=record.id, kind=kind, by=decision.by, at=decision.at)
         if await self.grants.add(grant=grant):
             _log.info(
@@ -389,6 +398,15 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
     vetoes = body.get("deny_vetoes")
     if vetoes is not None and not isinstance(vetoes, bool):
         raise _bad("deny_vetoes must be true or false")
+    editable = opt("editable", False)
+    if not isinstance(editable, bool):
+        raise _bad(
+            "editable must be true or false: true only if the client runs decision.updated_input"
+            " when a reviewer edits the call"
+        )
+    schema = body.get("input_schema")
+    if schema is not None and not isinstance(schema, Mapping):
+        raise _bad("input_schema must be an object: the tool's input JSON Schema")
     try:
         target = read_slack_section(body["slack"]) if body.get("slack") is not None else None
     except HarnessError as exc:
@@ -405,5 +423,7 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
         reason=body.get("reason"),
         approvals=approvals,
         deny_vetoes=vetoes,
+        editable=editable,
+        input_schema=dict(schema) if schema is not None else None,
     )
     return approval, target

@@ -89,6 +89,16 @@ def approval_schemas(slack: dict[str, Any]) -> dict[str, Any]:
                     "description": "With approvals_required of 2 or more: one person's Deny"
                     " decides at once (default true); false: a deny needs as many votes.",
                 },
+                "editable": {
+                    "type": ["boolean", "null"],
+                    "description": "true only if the client runs decision.updated_input when"
+                    " present: then reviewers may edit the input before allowing it (default"
+                    " false; docs/edit-then-approve.md).",
+                },
+                "input_schema": {
+                    "type": ["object", "null"],
+                    "description": "The tool's input JSON Schema: the edit form's fields.",
+                },
                 "slack": slack,
             },
         },
@@ -116,6 +126,15 @@ def approval_schemas(slack: dict[str, Any]) -> dict[str, Any]:
                 "by": {"$ref": "#/components/schemas/Person"},
                 "at": {"type": "string", "format": "date-time"},
                 "grant": {"$ref": "#/components/schemas/Grant"},
+                "updated_input": {
+                    "type": "object",
+                    "description": "On an allow of a call a reviewer edited: the input to run"
+                    " instead of the one asked about (only with editable: true).",
+                },
+                "edited_by": {
+                    "type": "string",
+                    "description": "The Slack user id of whoever edited the call.",
+                },
             },
         },
         "Approval": {

@@ -67,8 +67,20 @@ QUESTION_SCHEMA = {
             "additionalProperties": False,
             "required": ["kind", "approve"],
             "properties": {
-                "kind": {"type": "string", "enum": ["plan-review"]},
+                "kind": {"type": "string", "enum": ["plan-review", "tool-approval"]},
                 "approve": {"type": "string"},
+                "edit": {
+                    "type": ["object", "null"],
+                    "description": "tool-approval only: the reviewer may edit the input"
+                    " before approving; the edit comes back in custom (docs/edit-then-approve.md).",
+                    "additionalProperties": False,
+                    "required": ["tool", "input"],
+                    "properties": {
+                        "tool": {"type": "string"},
+                        "input": {"type": "object"},
+                        "inputSchema": {"type": ["object", "null"]},
+                    },
+                },
             },
         },
     },

@@ -7,6 +7,11 @@ nobody reads a deny as an answer or has to guess what an allow let through.
 
 from __future__ import annotations
 
+import difflib
+import json
+from dataclasses import replace
+
+from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem
 from relay.slack.team import votes_text
 from relay.slack.text import chunks, escape, mention
@@ -30,6 +35,23 @@ _APPROVAL_ID = "approval"
 _DENY = "Deny"
 
 
+def _edited(
+    question: AskUserQuestionItem | None, item: AskUserQuestionAnswerItem
+) -> tuple[AskUserQuestionAnswerItem, str]:
+    """For an edited tool call, the answer read as its choice, and the lines that show the
+    edit: who edited, and the input's change as a diff (original first)."""
+    edit = read_edit(item.custom)
+    intent = question.intent if question is not None else None
+    if edit is None or intent is None or intent.edit is None:
+        return item, ""
+    before = json.dumps(dict(intent.edit.input), indent=2, ensure_ascii=False).splitlines()
+    after = json.dumps(dict(edit.input), indent=2, ensure_ascii=False).splitlines()
+    diff = "\n".join(difflib.unified_diff(before, after, "shown", "allowed", lineterm="", n=2))
+    shown = f"\n:pencil2: Edited by {mention(edit.edited_by)} (version {edit.version}), then"
+    shown += f" allowed as edited:\n```{escape(diff)}```"
+    return replace(item, selected=(edit.choice,), custom=None), shown
+
+
 def _verdict_head(question: AskUserQuestionItem | None, item: AskUserQuestionAnswerItem) -> str:
     """For a tool approval, the outcome as a verdict: who denied, or who allowed what."""
     if question is None or question.id != _APPROVAL_ID:
@@ -45,6 +67,7 @@ def answered_line(
     """The final line of an answered question: who answered what (for a tool approval, who
     denied and why, or who allowed what), shortened to ``OUTCOME_LINE_CHARS``."""
     who = _who(item)
+    item, edited = _edited(question, item)
     when = ""
     if item.answered_at is not None:
         when = f" · {slack_date(item.answered_at.timestamp(), item.answered_at.isoformat())}"
@@ -68,6 +91,7 @@ def answered_line(
     line = f"{head or ':white_check_mark: Answered by'} {who}{when}" + (
         ": " + "".join(parts) if parts else ""
     )
+    line += edited
     if item.votes:
         line += f"\nVotes: {votes_text(item.votes)}"
     if len(line) <= OUTCOME_LINE_CHARS:

@@ -51,7 +51,8 @@ from slack_bolt.request.payload_utils import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.slack.parse import Click, parse_click, request_digest
+from relay.slack.edit_form import EDIT_CALLBACK
+from relay.slack.parse import Click, ClickKind, parse_click, parse_edit_submission, request_digest
 from relay.slack.render import ACTION_PREFIX
 
 __all__ = [
@@ -77,8 +78,8 @@ class ClickTaker(Protocol):
         """The Web API client."""
         ...
 
-    async def handle_click(self, click: Click) -> None:
-        """Apply one relay click."""
+    async def handle_click(self, click: Click) -> dict[str, str] | None:
+        """Apply one relay click (a submitted edit form: its field errors, if any)."""
         ...
 
 
@@ -223,10 +224,23 @@ def _bolt_app(provider: ClickTaker, signing_secret: str | None) -> AsyncApp:
     @app.action(re.compile("^" + re.escape(ACTION_PREFIX)))
     async def on_relay_action(ack: AsyncAck, body: dict[str, Any]) -> None:
         click = parse_click(body)
+        if click is not None and click.kind is ClickKind.EDIT:
+            await ack()  # first: views.open must use the trigger within Slack's 3 s
+            await provider.handle_click(click)
+            return
         try:
             if click is not None:
                 await provider.handle_click(click)
         finally:
+            await ack()
+
+    @app.view(EDIT_CALLBACK)
+    async def on_edit_submitted(ack: AsyncAck, body: dict[str, Any]) -> None:
+        click = parse_edit_submission(body)
+        errors = await provider.handle_click(click) if click is not None else None
+        if errors:
+            await ack(response_action="errors", errors=errors)
+        else:
             await ack()
 
     return app

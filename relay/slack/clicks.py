@@ -24,6 +24,7 @@ from relay.errors import UserInteractionError
 from relay.questions import AskUserQuestionAnswerItem
 from relay.slack import notices
 from relay.slack.background import Background
+from relay.slack.editing import EditIntake
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages, final_of
@@ -58,10 +59,25 @@ class ClickIntake:
         self._background = background
         self._installation = installation
         self.repair_after: timedelta = REPAIR_AFTER
+        self._edits = EditIntake(
+            life=life,
+            messages=messages,
+            gatekeeper=gatekeeper,
+            background=background,
+            installation=installation,
+        )
 
-    async def handle(self, click: Click) -> None:
-        """Apply one click; one whose check would wait on Slack is applied after the ack."""
+    async def handle(self, click: Click) -> dict[str, str] | None:
+        """Apply one click; one whose check would wait on Slack is applied after the ack.
+        "Edit…" opens its form at once (Slack's trigger lasts 3 s); a submitted form
+        returns the errors to show under its fields, if any."""
+        if click.kind is ClickKind.EDIT:
+            await self._edits.open(click)
+            return None
+        if click.kind is ClickKind.SAVE:
+            return await self._edits.submit(click)
         await self._handle(click, acked=False)
+        return None
 
     def _after_ack(self, click: Click) -> None:
         """Apply ``click`` in the background: deciding it waits on Slack (a user group's

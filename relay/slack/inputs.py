@@ -56,6 +56,7 @@ ACTION_MULTI = "relay.multi"
 ACTION_SUBMIT = "relay.submit"
 ACTION_SKIP = "relay.skip"
 ACTION_TEXT = "relay.text"
+ACTION_EDIT = "relay.edit"  # a tool approval's "Edit…": opens the edit modal
 
 
 def block_id(ask_id: str, index: int, part: str) -> str:
@@ -141,12 +142,18 @@ def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> lis
             )
         if question.multi_select:
             elements.append(kit.button("Submit", ACTION_SUBMIT, "submit", "primary"))
+    intent = question.intent
+    if intent is not None and intent.edit is not None and question.quorum <= 1:
+        # Offered only where the harness runs an edited call (the intent carries the edit).
+        elements.append(kit.button("Edit…", ACTION_EDIT, "edit"))
     if batch:
         elements.append(kit.button("Skip", ACTION_SKIP, "skip"))
     return elements
 
 
 def _field_label(question: AskUserQuestionItem) -> str:
+    if question.intent is not None and question.intent.kind == "tool-approval":
+        return "Reason to deny (press Enter, or Deny, to deny with it)"
     if question.intent is not None:
         return "Feedback for the agent (press Enter to send it and keep planning)"
     if not question.options:

@@ -37,7 +37,29 @@ def notice_text(notice: Notice, question: AskUserQuestionItem, *, batch: bool) -
             "Nothing is ticked and no text was typed: tick at least one option or type"
             f" an answer{skip}."
         )
+    if notice is Notice.EDIT_TYPED:
+        return (
+            "That text reads as an edited tool call, which is made with *Edit…* (so the"
+            " message shows it), never typed. Nothing was recorded."
+        )
     return "This message is out of date; reload it and answer again. Nothing was recorded."
+
+
+def edit_not_opened(error: str) -> str:
+    """For an "Edit…" click whose form Slack would not open (``expired_trigger_id``: the
+    relay took longer than Slack's 3 s)."""
+    return (
+        f"The edit form could not open ({error}), so nothing changed: click *Edit…* again,"
+        " or answer with the buttons."
+    )
+
+
+def edit_too_long() -> str:
+    """For an "Edit…" click on a call whose input a Slack form cannot hold whole."""
+    return (
+        "This call's input is too long to edit in Slack (a form field holds at most 3,000"
+        " characters), so no form opened: allow or deny it, or type a reason and *Deny*."
+    )
 
 
 def not_allowed() -> str:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
+from relay.slack.inputs import ACTION_EDIT
 from relay.slack.render import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -29,7 +32,18 @@ from relay.slack.render import (
     labels_of,
 )
 
-__all__ = ["Click", "ClickKind", "Notice", "decide", "parse_click", "request_digest"]
+# relay.gate.approval's deny label (the gate sits above this module).
+_DENY = "Deny"
+
+__all__ = [
+    "Click",
+    "ClickKind",
+    "Notice",
+    "decide",
+    "parse_click",
+    "parse_edit_submission",
+    "request_digest",
+]
 
 _MAX_ID = 64
 # Payloads are JSON: dict first, so that isinstance never reaches the ABC (a Python-level
@@ -45,6 +59,8 @@ class ClickKind(StrEnum):
     SUBMIT = "submit"  # the multi-select Submit button
     SKIP = "skip"
     TOGGLE = "toggle"  # ticking a box or changing a multi-select menu: state only
+    EDIT = "edit"  # a tool approval's "Edit…": opens the edit modal, answers nothing yet
+    SAVE = "save"  # the edit modal submitted (``view_submission``): the edited call allowed
 
 
 class Notice(StrEnum):
@@ -54,6 +70,7 @@ class Notice(StrEnum):
     BLANK_TEXT = "blank_text"
     NOTHING_CHOSEN = "nothing_chosen"
     STALE = "stale"
+    EDIT_TYPED = "edit_typed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +101,10 @@ class Click:
     request: str | None = None
     """``request_digest`` of the signed HTTP request that carried the click (``None`` over
     Socket Mode, where Slack signs nothing): what a receipt binds the decision to."""
+    trigger_id: str | None = None
+    """What opens a modal for this click (``views.open``), for 3 seconds."""
+    values: Mapping[str, Any] | None = None
+    """A submitted edit form's ``view.state.values`` (``ClickKind.SAVE`` only)."""
 
 
 def _str(value: object) -> str | None:
@@ -148,6 +169,43 @@ def request_digest(body: bytes, timestamp: str) -> str:
     return base64.urlsafe_b64encode(signed).rstrip(b"=").decode("ascii")
 
 
+def _object(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, _MAPPING) else {}
+
+
+def parse_edit_submission(payload: Mapping[str, Any]) -> Click | None:
+    """The edit form's ``view_submission`` as a ``SAVE`` click on the question the form
+    edits (named in its ``private_metadata``), or ``None`` if it is no form of ours."""
+    view, user = _object(payload.get("view")), _object(payload.get("user"))
+    try:
+        meta = json.loads(view.get("private_metadata") or "")
+        ask_id, index = str(meta["a"]), int(meta["i"])
+        channel, ts = meta.get("c"), meta.get("t")
+    except (ValueError, KeyError, TypeError):
+        return None
+    user_id, team = _str(user.get("id")), _object(payload.get("team"))
+    if not user_id:
+        return None
+    enterprise = payload.get("enterprise")
+    return Click(
+        ask_id=ask_id,
+        index=index,
+        kind=ClickKind.SAVE,
+        user_id=user_id,
+        user_name=_str(user.get("name")) or _str(user.get("username")),
+        channel_id=_str(channel),
+        message_ts=_str(ts),
+        thread_ts=None,
+        team_id=_str(team.get("id")) or _str(user.get("team_id")),
+        api_app_id=_str(payload.get("api_app_id")),
+        enterprise_id=_str(enterprise.get("id"))
+        if isinstance(enterprise, _MAPPING)
+        else _str(enterprise),
+        is_enterprise_install=payload.get("is_enterprise_install") is True,
+        values=_object(_object(view.get("state")).get("values")),
+    )
+
+
 def parse_click(payload: object, *, request: str | None = None) -> Click | None:
     """The relay click in a ``block_actions`` payload, or ``None`` if it is not one of ours;
     ``request`` is the digest of the signed request that carried it (``request_digest``)."""
@@ -180,6 +238,8 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         kind = ClickKind.SUBMIT
     elif action_id == ACTION_SKIP:
         kind = ClickKind.SKIP
+    elif action_id == ACTION_EDIT:
+        kind = ClickKind.EDIT
     elif action_id == ACTION_TEXT:
         kind = ClickKind.TEXT
         # The dispatched value is what was in the field when Enter was pressed.
@@ -216,6 +276,7 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         else _str(enterprise),
         is_enterprise_install=payload.get("is_enterprise_install") is True,
         request=request,
+        trigger_id=_str(payload.get("trigger_id")),
     )
 
 
@@ -234,16 +295,24 @@ def decide(
             id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=at
         )
 
-    if click.kind is ClickKind.TOGGLE:
+    if click.kind in (ClickKind.TOGGLE, ClickKind.EDIT, ClickKind.SAVE):
         return None
+    if text is not None and read_edit(text) is not None:
+        # An edit is made in its form, where the message then shows it; typed, it would run
+        # an input the other reviewers never saw.
+        return Notice.EDIT_TYPED
     if click.kind is ClickKind.OPTION:
         if click.option is None or click.option >= len(labels) or question.multi_select:
             return Notice.STALE
         label = labels[click.option]
         if text is None:
             return item((label,))
-        if question.intent is not None and label != question.intent.approve:
+        intent = question.intent
+        if intent is not None and intent.kind == "plan-review" and label != intent.approve:
             # Declining a plan with feedback typed: the feedback is the answer.
+            return item((), text)
+        if intent is not None and intent.kind == "tool-approval" and label == _DENY:
+            # Deny with the reason typed: the reason is the answer ("Denied by @bob: …").
             return item((), text)
         return Notice.TEXT_PENDING
     if any(i >= len(labels) for i in click.ticked):

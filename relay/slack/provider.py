@@ -279,9 +279,10 @@ class SlackProvider:
 
     # ---- clicks and the Slack transport -----------------------------------------------------
 
-    async def handle_click(self, click: Click) -> None:
-        """Apply one click: answer its question, or tell the clicker privately why not."""
-        await self._clicks.handle(click)
+    async def handle_click(self, click: Click) -> dict[str, str] | None:
+        """Apply one click: answer its question, or tell the clicker privately why not (a
+        submitted edit form: the errors to show under its fields, if any)."""
+        return await self._clicks.handle(click)
 
     @property
     def repair_after(self) -> timedelta:

@@ -134,7 +134,7 @@ def _detail_blocks(
     if question.detail is None:
         return [], []
     blocks: list[dict[str, Any]] = []
-    if question.intent is not None:
+    if question.intent is not None and question.intent.kind == "plan-review":
         blocks.append(kit.context("*Plan under review*"))
     if not question.detail.strip():
         blocks.append(kit.context("_(no detail given)_"))

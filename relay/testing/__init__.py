@@ -19,16 +19,21 @@ from .blocks import BlocksRejected, check_blocks
 from .elements import button_text_shown
 from .fake_slack import FakeSlack
 from .mentions import Link, Mention
-from .records import ClickResult, FakeMessage, RecordedCall
+from .modals import FakeModal, FakeView, ManualClock
+from .records import ClickResult, FakeMessage, RecordedCall, ViewResult
 
 __all__ = [
     "BlocksRejected",
     "ClickResult",
     "FakeMessage",
+    "FakeModal",
     "FakeSlack",
+    "FakeView",
     "Link",
+    "ManualClock",
     "Mention",
     "RecordedCall",
+    "ViewResult",
     "button_text_shown",
     "check_blocks",
 ]

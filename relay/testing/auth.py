@@ -26,7 +26,7 @@ __all__ = ["FORM_ONLY_METHODS", "DecodedRequest", "TokenCheck", "decode_api_requ
 FORM_ONLY_METHODS = frozenset({"usergroups.users.list", "users.info", "chat.getPermalink"})
 """Methods that read no JSON body."""
 
-_JSON_STRING_FIELDS = ("blocks", "attachments", "metadata")
+_JSON_STRING_FIELDS = ("blocks", "attachments", "metadata", "view")
 _BOT_PREFIXES = ("xoxb-", "xoxp-")
 _APP_PREFIX = "xapp-"
 

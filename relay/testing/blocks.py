@@ -38,6 +38,7 @@ __all__ = [
     "BlocksRejected",
     "block_text_chars",
     "check_blocks",
+    "sdk_block_errors",
     "with_generated_ids",
 ]
 
@@ -74,7 +75,7 @@ def check_blocks(blocks: object) -> BlocksRejected | None:
     block_ids: set[str] = set()
     for index, block in enumerate(blocks):
         pointer = f"/blocks/{index}"
-        errors.extend(block_errors(block, pointer) or _sdk_errors(block, pointer))
+        errors.extend(block_errors(block, pointer) or sdk_block_errors(block, pointer))
         errors.extend(_duplicate_action_ids(block, pointer))
         block_id = block.get("block_id")
         if isinstance(block_id, str):
@@ -114,7 +115,8 @@ def block_text_chars(node: object) -> int:
     )
 
 
-def _sdk_errors(block: dict[str, Any], pointer: str) -> list[str]:
+def sdk_block_errors(block: dict[str, Any], pointer: str) -> list[str]:
+    """slack_sdk's own validators on ``block`` (a backstop after Block Kit's rules)."""
     # The SDK's constructors can warn (deprecated keys) and raise on malformed input; neither
     # may escape into the server, and pytest turns warnings into errors.
     with warnings.catch_warnings():

@@ -25,6 +25,8 @@ from .faults import ApiReply, Fault, FaultPlan, RateLimiter
 from .human import Humans
 from .install import Install
 from .mentions import links_in, mentions_in
+from .modal_humans import ModalHumans
+from .modals import Clock
 from .ratelimits import TierLimiter
 from .records import ClickResult, RecordedCall
 from .socket_mode import MAX_CONNECTIONS, SOCKET_MODE_PATH, SocketModeServer
@@ -40,7 +42,7 @@ _MESSAGE_METHODS = frozenset(
 )
 
 
-class FakeSlack(WorkspaceView, CallLog, Humans):
+class FakeSlack(WorkspaceView, CallLog, Humans, ModalHumans):
     """A fake Slack workspace served over real HTTP on ``127.0.0.1`` (a free port).
 
     Answers the Web API like Slack (validation and errors included), records every call,
@@ -57,6 +59,12 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
     ``enterprise_id`` puts the workspace in an Enterprise Grid organisation;
     ``enterprise_install`` makes the app's install org-wide (``auth.test`` and payloads
     change as in Slack). ``max_socket_connections`` is Slack's Socket Mode cap (10).
+
+    Modals: ``views.open``/``views.update``/``views.push`` take the ``trigger_id`` of an
+    interaction the fake delivered (single use, 3 seconds), humans fill and submit them
+    (``wait_for_modal``, ``FakeModal.fill``, ``submit_view``, ``close_view``). ``clock``
+    (seconds, ``time.monotonic`` by default) times the triggers: pass a
+    ``relay.testing.ManualClock`` to expire them without sleeping.
     """
 
     def __init__(
@@ -77,6 +85,7 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
         app_token: str | None = None,
         rate_limits: bool = True,
         channels: dict[str, str] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         super().__init__()
         self.signing_secret = signing_secret
@@ -93,7 +102,8 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
                 bot_id=bot_id,
                 enterprise_id=enterprise_id,
                 enterprise_install=enterprise_install,
-            )
+            ),
+            clock=clock or time.monotonic,
         )
         self._workspace.channels.update(channels or {})
         self._tokens = TokenCheck(bot_token=bot_token, app_token=app_token)
@@ -352,7 +362,11 @@ class FakeSlack(WorkspaceView, CallLog, Humans):
                     "nowhere to deliver the action: set slack.interactivity_url or connect "
                     "a Socket Mode client"
                 )
-            return await self._sockets.deliver(payload, timeout=self.ack_timeout)
+            # A view_submission's ack may carry the answer (response_action), as over HTTP.
+            accepts = payload.get("type") == "view_submission"
+            return await self._sockets.deliver(
+                payload, timeout=self.ack_timeout, accepts_response_payload=accepts
+            )
         raw = body if body is not None else urllib.parse.urlencode({"payload": json.dumps(payload)})
         stamp = timestamp if timestamp is not None else str(int(time.time()))
         if signature is None:

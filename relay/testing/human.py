@@ -8,7 +8,6 @@ payload exactly as Slack does and hands it to ``deliver``.
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -96,7 +95,7 @@ class Humans:
             "api_app_id": workspace.api_app_id,
             "token": self._verification_token,
             "container": container,
-            "trigger_id": f"{secrets.randbelow(10**13)}.{int(time.time())}.{secrets.token_hex(16)}",
+            "trigger_id": workspace.modals.issue_trigger(user),
             **workspace.install.payload_fields(),
             "channel": {"id": message.channel, "name": workspace.channel_name(message.channel)},
             "message": workspace.message_json(message, text=text, blocks=blocks),

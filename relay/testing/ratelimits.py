@@ -38,6 +38,9 @@ METHOD_TIERS = {
     "conversations.open": 3,
     "chat.postEphemeral": 4,
     "users.info": 4,
+    "views.open": 4,
+    "views.push": 4,
+    "views.update": 4,
     # Special tier, limits undocumented beyond "generous": held to Tier 4 (conservative).
     "auth.test": 4,
     "chat.getPermalink": 4,

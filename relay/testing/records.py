@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClickResult", "FakeMessage", "RecordedCall"]
+__all__ = ["ClickResult", "FakeMessage", "RecordedCall", "ViewResult"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,3 +101,25 @@ class ClickResult:
     def ok(self) -> bool:
         """Whether the app acknowledged the action with a 200."""
         return self.dispatched and self.status == 200
+
+
+@dataclass(frozen=True, kw_only=True)
+class ViewResult(ClickResult):
+    """What submitting (or closing) a modal came to.
+
+    ``outcome`` is what the user saw next: ``"closed"`` (the view closed), ``"errors"`` (the
+    app sent field errors: see ``errors``), ``"updated"``, ``"pushed"``, ``"cleared"`` (the
+    whole modal closed), ``"invalid"`` (Slack's client refused the submission before sending
+    it: a required field empty, a number out of range; see ``errors``) or ``"failed"`` (the
+    app's answer was an error, late, or not one Slack accepts: see ``problem``; the modal
+    stays open as it was).
+    """
+
+    outcome: str
+    errors: dict[str, str] = field(default_factory=dict)
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the app took the submission and Slack accepted its answer."""
+        return self.dispatched and self.status == 200 and self.problem is None

@@ -129,13 +129,15 @@ class SocketModeServer:
                 if not future.done():
                     future.set_exception(ConnectionResetError("the socket closed before the ack"))
 
-    async def deliver(self, payload: dict[str, Any], *, timeout: float) -> ClickResult:
+    async def deliver(
+        self, payload: dict[str, Any], *, timeout: float, accepts_response_payload: bool = False
+    ) -> ClickResult:
         """Send an ``interactive`` envelope to one open connection (round robin) and wait
         for its ack; 504 when none comes within ``timeout`` seconds."""
         envelope = {
             "envelope_id": str(uuid.uuid4()),
             "type": "interactive",
-            "accepts_response_payload": False,
+            "accepts_response_payload": accepts_response_payload,
             "payload": payload,
         }
         return await self.send_envelope(envelope, timeout=timeout)

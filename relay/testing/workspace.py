@@ -17,6 +17,7 @@ from typing import Any
 from .blocks import MAX_TEXT_CHARS, check_blocks, with_generated_ids
 from .faults import ApiReply
 from .install import Install
+from .modals import Clock, Modals
 from .records import FakeMessage
 
 __all__ = [
@@ -50,8 +51,10 @@ class ResponseTarget:
 class Workspace:
     """One Slack workspace with one bot: its users, user groups, channels and messages."""
 
-    def __init__(self, *, install: Install) -> None:
+    def __init__(self, *, install: Install, clock: Clock = time.monotonic) -> None:
         self.install = install
+        self.modals = Modals(install=install, clock=clock)
+        """Triggers handed out with interactions, and the modals they opened."""
         self.team_id = install.team_id
         self.team_domain = install.team_domain
         self.api_app_id = install.api_app_id
@@ -82,6 +85,9 @@ class Workspace:
             "conversations.open": self._open_conversation,
             "usergroups.users.list": self._usergroup_users,
             "users.info": self._user_info,
+            "views.open": self.modals.views_open,
+            "views.push": self.modals.views_push,
+            "views.update": self.modals.views_update,
         }
 
     @property

@@ -280,3 +280,115 @@ class Page:
     async def script(self, source: str, *args: Any) -> Any:
         """Run JavaScript in the page and return its result."""
         return await self.run(self.driver.execute_script, source, *args)
+
+    # -- a modal ---------------------------------------------------------------------------------
+
+    def _modal(self) -> WebElement | None:
+        found = self.driver.find_elements(By.CSS_SELECTOR, "#modal-layer .modal")
+        return found[0] if len(found) == 1 and found[0].is_displayed() else None
+
+    async def wait_for_modal(self, title: str) -> str:
+        """Wait until a modal titled ``title`` is open; its visible text."""
+
+        def shown(_: WebDriver) -> str | None:
+            modal = self._modal()
+            if modal is None:
+                return None
+            heading = modal.find_element(By.CSS_SELECTOR, ".modal-title").text
+            return str(modal.text) if heading == title else None
+
+        return await self.run(lambda: self.until(shown, f"a modal titled {title!r}"))
+
+    async def wait_for_no_modal(self) -> None:
+        """Wait until no modal is open."""
+        await self.run(lambda: self.until(lambda _: self._modal() is None, "the modal to close"))
+
+    def _field(self, label: str) -> WebElement:
+        modal = self._modal()
+        if modal is None:
+            raise LookupError("no modal is open")
+        return modal.find_element(
+            By.XPATH,
+            f".//div[contains(@class,'blk-input')][label[normalize-space()={_literal(label)}]]",
+        )
+
+    async def fill(self, label: str, text: str) -> None:
+        """Replace the text of the modal's field labelled ``label`` with ``text``."""
+
+        def go() -> None:
+            field = self._field(label).find_element(By.CSS_SELECTOR, ".text-input")
+            field.click()
+            field.send_keys(Keys.CONTROL, "a")
+            field.send_keys(Keys.DELETE)
+            field.send_keys(text)
+
+        await self.run(self.retrying, go, f"filling {label!r}")
+
+    async def pick(self, label: str, option: str) -> None:
+        """Choose ``option`` in the modal's menu labelled ``label``."""
+
+        def go() -> None:
+            menu = self._field(label).find_element(By.CSS_SELECTOR, "select.select")
+            Select(menu).select_by_visible_text(option)
+
+        await self.run(self.retrying, go, f"choosing {option!r} in {label!r}")
+
+    async def press(self, button: str) -> None:
+        """Click the modal's button reading ``button`` (its submit or close)."""
+
+        def go() -> None:
+            modal = self._modal()
+            if modal is None:
+                raise LookupError("no modal is open")
+            modal.find_element(
+                By.XPATH,
+                f".//div[@class='modal-foot']/button[normalize-space()={_literal(button)}]",
+            ).click()
+
+        await self.run(self.retrying, go, f"pressing {button!r}")
+
+    async def wait_for_field_error(self, label: str, text: str) -> str:
+        """Wait until the modal shows ``text`` under the field ``label``; the error."""
+
+        def shown(_: WebDriver) -> str | None:
+            if self._modal() is None:
+                return None
+            errors = self._field(label).find_elements(By.CSS_SELECTOR, ".input-error")
+            return str(errors[0].text) if errors and text in errors[0].text else None
+
+        return await self.run(lambda: self.until(shown, f"the error {text!r} under {label!r}"))
+
+    async def field_errors(self) -> list[str]:
+        """Every field error the open modal shows."""
+        return await self.run(
+            lambda: [
+                e.text
+                for e in self.driver.find_elements(By.CSS_SELECTOR, "#modal-layer .input-error")
+            ]
+        )
+
+    async def escape(self) -> None:
+        """Press Escape (closes an open modal, as in Slack)."""
+
+        def go() -> None:
+            self.driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+
+        await self.run(go)
+
+    async def chosen(self, label: str) -> list[str]:
+        """What the modal's field ``label`` shows chosen: a menu's option, the ticked boxes
+        or the selected radio button."""
+
+        def read() -> list[str]:
+            field = self._field(label)
+            menus = field.find_elements(By.CSS_SELECTOR, "select.select")
+            if menus:
+                picked = Select(menus[0]).first_selected_option
+                return [str(picked.text)] if picked.get_attribute("value") else []
+            return [
+                str(box.find_element(By.XPATH, "./following-sibling::span").text)
+                for box in field.find_elements(By.CSS_SELECTOR, "label.choice input")
+                if box.is_selected()
+            ]
+
+        return await self.run(read)

@@ -95,3 +95,58 @@ async def test_the_readme_permission_request_hook_hands_the_prompt_to_the_team(
         await slack.click(message, "Allow once", user="U0ALICE")
         await result(run)
         assert (work / "approved-file").exists()
+
+
+async def test_a_reviewers_edit_is_the_call_claude_code_runs(tmp_path: Path) -> None:
+    # Issue 40: the hook answers with updatedInput, and Claude Code itself runs that input.
+    rules = write_rules(tmp_path, RULES)
+    work = tmp_path / "work"
+    work.mkdir()
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack) as relay,
+        scripted_claude("touch proposed-file") as model,
+    ):
+        slack.add_user("U0ALICE", name="alice")
+        settings = hook_settings(tmp_path / "settings.json", rules)
+        env = claude_env(tmp_path / "home", model, RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+        run = await claude(work, env, "--settings", str(settings), "make it")
+        message = await slack.wait_for_message(timeout=60)
+        assert "touch proposed-file" in json.dumps(message.blocks)
+        await slack.click(message, "Edit…", user="U0ALICE")
+        modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
+        modal.fill("command", "touch edited-file")
+        assert (await slack.submit_view(modal)).outcome == "closed"
+        await result(run)
+        assert (work / "edited-file").exists()
+        assert not (work / "proposed-file").exists()
+        await slack.wait_until(lambda: "Edited by" in str(message.blocks), timeout=10)
+
+
+async def test_a_permission_request_hook_runs_the_reviewers_edit(tmp_path: Path) -> None:
+    # PermissionRequest's own field: hookSpecificOutput.decision.updatedInput.
+    work = tmp_path / "work"
+    work.mkdir()
+    rules = write_rules(tmp_path, RULES)
+    command = f"{RELAY} hook claude-code --rules {rules}"
+    hook = {"type": "command", "command": command, "timeout": 120, "onFailure": "block"}
+    settings = tmp_path / "settings.json"
+    settings.write_text(
+        json.dumps({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [hook]}]}})
+    )
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack) as relay,
+        scripted_claude("touch proposed-file") as model,
+    ):
+        slack.add_user("U0ALICE", name="alice")
+        env = claude_env(tmp_path / "home", model, RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+        run = await claude(work, env, "--settings", str(settings), "make it")
+        message = await slack.wait_for_message(timeout=60)
+        await slack.click(message, "Edit…", user="U0ALICE")
+        modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
+        modal.fill("command", "touch edited-file")
+        assert (await slack.submit_view(modal)).outcome == "closed"
+        await result(run)
+        assert (work / "edited-file").exists()
+        assert not (work / "proposed-file").exists()

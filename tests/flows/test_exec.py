@@ -138,3 +138,30 @@ async def test_only_the_rules_approvers_may_approve_in_the_channel_asked(tmp_pat
         run = await finish(pending)
         assert run.code == 0
         assert "u0alice" in run.err.lower()
+
+
+async def test_a_reviewers_edit_is_the_command_that_runs_and_a_reason_reaches_stderr(
+    tmp_path: Path,
+) -> None:
+    # Issue 40: the edited command runs (split as a shell splits words), not the proposed one.
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
+        proposed = [sys.executable, "-c", "print('proposed')"]
+        pending = await start("exec", "--", *proposed, env=env, cwd=tmp_path)
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "Edit…", user="U0ALICE")
+        modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
+        modal.fill("command", f"{sys.executable} -c \"print('edited, then run')\"")
+        assert (await slack.submit_view(modal)).outcome == "closed"
+        run = await finish(pending)
+        assert (run.code, run.out) == (0, "edited, then run\n")
+        assert "the reviewer edited the call" in run.err
+
+        pending = await start("exec", "--", *proposed, env=env, cwd=tmp_path)
+        message = await slack.wait_for_message(count=2, timeout=15)
+        await slack.type(message, "print something useful instead", user="U0BOB")
+        await slack.press_enter(message, user="U0BOB")
+        run = await finish(pending)
+        assert run.code == EXIT_DENIED
+        assert run.out == ""
+        assert "denied this in Slack: print something useful instead;" in run.err

@@ -311,6 +311,13 @@ window.BlockKit = (() => {
     return options;
   }
 
+  // What an element shows before anyone touched it: its initial option(s), as in Slack.
+  function initialChoice(element) {
+    if (element.initial_option) return { type: element.type, selected_option: element.initial_option };
+    if (element.initial_options) return { type: element.type, selected_options: element.initial_options };
+    return undefined;
+  }
+
   function button(element, block, ctx) {
     const b = el("button", "btn");
     if (element.style === "primary") b.classList.add("primary");
@@ -325,7 +332,7 @@ window.BlockKit = (() => {
   function staticSelect(element, block, ctx) {
     const select = el("select", "select");
     select.disabled = !ctx.interactive;
-    const chosen = ctx.choice(block, element);
+    const chosen = ctx.choice(block, element) || initialChoice(element);
     const current = chosen && chosen.selected_option ? optionText(chosen.selected_option) : null;
     const placeholder = el("option", "", plain(element.placeholder) || "Select an item");
     placeholder.value = "";
@@ -355,7 +362,7 @@ window.BlockKit = (() => {
 
   function multiSelect(element, block, ctx) {
     const box = el("div", "multi");
-    const chosen = ctx.choice(block, element);
+    const chosen = ctx.choice(block, element) || initialChoice(element);
     const picked = (chosen && chosen.selected_options ? chosen.selected_options : []).map(optionText);
     const send = (texts) => {
       const all = optionsOf(element);
@@ -394,7 +401,7 @@ window.BlockKit = (() => {
 
   function choices(element, block, ctx, multiple) {
     const box = el("div", multiple ? "checkboxes" : "radios");
-    const chosen = ctx.choice(block, element);
+    const chosen = ctx.choice(block, element) || initialChoice(element);
     const picked = multiple
       ? (chosen && chosen.selected_options ? chosen.selected_options : []).map(optionText)
       : chosen && chosen.selected_option ? [optionText(chosen.selected_option)] : [];
@@ -433,6 +440,8 @@ window.BlockKit = (() => {
   function textInput(element, block, ctx) {
     const input = el(element.multiline ? "textarea" : "input", "text-input");
     if (!element.multiline) input.type = "text";
+    // Typed as text, as in Slack, where a number field is checked only on submit.
+    if (element.type === "number_input") input.inputMode = element.is_decimal_allowed ? "decimal" : "numeric";
     if (element.max_length) input.maxLength = element.max_length;
     if (element.placeholder) input.placeholder = plain(element.placeholder);
     input.dataset.blockId = block.block_id || "";
@@ -445,6 +454,7 @@ window.BlockKit = (() => {
     const dispatches = block.type !== "input" || (block.dispatch_action === true && triggers.includes("on_enter_pressed"));
     input.addEventListener("keydown", (event) => {
       if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      if (ctx.inModal && element.multiline) return; // a new line, as in Slack's modals
       event.preventDefault();
       ctx.setDraft(block, element, input.value);
       if (dispatches) ctx.act(block, element, { kind: "enter" });
@@ -460,7 +470,10 @@ window.BlockKit = (() => {
       case "multi_static_select": return multiSelect(element, block, ctx);
       case "checkboxes": return choices(element, block, ctx, true);
       case "radio_buttons": return choices(element, block, ctx, false);
-      case "plain_text_input": return textInput(element, block, ctx);
+      case "plain_text_input":
+      case "number_input":
+      case "email_text_input":
+      case "url_text_input": return textInput(element, block, ctx);
       case "image": return el("span", "image-alt", "[image: " + String(element.alt_text || "") + "]");
       default: return el("span", "unsupported", "[" + String(element.type) + "]");
     }

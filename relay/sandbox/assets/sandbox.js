@@ -1,7 +1,8 @@
 // The sandbox page: one viewer's Slack client. A live feed (server-sent events) brings every
 // message the relay posted or updated and the private notices sent to this viewer; each
 // click, choice or Enter goes to /sandbox/act, which FakeSlack turns into the signed
-// block_actions request Slack would send to the relay's /slack/events.
+// block_actions request Slack would send to the relay's /slack/events. A modal the relay opens
+// for this viewer shows over the channel; its Submit is delivered as view_submission.
 "use strict";
 
 (() => {
@@ -22,6 +23,9 @@
     unread: new Set(),
     drafts: new Map(), // "person|channel|ts|block|action" -> typed text
     choices: new Map(), // same key -> state.values entry chosen on this page
+    modal: null, // the view of the modal open for this viewer, as the feed sends it
+    modalDrafts: new Map(), // "person|view|block|action" -> typed text
+    modalChoices: new Map(), // same key -> state.values entry chosen in the modal
     source: null,
   };
 
@@ -49,6 +53,7 @@
     source.addEventListener("message", (e) => upsert(JSON.parse(e.data)));
     source.addEventListener("ephemeral", (e) => ephemeral(JSON.parse(e.data)));
     source.addEventListener("dm", (e) => { state.dms.add(JSON.parse(e.data).channel); sidebar(); });
+    source.addEventListener("modal", (e) => { state.modal = JSON.parse(e.data).modal; renderModal(); });
   }
 
   function setStatus(text, kind) {
@@ -85,6 +90,8 @@
     ids();
     sidebar();
     renderChannel();
+    state.modal = data.modal || null;
+    renderModal();
     setStatus("live", "live");
     agentAnswers();
   }
@@ -334,6 +341,118 @@
     }
   }
 
+  // -- the modal ----------------------------------------------------------------------------
+  // The modal the relay opened for this viewer (views.open): its fields keep what was typed
+  // here until Submit, which FakeSlack checks as Slack's client does and delivers to the
+  // relay as view_submission; field errors come back in the feed and show under each field.
+  const modalKey = (view, block, element) =>
+    [state.me, view.id, block.block_id || "", element.action_id || ""].join("|");
+
+  function modalEntry(view, block, element) {
+    return (view.state || []).find((s) => s.block_id === block.block_id && s.action_id === element.action_id);
+  }
+
+  function modalContext(view) {
+    return {
+      ...names,
+      interactive: true,
+      inModal: true,
+      draft: (block, element) => {
+        const typed = state.modalDrafts.get(modalKey(view, block, element));
+        if (typed !== undefined) return typed;
+        const entry = modalEntry(view, block, element);
+        return entry && entry.value !== undefined ? entry.value || "" : undefined;
+      },
+      setDraft: (block, element, value) => state.modalDrafts.set(modalKey(view, block, element), value),
+      choice: (block, element) =>
+        state.modalChoices.get(modalKey(view, block, element)) || modalEntry(view, block, element),
+      remember: (block, element, entry) => {
+        state.modalChoices.set(modalKey(view, block, element), entry);
+        renderModal();
+      },
+      act: () => {}, // inputs in a modal send nothing until Submit (no dispatch_action here)
+    };
+  }
+
+  function renderModal() {
+    const layer = $("modal-layer");
+    const view = state.modal;
+    layer.replaceChildren();
+    layer.hidden = !view;
+    if (!view) return;
+    const box = el("div", "modal");
+    box.setAttribute("role", "dialog");
+    box.setAttribute("aria-modal", "true");
+    box.dataset.viewId = view.id;
+    const head = el("div", "modal-head");
+    const title = el("div", "modal-title", (view.title && view.title.text) || "");
+    const x = el("button", "modal-x", "\u00d7");
+    x.type = "button";
+    x.title = "Close";
+    x.addEventListener("click", () => closeModal(view));
+    head.append(title, x);
+    box.setAttribute("aria-label", title.textContent);
+    box.append(head);
+    if (view.problem) box.append(el("div", "modal-problem", "The app could not take this: " + view.problem));
+    const body = el("div", "modal-body");
+    const blocks = renderBlocks(view.blocks, modalContext(view));
+    for (const [blockId, message] of Object.entries(view.errors || {})) {
+      const node = [...blocks.children].find((n) => n.dataset.blockId === blockId);
+      if (!node) continue;
+      node.classList.add("has-error");
+      // Under the field, above its hint, as Slack shows it.
+      node.insertBefore(el("div", "input-error", message), node.querySelector(".input-hint"));
+    }
+    body.append(blocks);
+    box.append(body);
+    const foot = el("div", "modal-foot");
+    const cancel = el("button", "btn", (view.close && view.close.text) || "Cancel");
+    cancel.type = "button";
+    cancel.addEventListener("click", () => closeModal(view));
+    foot.append(cancel);
+    if (view.submit) {
+      const submit = el("button", "btn primary", view.submit.text);
+      submit.type = "button";
+      submit.addEventListener("click", () => submitModal(view, submit));
+      foot.append(submit);
+    }
+    box.append(foot);
+    layer.append(box);
+  }
+
+  function modalValues(view) {
+    const values = [];
+    for (const block of view.blocks || []) {
+      if (block.type !== "input" || !block.element) continue;
+      const element = block.element;
+      const key = modalKey(view, block, element);
+      if (state.modalDrafts.has(key)) {
+        values.push({ block_id: block.block_id, value: state.modalDrafts.get(key) });
+        continue;
+      }
+      const chosen = state.modalChoices.get(key);
+      if (!chosen) continue;
+      const text = (o) => (o && o.text ? String(o.text.text || "") : "");
+      if ("selected_option" in chosen) values.push({ block_id: block.block_id, option: text(chosen.selected_option) });
+      else values.push({ block_id: block.block_id, options: (chosen.selected_options || []).map(text) });
+    }
+    return values;
+  }
+
+  async function submitModal(view, button) {
+    button.disabled = true;
+    try {
+      const answer = await post("/sandbox/act", { as: state.me, kind: "view_submit", view_id: view.id, values: modalValues(view) });
+      if (answer && answer.outcome === "failed") toast("The relay's answer to the form: " + answer.problem);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async function closeModal(view) {
+    await post("/sandbox/act", { as: state.me, kind: "view_close", view_id: view.id });
+  }
+
   async function sendSample(name, buttonNode) {
     buttonNode.disabled = true;
     try {
@@ -439,6 +558,9 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     $("me").addEventListener("change", (e) => connect(e.target.value));
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && state.modal) closeModal(state.modal); // as Slack's Esc does
+    });
     connect(new URL(window.location.href).searchParams.get("as") || "");
   });
 })();

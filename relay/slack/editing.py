@@ -1,0 +1,217 @@
+"""``EditIntake``: a tool approval's "Edit…" button, its modal, and the edited call allowed.
+
+A click on "Edit…" opens the form (``views.open`` with the click's ``trigger_id``, which
+Slack honours for 3 seconds) for someone who may answer; anyone else is told privately and
+nothing changes. Submitting the form is the editor's answer: the edited input and the allow
+option chosen go into the answer's ``custom`` (``relay.edits``), claimed like any click, so
+an approval of the original that landed first wins and the form says so; invalid values
+come back under their fields (``response_action: errors``) and nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+
+from relay.asks.lifecycle import AskLifecycle
+from relay.asks.rules import widened
+from relay.edits import Edit, edit_custom
+from relay.errors import UserInteractionError
+from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
+from relay.slack import notices
+from relay.slack.background import Background
+from relay.slack.edit_form import edit_view, editable_fields, read_edit_view, too_long
+from relay.slack.failures import SLACK_FAILURES
+from relay.slack.installation import Installation
+from relay.slack.messages import SlackMessages
+from relay.slack.parse import Click
+from relay.slack.people import Gatekeeper
+from relay.slack.render import render_outcome
+from relay.store import AskRecord, MessageRef, utcnow
+
+__all__ = ["EditIntake", "allow_choices"]
+
+_log = logging.getLogger("relay.slack")
+_DENY = "Deny"  # relay.gate.approval's deny label (the gate sits above this module)
+
+
+def allow_choices(question: AskUserQuestionItem) -> tuple[str, ...]:
+    """The options an edited call may be allowed with: every one but *Deny*."""
+    return tuple(label for label in question.labels if label != _DENY)
+
+
+def _editable(record: AskRecord | None, index: int) -> AskUserQuestionItem | None:
+    if record is None or index >= len(record.request.questions):
+        return None
+    question = record.request.questions[index]
+    intent = question.intent
+    if intent is None or intent.edit is None or question.quorum > 1:
+        return None
+    return question
+
+
+class EditIntake:
+    """Opens edit forms and turns their submissions into answers."""
+
+    def __init__(
+        self,
+        *,
+        life: AskLifecycle,
+        messages: SlackMessages,
+        gatekeeper: Gatekeeper,
+        background: Background,
+        installation: Callable[[], Awaitable[Installation]],
+    ) -> None:
+        self._life = life
+        self._messages = messages
+        self._gatekeeper = gatekeeper
+        self._background = background
+        self._installation = installation
+
+    async def _refusal(self, record: AskRecord, click: Click) -> str | None:
+        """Why ``click``'s user may not edit ``record`` (a private notice), or ``None``."""
+        try:
+            installation = await self._installation()
+        except SLACK_FAILURES:
+            return notices.cannot_record()
+        if installation.refusal(click) is not None:
+            return notices.foreign_installation()
+        expected = record.messages[click.index] if click.index < len(record.messages) else None
+        if expected is not None and (click.channel_id, click.message_ts) != (
+            expected.channel,
+            expected.ts,
+        ):
+            return notices.not_allowed()
+        return await self._gatekeeper.refusal(widened(record, now=time.time()), click.user_id)
+
+    async def open(self, click: Click) -> None:
+        """Open the edit form for ``click`` (an "Edit…" click), or say privately why not."""
+        notify = self._messages.notify
+        try:
+            record = await self._life.store.get(ask_id=click.ask_id)
+        except Exception:
+            _log.exception("store unreachable while opening an edit of ask %s", click.ask_id)
+            notify(click, notices.cannot_record())
+            return
+        question = _editable(record, click.index)
+        if record is None or question is None or question.intent is None:
+            notify(click, notices.no_longer_pending(record))
+            return
+        existing = record.responses[click.index] if click.index < len(record.responses) else None
+        if not record.pending or existing is not None:
+            if existing is not None:
+                notify(click, notices.already_answered(existing))
+            else:
+                notify(click, notices.no_longer_pending(record))
+            return
+        refusal = await self._refusal(record, click)
+        if refusal is not None:
+            self._life.events.emit("refused", record.id, user=click.user_id, why="not_allowed")
+            notify(click, refusal)
+            return
+        edit = question.intent.edit
+        assert edit is not None
+        if too_long(edit):
+            notify(click, notices.edit_too_long())
+            return
+        who = record.request.agent.display_name if record.request.agent else "An agent"
+        metadata = json.dumps(
+            {"a": record.id, "i": click.index, "c": click.channel_id, "t": click.message_ts}
+        )
+        view = edit_view(edit, metadata=metadata, choices=allow_choices(question), who=who)
+        try:
+            client = self._messages.lean.client
+            await client.views_open(trigger_id=click.trigger_id or "", view=view)
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            _log.warning("views.open failed for ask %s: %s", record.id, error)
+            notify(click, notices.edit_not_opened(str(error)))
+        except SLACK_FAILURES:
+            _log.exception("views.open failed for ask %s", record.id)
+            notify(click, notices.edit_not_opened("unreachable"))
+
+    async def submit(self, click: Click) -> dict[str, str] | None:
+        """Apply a submitted edit form (``click``, of kind ``SAVE``): ``None`` when the
+        edited call was allowed (the form closes), else the errors to show under its fields."""
+        values, ask_id, index, user_id = (
+            click.values or {},
+            click.ask_id,
+            click.index,
+            click.user_id,
+        )
+        try:
+            record = await self._life.store.get(ask_id=ask_id)
+        except Exception:
+            _log.exception("store unreachable while applying an edit of ask %s", ask_id)
+            return self._form_error(values, "relay could not record this now; submit again.")
+        question = _editable(record, index)
+        if record is None or question is None or question.intent is None:
+            return self._form_error(values, "This approval is gone; nothing was changed.")
+        edit = question.intent.edit
+        assert edit is not None
+        first = _first_block(values, edit)
+        existing = record.responses[index] if index < len(record.responses) else None
+        if not record.pending or existing is not None:
+            return {first: _decided(existing)}
+        refusal = await self._refusal(record, click)
+        if refusal is not None:
+            self._life.events.emit("refused", record.id, user=user_id, why="not_allowed")
+            return {first: refusal}
+        read = read_edit_view(edit, values, allow_choices(question))
+        if not isinstance(read, tuple):
+            return read
+        edited, choice = read
+        by = Responder(id=user_id, name=click.user_name, team=click.team_id)
+        custom = None
+        selected: tuple[str, ...] = (choice,)
+        if edited != dict(edit.input):  # unchanged: the plain choice, as a click makes it
+            custom, selected = edit_custom(Edit(edited, choice, 2, user_id)), ()
+        item = AskUserQuestionAnswerItem(
+            id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=utcnow()
+        )
+        try:
+            result = await self._life.answer(record, index, item, by=user_id)
+        except UserInteractionError as exc:
+            return {first: str(exc)}
+        except Exception:
+            _log.exception("store failed while recording an edit of ask %s", ask_id)
+            return {first: "relay could not record this now; submit again."}
+        if result.outcome in ("accepted", "completed"):
+            message = MessageRef(click.channel_id or "", click.message_ts or "")
+            if index < len(record.messages) and record.messages[index] is not None:
+                message = record.messages[index] or message
+            final = render_outcome(
+                question,
+                outcome="answered",
+                item=item,
+                agent=record.request.agent,
+                index=index,
+                count=len(record.request.questions),
+            )
+            self._background.spawn(self._messages.update(record.id, message, final, index=index))
+            return None
+        winner = result.record.responses[index] if result.record is not None else None
+        return {first: _decided(winner)}
+
+    def _form_error(self, values: Mapping[str, Any], text: str) -> dict[str, str]:
+        block = next(iter(values), None)
+        return {block: text} if isinstance(block, str) else {}
+
+
+def _first_block(values: Mapping[str, Any], edit: Any) -> str:
+    name = editable_fields(edit)[0][0]
+    block = f"f:{name}"[:255]
+    return block if block in values or not values else next(iter(values))
+
+
+def _decided(winner: AskUserQuestionAnswerItem | None) -> str:
+    who = winner.answered_by.display_name if winner and winner.answered_by else "someone"
+    return (
+        f"{who} already decided this call, so your edit was not applied; close this form"
+        " (nothing was changed)."
+    )
