@@ -31,6 +31,7 @@ __all__ = [
     "AskUserQuestionItem",
     "AskUserQuestionOption",
     "AskUserQuestionRequest",
+    "Labels",
     "Responder",
     "ToolEdit",
     "Vote",
@@ -40,6 +41,25 @@ __all__ = [
 
 # What one person can answer in one go: Slack's own batch forms stop at a few dozen inputs.
 MAX_QUESTIONS = 25
+
+
+class Labels(tuple[str, ...]):
+    """The option labels of an answer: a tuple (an answer is immutable) that also equals
+    the list with the same labels, as the JSON shows them and as tests write them:
+    ``item.selected == ["Delete"]`` is true, like ``item.selected == ("Delete",)``."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    # Equal to a list, which has no hash: equal tuples still hash alike.
+    __hash__ = tuple.__hash__
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +236,10 @@ class AskUserQuestionRequest:
 class AskUserQuestionAnswerItem:
     """The answer to one question; ``answered_by``/``answered_at`` are audit metadata only.
 
+    ``selected`` compares equal to a list of the same labels (see ``Labels``).
     ``defaulted``: nobody answered in time and this is the question's ``default``, never a
-    person's choice (``answered_by`` is then ``None``). ``votes``: on a question that needed
+    person's choice (``answered_by`` is then ``None``). ``skipped``: the person pressed
+    Skip (no option, no text, not a default). ``votes``: on a question that needed
     several, every vote counted (audit metadata; ``answered_by`` cast the deciding one).
     """
 
@@ -230,10 +252,16 @@ class AskUserQuestionAnswerItem:
     votes: Sequence[Vote] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.selected, tuple):
-            object.__setattr__(self, "selected", tuple(self.selected))
+        if not isinstance(self.selected, Labels):
+            object.__setattr__(self, "selected", Labels(self.selected))
         if not isinstance(self.votes, tuple):
             object.__setattr__(self, "votes", tuple(self.votes))
+
+    @property
+    def skipped(self) -> bool:
+        """Left unanswered on purpose: nothing selected, no text, not a default. (The wire
+        form shows it as ``"selected": []`` with no ``custom``; it adds no field.)"""
+        return not self.selected and self.custom is None and not self.defaulted
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form: ``id``, ``selected``, ``custom`` when there is one, and
@@ -271,6 +299,11 @@ class AskUserQuestionAnswer:
     def __post_init__(self) -> None:
         if not isinstance(self.answers, tuple):
             object.__setattr__(self, "answers", tuple(self.answers))
+
+    @property
+    def skipped(self) -> bool:
+        """Every question was skipped: the person answered none of them."""
+        return bool(self.answers) and all(a.skipped for a in self.answers)
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form."""

@@ -8,8 +8,8 @@ SOURCE is the repository to clone (default: this one). It clones into a temporar
 runs ``bash scripts/serve`` there (which makes the virtualenv and installs relay), waits for
 the page, asks the plan-review sample through the page's own control, approves it as Alice
 through the page's action endpoint (FakeSlack delivers it to ``/slack/events``, signed), and
-prints the seconds each step took. ``--no-pip-cache`` makes pip download everything, as on a
-fresh machine. Standard library only: it runs before anything is installed.
+prints the seconds each step took. ``--no-pip-cache`` makes pip and uv download everything,
+as on a fresh machine. Standard library only: it runs before anything is installed.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def main() -> int:
     port = free_port()
     env.update(PORT=str(port), PYTHONUNBUFFERED="1")
     if args.no_pip_cache:
-        env["PIP_NO_CACHE_DIR"] = "1"
+        # Neither installer's cache: scripts/serve installs with uv when it can, else pip.
+        env.update(PIP_NO_CACHE_DIR="1", UV_NO_CACHE="1")
     with tempfile.TemporaryDirectory(prefix="relay-first-run-") as tmp:
         started = time.monotonic()
         clone = ["git", "clone", "-q"]

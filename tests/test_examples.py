@@ -142,6 +142,51 @@ async def test_the_pytest_plugin_example_passes_under_a_plain_pytest_setup(tmp_p
         assert "2 passed" in out
 
 
+SKIPPING_TEST = """
+import asyncio
+
+import pytest
+
+from relay import AskUserQuestionItem, AskUserQuestionOption, AskUserQuestionRequest
+
+
+@pytest.mark.asyncio
+async def test_a_skipped_batch_reads_as_skipped(fake_slack, relay_service):
+    questions = tuple(
+        AskUserQuestionItem(id=i, question=f"{i}?", options=(AskUserQuestionOption("Yes"),))
+        for i in ("a", "b")
+    )
+    run = asyncio.create_task(relay_service.ask(AskUserQuestionRequest(questions)))
+    for n in (1, 2):  # a batch: a message per question, each with its own Skip
+        await fake_slack.skip(await fake_slack.wait_for_message(count=n), user="U0ALICE")
+    answer = await run
+    assert answer.skipped
+    assert [item.skipped for item in answer.answers] == [True, True]
+    assert answer.answers[0].selected == []
+    assert answer.to_dict() == {"answers": [{"id": i, "selected": []} for i in ("a", "b")]}
+"""
+
+
+async def test_the_pytest_plugin_in_a_new_project_runs_with_warnings_as_errors(
+    tmp_path: Path,
+) -> None:
+    # No pytest.ini, no conftest, no pytest-asyncio setting: what a new user has. Any warning
+    # (pytest-asyncio's about its loop scope among them) fails the run under -W error.
+    shutil.copy(EXAMPLES / "test_my_agent.py", tmp_path / "test_my_agent.py")
+    (tmp_path / "test_skipping.py").write_text(SKIPPING_TEST)
+    process = await run(
+        sys.executable,
+        *("-W", "error", "-m", "pytest", "-q", "-W", "error", "-p", "no:cacheprovider"),
+        *("--rootdir", str(tmp_path)),
+        env=base_env(),
+        cwd=tmp_path,
+    )
+    code, out, err = await finish(process, timeout=120)
+    assert code == 0, out + err
+    assert "3 passed" in out
+    assert "warning" not in (out + err).lower(), out + err
+
+
 @pytest.mark.parametrize(
     "script",
     [

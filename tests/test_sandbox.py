@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import stat
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ import aiohttp
 import pytest
 
 from relay.sandbox import sandbox_settings
+from relay.sandbox.run import mcp_snippet, sandbox_token, token_file
 from relay.testing import FakeSlack
 from tests.sandbox_env import ALICE, DAVE, TOKEN, sandbox_env
 from tests.server_env import Relay, free_port, start_relay
@@ -89,6 +91,72 @@ async def test_start_prints_the_page_a_generated_token_and_how_to_connect_slack(
                 assert response.status == 201
     finally:
         assert await started.stop() == 0
+
+
+async def test_the_generated_token_survives_a_restart_and_the_banner_says_how_to_use_it() -> None:
+    env = sandbox_env(free_port())
+    del env["RELAY_API_TOKENS"]
+    tokens = []
+    for _ in range(2):
+        started = await start_printing(*relay_cli("serve", "--sandbox"), env=env, lines=6)
+        assert await started.stop() == 0
+        tokens.append(started.banner.split("token: ")[1].split()[0])
+    kept = token_file()
+    assert kept is not None  # the tests run in a virtualenv, as scripts/serve's relay does
+    assert tokens[0] == tokens[1] == kept.read_text().strip()
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert f"kept in {kept} across restarts" in started.banner
+    url = f"http://127.0.0.1:{env['PORT']}"
+    assert f"  env:    export RELAY_URL={url} RELAY_TOKEN={tokens[0]}\n" in started.banner
+    # The MCP configuration names the relay by absolute path: an MCP client has no venv on PATH.
+    snippet = json.loads(started.banner.split("  MCP:    ")[1].splitlines()[0])
+    server = snippet["mcpServers"]["relay"]
+    assert Path(server["command"]).is_absolute()
+    assert os.access(server["command"], os.X_OK)
+    assert server["args"][-1] == "mcp"
+    assert server["env"] == {"RELAY_URL": url, "RELAY_TOKEN": tokens[0]}
+
+
+def test_a_kept_token_is_read_back_and_a_bad_one_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "relay-sandbox-token"
+    first = sandbox_token(path)
+    assert sandbox_token(path) == first
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    path.write_text("short\n")
+    path.chmod(0o644)
+    replaced = sandbox_token(path)
+    assert replaced != first
+    assert len(replaced) >= 24
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sandbox_token(None) != sandbox_token(None)  # outside a virtualenv: new each start
+    assert Path(
+        json.loads(mcp_snippet("http://x", "t", "relay"))["mcpServers"]["relay"]["command"]
+    ).is_absolute()
+
+
+async def test_the_page_shows_what_each_agent_got_back() -> None:
+    async with sandbox() as relay, aiohttp.ClientSession() as session:
+        async with session.get(f"{relay.url}/sandbox/answers") as response:
+            assert (response.status, await response.json()) == (200, {"asks": []})
+        async with feed(session, relay, ALICE) as alice:
+            await alice.next("snapshot")
+            status, asked = await relay.request(
+                "POST", "/sandbox/sample", json={"name": "deploy-gate"}, token=None
+            )
+            assert status == 201
+            message = await alice.next("message")
+            click = {"as": ALICE, "channel": message["channel"], "ts": message["ts"],
+                     "version": message["version"], "kind": "button", "text": "Deploy",
+                     **button(message, "Deploy")}  # fmt: skip
+            assert (await act(session, relay, click))[0] == 200
+        status, waited = await relay.request("GET", f"/v1/asks/{asked['id']}?wait=10", token=TOKEN)
+        assert (status, waited["status"]) == (200, "answered")
+        async with session.get(f"{relay.url}/sandbox/answers") as response:
+            shown = (await response.json())["asks"]
+        # Exactly the JSON the agent's own GET returned, and who asked.
+        assert [item["got"] for item in shown] == [waited]
+        assert shown[0]["id"] == asked["id"]
+        assert shown[0]["agent"]["id"]
 
 
 async def test_it_listens_on_loopback_unless_the_operator_says_otherwise() -> None:

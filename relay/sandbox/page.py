@@ -7,7 +7,8 @@
 - ``POST /sandbox/act``: a viewer's click, choice or Enter, delivered to ``/slack/events``
   by FakeSlack as Slack's signed request; or the submission (or close) of the modal the
   viewer has open (the feed's ``modal`` event), delivered as ``view_submission``;
-- ``POST /sandbox/sample``: ask a sample question through the relay's own ``/v1`` API.
+- ``POST /sandbox/sample``: ask a sample question through the relay's own ``/v1`` API;
+- ``GET /sandbox/answers``: what the latest asks' agents got back (``GET /v1/asks/{id}``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ _ASSETS = {
     "sandbox.css": "text/css",
 }
 _HEARTBEAT = 15.0
+# Asks shown in the "what the agents got back" panel, newest first.
+_ANSWERS_SHOWN = 10
 
 
 class SandboxPage:
@@ -90,6 +93,7 @@ class SandboxPage:
         app.router.add_get("/sandbox/events", self._guarded(self._events))
         app.router.add_post("/sandbox/act", self._guarded(self._act))
         app.router.add_post("/sandbox/sample", self._guarded(self._sample))
+        app.router.add_get("/sandbox/answers", self._guarded(self._answers))
         app.on_startup.append(self._startup)
         app.on_shutdown.append(self._shutdown)
 
@@ -228,6 +232,28 @@ class SandboxPage:
         if response.status != 201:
             _log.warning("sample %s refused: %s", body.get("name"), record)
         return web.json_response(record, status=response.status)
+
+    # -- what the agents got back ----------------------------------------------------------
+
+    async def _answers(self, _: web.Request) -> web.Response:
+        """The JSON each of the latest asks' agents got back: ``GET /v1/asks/{id}``, what an
+        agent waiting on the ask receives, asked of the relay's own API with the sandbox's
+        token (an agent using another token is not shown)."""
+        if self._http is None:
+            return _error(503, "UNAVAILABLE", "the sandbox is starting; try again")
+        listed = f"{self._api_url}/v1/asks"
+        async with self._http.get(listed, params={"limit": str(_ANSWERS_SHOWN)}) as response:
+            listing = await response.json(content_type=None)
+            if response.status != 200:
+                return web.json_response(listing, status=response.status)
+        records = []
+        for item in listing.get("asks", []):
+            async with self._http.get(f"{listed}/{item['id']}") as response:
+                if response.status == 200:
+                    got = await response.json(content_type=None)
+                    # Who asked, from the listing: the agent's own reply does not repeat it.
+                    records.append({"id": item["id"], "agent": item.get("agent"), "got": got})
+        return web.json_response({"asks": records})
 
 
 async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:

@@ -8,9 +8,12 @@ serves the Web API on a loopback port and delivers the page's clicks, signed, to
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import secrets
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TextIO
 
 from relay.config import Settings
@@ -22,7 +25,15 @@ from relay.server.main import configure_logging, serve
 from relay.testing import FakeSlack
 from relay.tuning import tune_gc
 
-__all__ = ["loopback_url", "run_sandbox", "sandbox_settings", "serve_sandbox"]
+__all__ = [
+    "loopback_url",
+    "mcp_snippet",
+    "run_sandbox",
+    "sandbox_settings",
+    "sandbox_token",
+    "serve_sandbox",
+    "token_file",
+]
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _SANDBOX_BOT_TOKEN = "xoxb-sandbox-not-a-real-token"  # noqa: S105 - FakeSlack accepts any
@@ -37,6 +48,52 @@ def loopback_url(host: str, port: int) -> str:
     if ":" in host:
         host = f"[{host}]"
     return f"http://{host}:{port}"
+
+
+def token_file() -> Path | None:
+    """Where the sandbox keeps its generated API token between runs: beside the virtualenv
+    relay runs from (``.venv/relay-sandbox-token`` after scripts/serve); ``None`` outside a
+    virtualenv, where each start generates a new one."""
+    if sys.prefix == sys.base_prefix:
+        return None
+    return Path(sys.prefix) / "relay-sandbox-token"
+
+
+def sandbox_token(path: Path | None) -> str:
+    """The token kept in ``path``, or a new one written there (readable by its owner only),
+    so that an exported ``RELAY_TOKEN`` still works after the sandbox restarts."""
+    if path is not None:
+        try:
+            kept = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            kept = ""
+        if len(kept) >= 24 and kept.isascii() and kept.isprintable() and " " not in kept:
+            return kept
+    token = secrets.token_urlsafe(24)
+    if path is not None:
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as f:
+                f.write(token + "\n")
+            path.chmod(0o600)  # one left by an older run with wider bits
+        except OSError:
+            pass  # a read-only virtualenv: this run's token is new, as before
+    return token
+
+
+def mcp_snippet(url: str, token: str, relay: str) -> str:
+    """An MCP client configuration (``mcpServers``) for ``relay mcp`` against the sandbox,
+    with the relay executable's absolute path: an MCP client starts it without the
+    virtualenv's ``bin`` on its PATH."""
+    import shutil
+
+    found = shutil.which(relay) if relay == "relay" else relay
+    if found is not None and Path(found).name == "relay" and len(found.split()) == 1:
+        command, args = str(Path(found).absolute()), ["mcp"]
+    else:  # run as `python -m relay.cli`: the interpreter, absolute
+        command, args = sys.executable, ["-m", "relay.cli", "mcp"]
+    server = {"command": command, "args": args, "env": {"RELAY_URL": url, "RELAY_TOKEN": token}}
+    return json.dumps({"mcpServers": {"relay": server}})
 
 
 def sandbox_settings(
@@ -69,7 +126,7 @@ def sandbox_settings(
             source[name] = value
     generated = not source.get("RELAY_API_TOKENS") and not source.get("RELAY_API_TOKENS_FILE")
     if generated:
-        source["RELAY_API_TOKENS"] = secrets.token_urlsafe(24)
+        source["RELAY_API_TOKENS"] = sandbox_token(token_file())
     slack_flags = {k: v for k, v in overrides.items() if not k.startswith("SLACK_")}
     return Settings.from_env(source, **slack_flags), generated
 
@@ -77,7 +134,9 @@ def sandbox_settings(
 def _banner(settings: Settings, *, generated: bool, ignored_slack: bool, relay: str) -> str:
     url = loopback_url(settings.host, settings.port)
     token = settings.api_tokens[0]
-    shown = f"{token}   (generated; set RELAY_API_TOKENS to choose your own)"
+    kept = token_file()
+    where = f"kept in {kept} across restarts" if kept is not None else "new each start"
+    shown = f"{token}   (generated, {where}; set RELAY_API_TOKENS to choose your own)"
     if not generated:
         shown = "the one in RELAY_API_TOKENS"
         token = "<your token>"  # noqa: S105 - a placeholder shown to the user
@@ -98,6 +157,9 @@ def _banner(settings: Settings, *, generated: bool, ignored_slack: bool, relay: 
             f"  note:   listening on {settings.host}, not only loopback: anyone who can reach it"
             " can use the page"
         )
+    # After the notes: tests and scripts read the first lines (page, token) as they were.
+    lines.append(f"  env:    export RELAY_URL={url} RELAY_TOKEN={token}")
+    lines.append(f"  MCP:    {mcp_snippet(url, token, relay)}")
     return "\n".join(lines) + "\n"
 
 

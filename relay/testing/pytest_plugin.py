@@ -13,6 +13,12 @@ for a fixture by name; async tests need pytest-asyncio (``pip install 'slack-rel
 
 Each test gets its own of each, so nothing leaks from one test to the next.
 
+When ``ask()`` returns, the Slack calls it made are already recorded: ``slack_provider``
+finishes its message updates and notices first, so ``fake_slack.calls_to("chat.update")``
+holds the message's final form without waiting for it. With pytest-asyncio, fixtures run
+in the test's own event loop unless the project's configuration says otherwise (so a new
+project needs no ``asyncio_default_fixture_loop_scope`` to run without a warning).
+
 This is the one module of ``relay.testing`` that uses the rest of relay (``SlackProvider``,
 the service), and only inside its fixtures: ``FakeSlack`` itself still depends on nothing.
 """
@@ -38,6 +44,27 @@ try:
     import pytest_asyncio
 except ImportError:  # pragma: no cover - the fixtures then say what to install
     pytest_asyncio = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Give pytest-asyncio's fixture loop scope the value it will default to, ``function``,
+    where the project sets none: otherwise every run of a project that just installed
+    relay to use these fixtures starts with pytest-asyncio's deprecation warning (an error
+    under ``-W error``). A project's own setting is left alone."""
+    if pytest_asyncio is None:
+        return
+    try:
+        unset = not config.getini(_LOOP_SCOPE)
+    except ValueError:  # pytest-asyncio declares no such option: nothing to quiet
+        return
+    cache = getattr(config, "_inicache", None)
+    if unset and isinstance(cache, dict):
+        # pytest has no public setter for an ini value; its cache of them is what getini reads.
+        cache[_LOOP_SCOPE] = "function"
+
+
+_LOOP_SCOPE = "asyncio_default_fixture_loop_scope"
 
 
 def _async_fixture(fn: Any) -> Any:
@@ -71,7 +98,17 @@ async def slack_provider(fake_slack: Any) -> AsyncIterator[Any]:
 
     from relay.slack import SlackProvider
 
-    provider = SlackProvider(
+    class SettledSlackProvider(SlackProvider):
+        """Returns from ``ask`` once the Slack calls the ask set off (the message's update,
+        notices) are done, so a test reads them from ``fake_slack`` at once."""
+
+        async def ask(self, request: Any) -> Any:
+            try:
+                return await super().ask(request)
+            finally:
+                await self.drain()
+
+    provider = SettledSlackProvider(
         token="xoxb-relay-pytest",  # noqa: S106 - FakeSlack accepts any bot token
         base_url=fake_slack.base_url,
         signing_secret=SIGNING_SECRET,

@@ -48,7 +48,7 @@
     const source = new EventSource("/sandbox/events?as=" + encodeURIComponent(me));
     state.source = source;
     setStatus("connecting…", "connecting");
-    source.addEventListener("error", () => setStatus("reconnecting…", "connecting"));
+    source.addEventListener("error", () => notRunning());
     source.addEventListener("snapshot", (e) => snapshot(JSON.parse(e.data)));
     source.addEventListener("message", (e) => upsert(JSON.parse(e.data)));
     source.addEventListener("ephemeral", (e) => ephemeral(JSON.parse(e.data)));
@@ -87,15 +87,18 @@
     if (!state.current || !channels().includes(state.current)) state.current = state.defaultChannel;
     whoAmI();
     samples(data.samples);
+    ids();
     sidebar();
     renderChannel();
     state.modal = data.modal || null;
     renderModal();
     setStatus("live", "live");
+    agentAnswers();
   }
 
   function upsert(m) {
     state.messages.set(keyOf(m), m);
+    agentAnswersSoon();
     if (m.channel !== state.current) {
       if (!m.deleted) state.unread.add(m.channel);
       sidebar();
@@ -478,8 +481,69 @@
       }
       return data;
     } catch (err) {
-      toast("The sandbox is not reachable: " + err);
+      notRunning();
+      toast("The relay is not running, so nothing was sent. Start it again (bash scripts/serve), then retry.");
       return null;
+    }
+  }
+
+  // -- when the relay is gone ------------------------------------------------------------------
+  // The feed retries by itself; until it is back the header says so in plain words.
+  function notRunning() {
+    setStatus("the relay is not running: start it with bash scripts/serve (this page reconnects)", "down");
+  }
+
+  // -- the ids a visitor needs -----------------------------------------------------------------
+  function idRow(label, id) {
+    const row = el("div", "ids-row");
+    row.append(el("span", "", label));
+    const code = el("code", "", id);
+    code.title = "click to select, then copy";
+    row.append(code);
+    return row;
+  }
+
+  function ids() {
+    const box = $("ids");
+    box.replaceChildren();
+    for (const p of state.people) {
+      box.append(idRow(p.real_name + (p.allowed ? "" : " (not allowed)"), p.id));
+    }
+    for (const [id, name] of Object.entries(state.channelNames)) {
+      box.append(idRow("#" + name + (id === state.defaultChannel ? " (default)" : ""), id));
+    }
+    for (const g of state.groups) box.append(idRow("@" + g.handle + " (group)", g.id));
+  }
+
+  // -- what each agent got back ----------------------------------------------------------------
+  let answersTimer = null;
+  function agentAnswersSoon() {
+    clearTimeout(answersTimer);
+    answersTimer = setTimeout(agentAnswers, 300);
+  }
+
+  async function agentAnswers() {
+    let data;
+    try {
+      const response = await fetch("/sandbox/answers");
+      if (!response.ok) return;
+      data = await response.json();
+    } catch (err) {
+      return; // the feed's error says the relay is not running
+    }
+    const box = $("agent-answers");
+    box.replaceChildren();
+    if (!data.asks.length) {
+      box.append(el("div", "nav-empty", "none yet: ask something, and answer it"));
+      return;
+    }
+    for (const record of data.asks) {
+      const details = el("details", "agent-answer");
+      details.dataset.ask = record.id;
+      const agent = (record.agent && (record.agent.name || record.agent.id)) || "an agent";
+      details.append(el("summary", "", agent + ": " + record.got.status));
+      details.append(el("pre", "", JSON.stringify(record.got, null, 2)));
+      box.append(details);
     }
   }
 
