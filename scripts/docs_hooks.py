@@ -17,8 +17,20 @@ MARKER = "<!-- cli-reference -->"
 
 
 def _plain(text: str) -> str:
-    """Help text as Markdown: reStructuredText's double backticks become single ones."""
-    return re.sub(r"``([^`]+)``", r"`\1`", text).strip()
+    """Help text as Markdown: reStructuredText's double backticks become single ones, and
+    indented lines (a table of exit codes, say) stay as they are laid out."""
+    text = re.sub(r"``([^`]+)``", r"`\1`", text).strip()
+    lines: list[str] = []
+    laid_out = False
+    for line in text.splitlines():
+        indented = line.startswith("  ")
+        if indented != laid_out:
+            lines += ["", "```text"] if indented else ["```", ""]
+            laid_out = indented
+        lines.append(line)
+    if laid_out:
+        lines.append("```")
+    return "\n".join(lines)
 
 
 def _cell(text: str) -> str:
@@ -41,6 +53,8 @@ def _section(name: str, parser: argparse.ArgumentParser, level: int) -> list[str
     rows = []
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+            continue
+        if action.help == argparse.SUPPRESS:  # a hidden alias kept for old scripts
             continue
         if action.option_strings:
             flags = ", ".join(f"`{flag}`" for flag in action.option_strings)

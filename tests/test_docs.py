@@ -5,7 +5,8 @@ The reference pages are checked against the code, not the reverse, so that a set
 error code or a subcommand added without its documentation fails here: configuration
 (``relay.config.ENV_VARS``), errors (``relay.server.openapi.ERROR_CODES``, the seam's codes
 and the statuses the API answers them with), the CLI (generated from ``relay``'s parser when
-the site is built, by ``scripts/docs_hooks.py``) and the sandbox's ids. ``scripts/test``
+the site is built, by ``scripts/docs_hooks.py``), the HTTP API's routes (the OpenAPI
+document) and the sandbox's ids. ``scripts/test``
 builds the site with ``mkdocs build --strict``, which checks the navigation and the anchors
 inside the site as well.
 """
@@ -13,8 +14,10 @@ inside the site as well.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
+import tomllib
 import unicodedata
 from pathlib import Path
 
@@ -147,7 +150,7 @@ def commands(parser: argparse.ArgumentParser, name: str = "relay") -> dict[str, 
                     flag
                     for a in subparser._actions
                     for flag in a.option_strings
-                    if flag.startswith("--") and flag != "--help"
+                    if flag.startswith("--") and flag != "--help" and a.help != argparse.SUPPRESS
                 ]
                 found.update(commands(subparser, path))
     return found
@@ -164,6 +167,7 @@ def test_the_cli_reference_covers_every_subcommand_and_option() -> None:
         (section,) = [s for s in sections if s.startswith(f"`{command}`\n")]
         for option in options:
             assert f"`{option}`" in section, (command, option)
+    assert "==SUPPRESS==" not in reference
 
 
 def test_the_site_generates_the_cli_reference() -> None:
@@ -177,3 +181,36 @@ def test_the_sandbox_page_lists_every_id_the_sandbox_has() -> None:
     ids = [person.id for person in PEOPLE] + list(CHANNELS) + list(GROUPS)
     missing = [i for i in ids if f"`{i}`" not in page]
     assert not missing, f"add these to docs/sandbox.md: {missing}"
+
+
+def test_the_http_api_page_lists_every_route_of_the_openapi_document() -> None:
+    from relay.server.openapi import openapi_document
+
+    page = source(DOCS / "reference" / "http-api.md")
+    listed = set(re.findall(r"^\| `([A-Z]+)` \| `([^`]+)` \|", page, re.MULTILINE))
+    routes = {
+        (method.upper(), path)
+        for path, operations in openapi_document()["paths"].items()
+        for method in operations
+        if method != "parameters"
+    }
+    missing = sorted(routes - listed)
+    assert not missing, f"add these routes to docs/reference/http-api.md: {missing}"
+
+
+_DATA_BLOCK = re.compile(r"^( *)```(json|toml|yaml)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_json_toml_and_yaml_block_parses(page: Path) -> None:
+    # The harness snippets are loaded and checked further by test_readme_agents.py; every
+    # other configuration shown must at least be what its reader can paste.
+    load = {"json": json.loads, "toml": tomllib.loads, "yaml": yaml.safe_load}
+    for indent, lang, body in _DATA_BLOCK.findall(source(page)):
+        text = "\n".join(line.removeprefix(indent) for line in body.splitlines())
+        try:
+            load[lang](text)
+        except ValueError as exc:  # JSONDecodeError, TOMLDecodeError
+            raise AssertionError(f"{page.name}: a {lang} block does not parse: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise AssertionError(f"{page.name}: a yaml block does not parse: {exc}") from exc

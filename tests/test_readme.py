@@ -6,10 +6,13 @@ A block says how to run it with the hidden marker line before it, `<!-- readme-t
 `seam` (Socket Mode env), `relay-provider` (RELAY_URL/RELAY_TOKEN of a `relay serve`),
 `approval` (the same, a framework's tool use the reviewer allows), `pytest` (a user's test
 file) or `plain`. A block without a marker is a failure. A block shown on two pages (the
-README repeats a few) runs once."""
+README repeats a few) runs once. `fragment` marks an excerpt of a larger program (lines of a
+test shown on their own, `await` at the top level allowed): it is compiled, not run, so keep
+those few and let a complete example of the same thing run elsewhere."""
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from pathlib import Path
@@ -24,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 MARKED = re.compile(r"<!-- readme-test: ([a-z-]+) -->\n```python\n(.*?)\n```", re.S)
-KINDS = ("seam", "relay-provider", "approval", "pytest", "plain")
+RUN_KINDS = ("seam", "relay-provider", "approval", "pytest", "plain")
+KINDS = (*RUN_KINDS, "fragment")
 
 
 def blocks() -> list[tuple[str, str, str]]:
@@ -43,9 +47,10 @@ def blocks() -> list[tuple[str, str, str]]:
 
 def test_every_python_block_is_marked_with_a_known_kind() -> None:
     found = blocks()
-    assert {kind for kind, _, _ in found} == set(KINDS)
+    used = {kind for kind, _, _ in found}
+    assert set(RUN_KINDS) <= used <= set(KINDS), used
     for kind, code, where in found:
-        compile(code, f"{where} ({kind})", "exec")
+        compile(code, f"{where} ({kind})", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
 def of_kind(kind: str) -> list[object]:

@@ -8,7 +8,7 @@ optionally with one section per API token::
     action = "deny"
     commands = ["rm -rf *"]
 
-    [tokens.3f2a9c0d4e5b6a7f8091a2b3c4d5e6f7]   # the token's fingerprint (see the README)
+    [tokens.3f2a9c0d4e5b6a7f8091a2b3c4d5e6f7]   # the token's fingerprint (see docs/rules.md)
     default = "deny"
     [[tokens.3f2a9c0d4e5b6a7f8091a2b3c4d5e6f7.rules]]
     action = "allow"

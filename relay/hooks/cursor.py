@@ -7,7 +7,8 @@ adds ``command`` and ``cwd``; ``beforeMCPExecution`` adds ``tool_name``, ``tool_
 (an object or a JSON string) and the server's ``url`` or ``command``. Both answer
 ``{permission: allow|deny|ask, user_message, agent_message}``. Only ``deny`` is reliably
 honoured (an ``allow`` may still prompt), and a hook that fails or times out lets the call
-through unless its entry sets ``failClosed: true``: the README's configuration does.
+through unless its entry sets ``failClosed: true``: the configuration in
+docs/harnesses/cursor.md does.
 
 A shell command is ``Bash`` to the rules, as in every other harness; an MCP tool keeps its
 name.

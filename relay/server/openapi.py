@@ -95,7 +95,7 @@ def _base_document() -> dict[str, Any]:
             "version": relay.__version__,
             "description": "Ask a team of humans a question in Slack and get the answer back."
             " The same bearer tokens also open /mcp, the relay's MCP server (Streamable HTTP;"
-            " see the README), which is not described here.",
+            " see docs/harnesses/mcp.md), which is not described here.",
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

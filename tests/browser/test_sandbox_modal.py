@@ -2,8 +2,9 @@
 page's FakeSlack), a person fills it, a refused value comes back as an error under its field
 (``response_action: errors``), the fixed value closes it and the app acts on it.
 
-The app here is a small Bolt app standing in for the relay (``tests.sandbox_modal_env``); the
-page, the stand-in and FakeSlack are the sandbox's own."""
+Two apps: a small Bolt app standing in for the relay (``tests.sandbox_modal_env``), for the
+page's own behaviour, and the real relay (``relay serve --sandbox``), whose "Edit…" form on a
+tool approval a person fills in the page; that run makes docs/sandbox-edit-modal.png."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.browser.browser import Page
-from tests.browser.conftest import ALICE
+from tests.browser.conftest import ALICE, TOKEN
 from tests.sandbox_modal_env import Standin, post_edit_ask, running_standin
+from tests.server_env import Relay
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "sandbox-edit-modal.png"
@@ -40,7 +42,7 @@ async def modal_page(chromium: WebDriver, standin: Standin) -> AsyncIterator[Pag
 
 
 async def test_an_edit_refused_in_the_modal_then_fixed_and_approved(
-    standin: Standin, modal_page: Page, tmp_path: Path
+    standin: Standin, modal_page: Page
 ) -> None:
     slack = standin.slack
     page = modal_page
@@ -65,18 +67,6 @@ async def test_an_edit_refused_in_the_modal_then_fixed_and_approved(
     assert modal.errors == {"command": error}
     assert len(standin.submissions) == 1
     assert slack.calls_to("chat.update") == []
-
-    # The docs' screenshot: the modal with its field error, produced on every run (so that
-    # producing it cannot rot) and committed from a run with UPDATE_SCREENSHOTS=1.
-    shot = tmp_path / "sandbox-edit-modal.png"
-    await page.run(page.driver.set_window_size, 1200, 900)
-    try:
-        await page.screenshot(shot)
-        if UPDATE_SCREENSHOTS:
-            await page.screenshot(SCREENSHOT)
-    finally:
-        await page.run(page.driver.set_window_size, 1280, 1600)
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     await page.fill("Command", "terraform apply -target=module.staging")
     await page.press("Approve edited")
@@ -104,3 +94,65 @@ async def test_a_number_the_client_refuses_never_reaches_the_app(
     await page.escape()
     await page.wait_for_no_modal()
     assert standin.slack.modal_of(ALICE) is None
+
+
+async def test_the_relays_edit_form_refuses_a_bad_value_then_allows_the_edit(
+    page: Page, sandbox: Relay, tmp_path: Path
+) -> None:
+    # The real relay (relay serve --sandbox): an agent asks to approve a tool call it may
+    # edit, a reviewer opens the relay's "Edit…" form in the page, types a value the relay
+    # refuses, sees why under the field, fixes it and allows the edited call.
+    schema = {
+        "type": "object",
+        "properties": {
+            "target": {"type": "string", "description": "The Terraform module to apply."},
+            "replicas": {"type": "integer"},
+        },
+    }
+    ask = {
+        "tool": "terraform_apply",
+        "input": {"target": "module.prod", "replicas": 3},
+        "input_schema": schema,
+        "agent": {"id": "coder", "name": "Coding agent"},
+        "editable": True,
+    }
+    status, created = await sandbox.request("POST", "/v1/approvals", json=ask, token=TOKEN)
+    assert status == 201, created
+    await page.open(ALICE)
+    await page.click("Coding agent", "Edit…")
+    shown = await page.wait_for_modal("Edit, then allow")
+    assert "Allow edited call" in shown
+    assert await page.chosen("Then") == ["Allow once"]
+    await page.fill("replicas", "three")
+    await page.fill("target", "module.staging")
+    await page.press("Allow edited call")
+
+    await page.wait_for_field_error("replicas", "Enter a number")
+    status, pending = await sandbox.request("GET", f"/v1/approvals/{created['id']}", token=TOKEN)
+    assert pending["status"] == "pending"
+    # The docs' screenshot: the relay's form with a field error, produced on every run (so
+    # that producing it cannot rot) and committed from a run with UPDATE_SCREENSHOTS=1.
+    shot = tmp_path / "sandbox-edit-modal.png"
+    await page.run(page.driver.set_window_size, 1200, 900)
+    try:
+        await page.screenshot(shot)
+        if UPDATE_SCREENSHOTS:
+            await page.screenshot(SCREENSHOT)
+    finally:
+        await page.run(page.driver.set_window_size, 1280, 1600)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    await page.fill("replicas", "5")
+    await page.press("Allow edited call")
+
+    await page.wait_for_no_modal()
+    for _ in range(20):
+        status, record = await sandbox.request(
+            "GET", f"/v1/approvals/{created['id']}?wait=5", token=TOKEN
+        )
+        if record["status"] == "decided":
+            break
+    decision = record["decision"]
+    assert decision["behavior"] == "allow"
+    assert decision["updated_input"] == {"target": "module.staging", "replicas": 5}
+    await page.wait_for_text("Coding agent", "module.staging")
