@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from .errors import ErrorCode, UserInteractionError, bad_request
 from .intents import AskUserQuestionIntent, ToolEdit
+from .labels import Labels as Labels
 from .limits import MAX_APPROVALS as MAX_APPROVALS
 from .parties import AgentRef, Responder, Vote
 from .wire_reader import Reader as _Reader
@@ -41,25 +42,6 @@ __all__ = [
 
 # What one person can answer in one go: Slack's own batch forms stop at a few dozen inputs.
 MAX_QUESTIONS = 25
-
-
-class Labels(tuple[str, ...]):
-    """The option labels of an answer: a tuple (an answer is immutable) that also equals
-    the list with the same labels, as the JSON shows them and as tests write them:
-    ``item.selected == ["Delete"]`` is true, like ``item.selected == ("Delete",)``."""
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, list):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return tuple.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    # Equal to a list, which has no hash: equal tuples still hash alike.
-    __hash__ = tuple.__hash__
 
 
 @dataclass(frozen=True, slots=True)

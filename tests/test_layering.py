@@ -32,6 +32,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.edits",
             "relay.intents",
             "relay.events",
+            "relay.labels",
             "relay.limits",
             "relay.logline",
             "relay.manifest",
