@@ -6,6 +6,7 @@ beside ``/slack/events``."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -143,6 +144,10 @@ class Standin:
     submissions: list[dict[str, Any]]
 
 
+async def _no_asks(_: web.Request) -> web.Response:
+    return web.json_response({"asks": []})
+
+
 @asynccontextmanager
 async def running_standin() -> AsyncIterator[Standin]:
     """FakeSlack, the sandbox page and the Bolt app on one loopback server."""
@@ -150,12 +155,16 @@ async def running_standin() -> AsyncIterator[Standin]:
         sandbox = Sandbox(slack, channel=DEFAULT_CHANNEL, allowed_users=None)
         submissions: list[dict[str, Any]] = []
         web_app = edit_app(slack, submissions).web_app(path="/slack/events")
-        SandboxPage(sandbox, api_url="http://127.0.0.1:9", token="unused").install(web_app)
+        # The port first: the page asks this server's own (empty) ask listing, as the
+        # sandbox's page asks its relay, so its answers panel polls without an error.
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        web_app.router.add_get("/v1/asks", _no_asks)
+        SandboxPage(sandbox, api_url=url, token="unused").install(web_app)
         runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        host, port = runner.addresses[0][:2]
-        url = f"http://{host}:{port}"
+        await web.SockSite(runner, sock).start()
         slack.interactivity_url = f"{url}/slack/events"
         try:
             yield Standin(slack=slack, url=url, submissions=submissions)

@@ -19,9 +19,13 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from relay.sandbox import sandbox_settings
+from relay.sandbox.directory import DEFAULT_CHANNEL
+from relay.sandbox.page import SandboxPage
 from relay.sandbox.run import mcp_snippet, sandbox_token, token_file
+from relay.sandbox.standin import Sandbox
 from relay.testing import FakeSlack
 from tests.sandbox_env import ALICE, DAVE, TOKEN, sandbox_env
 from tests.server_env import Relay, free_port, start_relay
@@ -157,6 +161,29 @@ async def test_the_page_shows_what_each_agent_got_back() -> None:
         assert [item["got"] for item in shown] == [waited]
         assert shown[0]["id"] == asked["id"]
         assert shown[0]["agent"]["id"]
+
+
+async def test_the_answers_panel_says_unavailable_while_the_relays_api_is_down() -> None:
+    async with FakeSlack() as slack:
+        web_app = web.Application()
+        # Nothing listens on the discard port: the relay's API is stopping or not yet up.
+        page = SandboxPage(Sandbox(slack, channel=DEFAULT_CHANNEL, allowed_users=None),
+                           api_url="http://127.0.0.1:9", token="unused")  # fmt: skip
+        page.install(web_app)
+        runner = web.AppRunner(web_app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        try:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"http://{host}:{port}/sandbox/answers") as response,
+            ):
+                body = await response.json()
+            assert (response.status, body["error"]["code"]) == (503, "UNAVAILABLE")
+        finally:
+            await runner.cleanup()
 
 
 async def test_it_listens_on_loopback_unless_the_operator_says_otherwise() -> None:

@@ -242,17 +242,21 @@ class SandboxPage:
         if self._http is None:
             return _error(503, "UNAVAILABLE", "the sandbox is starting; try again")
         listed = f"{self._api_url}/v1/asks"
-        async with self._http.get(listed, params={"limit": str(_ANSWERS_SHOWN)}) as response:
-            listing = await response.json(content_type=None)
-            if response.status != 200:
-                return web.json_response(listing, status=response.status)
-        records = []
-        for item in listing.get("asks", []):
-            async with self._http.get(f"{listed}/{item['id']}") as response:
-                if response.status == 200:
-                    got = await response.json(content_type=None)
-                    # Who asked, from the listing: the agent's own reply does not repeat it.
-                    records.append({"id": item["id"], "agent": item.get("agent"), "got": got})
+        try:
+            async with self._http.get(listed, params={"limit": str(_ANSWERS_SHOWN)}) as response:
+                listing = await response.json(content_type=None)
+                if response.status != 200:
+                    return web.json_response(listing, status=response.status)
+            records = []
+            for item in listing.get("asks", []):
+                async with self._http.get(f"{listed}/{item['id']}") as response:
+                    if response.status == 200:
+                        got = await response.json(content_type=None)
+                        # Who asked, from the listing: the agent's reply does not repeat it.
+                        records.append({"id": item["id"], "agent": item.get("agent"), "got": got})
+        except (aiohttp.ClientError, TimeoutError, ValueError):
+            # The relay's API is stopping or not yet up: say so, as the page does for itself.
+            return _error(503, "UNAVAILABLE", "the relay's API is not answering; try again")
         return web.json_response({"asks": records})
 
 
