@@ -62,6 +62,7 @@ def main() -> int:
     parser.add_argument("source", nargs="?", default=str(Path(__file__).resolve().parents[1]))
     parser.add_argument("--no-pip-cache", action="store_true", help="as on a fresh machine")
     parser.add_argument("--branch", help="the branch to clone (default: the source's HEAD)")
+    parser.add_argument("--pip", action="store_true", help="pip only (RELAY_NO_UV=1): the baseline")
     args = parser.parse_args()
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "RELAY_"))}
@@ -70,6 +71,8 @@ def main() -> int:
     if args.no_pip_cache:
         # Neither installer's cache: scripts/serve installs with uv when it can, else pip.
         env.update(PIP_NO_CACHE_DIR="1", UV_NO_CACHE="1")
+    if args.pip:
+        env.update(RELAY_NO_UV="1")
     with tempfile.TemporaryDirectory(prefix="relay-first-run-") as tmp:
         started = time.monotonic()
         clone = ["git", "clone", "-q"]
@@ -125,7 +128,9 @@ def main() -> int:
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(30)
-    cache = "no pip cache" if args.no_pip_cache else "pip cache as it is"
+    cache = ("no pip cache" if args.no_pip_cache else "pip cache as it is") + (
+        ", pip only" if args.pip else ""
+    )
     print(
         f"clone {cloned - started:.1f} s, scripts/serve to the page {serving - cloned:.1f} s,"
         f" ask and answer {answered - serving:.1f} s: {answered - started:.1f} s in all ({cache})"
