@@ -354,17 +354,3 @@ async def test_an_input_too_long_for_a_form_is_never_shown_cut() -> None:
         assert slack.modals == []
         _status, pending = await relay.request("GET", f"/v1/approvals/{created['id']}")
         assert pending["status"] == "pending"
-
-
-async def test_with_a_quorum_no_edit_is_offered_yet() -> None:
-    # An edit would be a new version every approver must vote on again (not built yet):
-    # until then no one person's edit may stand in for the quorum.
-    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
-        people(slack)
-        status, _ = await relay.request(
-            "POST", "/v1/approvals", json={**body(), "approvals_required": 2}
-        )
-        assert status == 201
-        message = await slack.wait_for_message(timeout=15)
-        assert "Allow once" in str(message.blocks)
-        assert "Edit…" not in str(message.blocks)

@@ -154,17 +154,30 @@ def too_long(edit: ToolEdit) -> bool:
 
 
 def edit_view(
-    edit: ToolEdit, *, metadata: str, choices: tuple[str, ...], who: str
+    edit: ToolEdit,
+    *,
+    metadata: str,
+    choices: tuple[str, ...],
+    who: str,
+    quorum: int = 1,
+    version: int = 1,
 ) -> dict[str, Any]:
-    """The modal for editing ``edit``'s input; ``choices`` are the allow options offered
-    (the first is the default); ``metadata`` names the ask and question."""
+    """The modal for editing ``edit``'s input (as it stands at ``version``); ``choices`` are
+    the allow options offered (the first is the default); ``metadata`` names the ask and
+    question. With a ``quorum`` the edit is a new version others vote on."""
+    then = "submitting allows the edited call, exactly as you leave it here."
+    if quorum > 1:
+        then = (
+            f"submitting makes it version {version + 1}, with your vote to allow it; votes on"
+            f" version {version} no longer count, and {quorum} people must allow the new one."
+        )
     blocks: list[dict[str, Any]] = [
         {
             "type": "section",
             "text": {
                 "type": "mrkdwn",
                 "text": f"*{_escape(who)}* wants to use `{_escape(edit.tool)}`. Fix the input;"
-                " submitting allows the edited call, exactly as you leave it here.",
+                f" {then}",
             },
         }
     ]
@@ -189,7 +202,7 @@ def edit_view(
         "type": "modal",
         "callback_id": EDIT_CALLBACK,
         "title": plain(_TITLE),
-        "submit": plain("Allow edited call"),
+        "submit": plain("Allow edited call" if quorum <= 1 else "Vote to allow"),
         "close": plain("Cancel"),
         "private_metadata": metadata,
         "blocks": blocks,

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from relay.edits import read_edit
 from relay.errors import UserInteractionError, bad_request
 from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem, Vote
 from relay.slack import kit
@@ -53,6 +54,7 @@ from relay.slack.text import (
     mention,
     shorten,
 )
+from relay.slack.versions import REVISION_CHARS, revision_block
 
 __all__ = [
     "ACTION_CHECKS",
@@ -204,7 +206,7 @@ def _layout(
     Whatever it lays out keeps ``OUTCOME_LINE_CHARS`` free beside the "Asked by" line, which
     is what lets ``render_outcome`` skip counting its message's text."""
     heading, listing = _heading_blocks(question), option_listing(question)
-    options, tally = len(question.options or ()), TALLY_CHARS if question.quorum > 1 else 0
+    options, tally = len(question.options or ()), _team_chars(question)
     # Most questions fit with room to spare: upper bounds on the text decide it without
     # building the inputs (which costs more than the rest of the render) or, when there is
     # no detail to share the room with, counting any text at all. What fits within the
@@ -222,6 +224,14 @@ def _layout(
             if not overflow:
                 return _Layout(heading, detail, overflow, listing, True)
     return _measured_layout(question, index, count, heading, listing, fixed)
+
+
+def _team_chars(question: AskUserQuestionItem) -> int:
+    """Room kept for what a vote adds: the tally, and the edit being voted on if any."""
+    if question.quorum <= 1:
+        return 0
+    editable = question.intent is not None and question.intent.edit is not None
+    return TALLY_CHARS + (REVISION_CHARS if editable else 0)
 
 
 def _text_bound(question: AskUserQuestionItem, agent: AgentRef | None) -> int:
@@ -283,17 +293,26 @@ def render_question(
     deadline: float | None = None,
     votes: Sequence[Vote] = (),
     note: str | None = None,
+    revision: str | None = None,
 ) -> RenderedQuestion:
     """The pending message for question ``index`` of ``count``; ``BAD_REQUEST`` if unshowable.
-    A question that needs several votes shows the ``votes`` cast so far; ``note`` (such as
-    that the ask was escalated) ends the line saying who asked."""
+    A question that needs several votes shows the ``votes`` cast so far and, once a tool
+    call was edited, the edit being voted on (``revision``, its ``custom``); ``note`` (such
+    as that the ask was escalated) ends the line saying who asked."""
     layout = _layout(question, agent, index, count)
-    tally = [tally_block(question, votes)] if question.quorum > 1 else []
+    edit = read_edit(revision) if question.quorum > 1 else None
+    version = edit.version if edit is not None else 1
+    shown = revision_block(question, revision) if edit is not None else None
+    tally = [tally_block(question, votes, version)] if question.quorum > 1 else []
+    inputs = input_blocks(
+        question, ask_id, index, count > 1, describe=layout.describe, version=version
+    )
     blocks = [
         *layout.heading,
         *layout.detail,
         *layout.listing,
-        *input_blocks(question, ask_id, index, count > 1, describe=layout.describe),
+        *([shown] if shown is not None else []),
+        *inputs,
         *tally,
         _asked_by(agent, index, count, deadline, question.default, note),
     ]
