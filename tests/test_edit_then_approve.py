@@ -354,3 +354,35 @@ async def test_an_input_too_long_for_a_form_is_never_shown_cut() -> None:
         assert slack.modals == []
         _status, pending = await relay.request("GET", f"/v1/approvals/{created['id']}")
         assert pending["status"] == "pending"
+
+
+async def test_over_socket_mode_the_form_answers_in_the_ack() -> None:
+    # The relay's answer to view_submission travels as the ack's payload; a field error keeps
+    # the form open with the message under the field, an accepted edit closes it.
+    schema = {"type": "object", "properties": {"replicas": {"type": "integer"}}}
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, socket_mode=True) as relay,
+    ):
+        people(slack)
+        await slack.wait_for_socket(timeout=15)
+        request = {
+            "tool": "deploy",
+            "input": {"replicas": 3},
+            "agent": AGENT,
+            "editable": True,
+            "input_schema": schema,
+        }
+        status, created = await relay.request("POST", "/v1/approvals", json=request)
+        assert status == 201, created
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "Edit…", user="U0BOB")
+        modal = await slack.wait_for_modal(user="U0BOB", timeout=10)
+        modal.fill("replicas", "three")
+        refused = await slack.submit_view(modal)
+        assert (refused.outcome, set(refused.errors)) == ("errors", {"f:replicas"}), refused
+        assert json.loads(refused.body)["response_action"] == "errors"
+        modal.fill("replicas", "5")
+        assert (await slack.submit_view(modal)).outcome == "closed"
+        decision = (await decided(relay, created["id"]))["decision"]
+        assert decision["updated_input"] == {"replicas": 5}
