@@ -298,6 +298,16 @@ REFUSED_VIEWS = [
         "must be less than 2001 characters [json-pointer:/view/blocks/0/label/text]",
         id="label-2001",
     ),
+    pytest.param(  # an emoji outside the BMP is 2 UTF-16 code units: 26
+        {"title": plain("😀" * 13)},
+        "must be less than 25 characters [json-pointer:/view/title/text]",
+        id="title-13-emoji",
+    ),
+    pytest.param(
+        {"blocks": [input_block("b", "😀" * 1001, {"type": "plain_text_input"})]},
+        "must be less than 2001 characters [json-pointer:/view/blocks/0/label/text]",
+        id="label-1001-emoji",
+    ),
     pytest.param(
         {"private_metadata": "m" * 3001},
         "must be less than 3001 characters [json-pointer:/view/private_metadata]",

@@ -12,7 +12,7 @@ from dataclasses import replace
 from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem
 from relay.slack.team import votes_text
-from relay.slack.text import chunks, escape, mention
+from relay.slack.text import chunks, escape, mention, units, within
 from relay.slack.versions import edit_diff
 
 __all__ = ["OUTCOME_LINE_CHARS", "answered_line", "slack_date"]
@@ -90,8 +90,8 @@ def answered_line(
     line += edited
     if item.votes:
         line += f"\nVotes: {votes_text(item.votes)}"
-    if len(line) <= OUTCOME_LINE_CHARS:
+    if within(line, OUTCOME_LINE_CHARS):
         return line
     # The whole answer went to the agent; the message shows as much as its room holds.
     note = "… _(shortened here; the agent has the whole answer)_"
-    return chunks(line, OUTCOME_LINE_CHARS - len(note))[0].rstrip() + note
+    return chunks(line, OUTCOME_LINE_CHARS - units(note))[0].rstrip() + note

@@ -34,6 +34,7 @@ from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
 from relay.slack.people import Gatekeeper
 from relay.slack.render import render_outcome
+from relay.slack.text import cut
 from relay.store import AskRecord, MessageRef, utcnow
 
 __all__ = ["EditIntake", "allow_choices"]
@@ -300,7 +301,7 @@ class EditIntake:
 
 def _first_block(values: Mapping[str, Any], edit: Any) -> str:
     name = editable_fields(edit)[0][0]
-    block = f"f:{name}"[:255]
+    block = cut(f"f:{name}", 255)  # as edit_form names it
     return block if block in values or not values else next(iter(values))
 
 

@@ -16,7 +16,7 @@ from relay.errors import bad_request
 from relay.questions import AskUserQuestionItem
 from relay.slack import kit
 from relay.slack.kit import mrkdwn, plain
-from relay.slack.text import chunks, escape, shorten
+from relay.slack.text import chunks, escape, shorten, within
 
 __all__ = [
     "ACTION_CHECKS",
@@ -80,7 +80,7 @@ def _on_buttons(question: AskUserQuestionItem) -> bool:
 def _numbered(question: AskUserQuestionItem) -> bool:
     """Whether some label is longer than its element shows (the options get numbers)."""
     shows = BUTTON_CHARS if _on_buttons(question) else LABEL_CHARS
-    return any(len(" ".join(o.label.split())) > shows for o in question.options or ())
+    return any(not within(" ".join(o.label.split()), shows) for o in question.options or ())
 
 
 def _shown(question: AskUserQuestionItem, index: int, limit: int) -> str:

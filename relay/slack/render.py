@@ -53,6 +53,8 @@ from relay.slack.text import (
     inert_markdown,
     mention,
     shorten,
+    units,
+    within,
 )
 from relay.slack.versions import REVISION_CHARS, revision_block
 
@@ -105,13 +107,14 @@ def _heading_blocks(question: AskUserQuestionItem) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if question.header:
         header = " ".join(question.header.split())
-        if header and len(header) <= HEADER_CHARS:
+        if header and within(header, HEADER_CHARS):
             blocks.append(kit.header(header))
         elif header:
             blocks.extend(sections(f"*{escape(header)}*"))
     # The limit is what the reader sees; Slack's 3,000 per section count the escaped text,
     # which can be longer: it is split over two sections then, or (longer still, as when it
-    # is mostly "&") sent as plain_text, which needs no escaping.
+    # is mostly "&") sent as plain_text, which needs no escaping, when that fits one. (Both
+    # count UTF-16 code units; the reader's limit counts characters.)
     if len(question.question) > SECTION_CHARS:
         raise bad_request(
             f"question {question.id} is {len(question.question)} characters; Slack shows at most"
@@ -122,7 +125,7 @@ def _heading_blocks(question: AskUserQuestionItem) -> list[dict[str, Any]]:
         blocks.append(kit.section("_(no question text)_"))
         return blocks
     text = escape(question.question)
-    if len(text) <= 2 * SECTION_CHARS:
+    if units(text) <= 2 * SECTION_CHARS or not within(question.question, SECTION_CHARS):
         blocks.extend(sections(text))
     else:  # mostly & < >: shown as it is, nothing in plain_text is parsed
         blocks.append({"type": "section", "text": plain(question.question)})
@@ -143,7 +146,7 @@ def _detail_blocks(
         return blocks, []
     detail = inert_markdown(question.detail)
     first = min(MARKDOWN_CHARS, room - _NOTE_CHARS)
-    if len(detail) <= min(MARKDOWN_CHARS, room):
+    if within(detail, min(MARKDOWN_CHARS, room)):
         blocks.append({"type": "markdown", "text": detail})
         return blocks, []
     shown = chunks(detail, first)[0] if first >= _MIN_DETAIL else ""
@@ -236,7 +239,8 @@ def _team_chars(question: AskUserQuestionItem) -> int:
 
 def _text_bound(question: AskUserQuestionItem, agent: AgentRef | None) -> int:
     """At least the text in the question's heading, option listing and longest "Asked by"
-    line: escaping makes a character at most five ("&" -> "&amp;"), and what the blocks add
+    line: escaping makes a character at most five ("&" -> "&amp;"; an emoji is two UTF-16
+    code units), and what the blocks add
     (emphasis, numbers, the date token, "question 2 of 3") is under 400, plus 20 an option."""
     raw = len(question.header or "") + len(question.question) + len(question.default or "")
     for option in question.options or ():
@@ -368,7 +372,7 @@ def render_outcome(
         layout = _layout(question, agent, index, count)
         heading, detail, listing = layout.heading, layout.detail, layout.listing
         # The layout kept this much room beside a longer "Asked by" line than the ending's.
-        fits = len(line) <= OUTCOME_LINE_CHARS
+        fits = within(line, OUTCOME_LINE_CHARS)
     except UserInteractionError:  # no message could hold it (asked before these limits)
         heading, detail, listing = _heading_blocks(question), [], []
         fits = False

@@ -10,7 +10,7 @@ from typing import Any
 from relay.edits import Edit, read_edit
 from relay.questions import AskUserQuestionItem
 from relay.slack import kit
-from relay.slack.text import escape, mention
+from relay.slack.text import escape, mention, units
 
 __all__ = ["REVISION_CHARS", "edit_diff", "revision_block"]
 
@@ -40,8 +40,8 @@ def revision_block(question: AskUserQuestionItem, revision: str | None) -> dict[
         " call; allowing it runs the edited input (votes on earlier versions no longer count)."
     )
     diff = escape(edit_diff(question, edit))
-    room = REVISION_CHARS - len(head) - len("\n``````")
-    if len(diff) > room:
-        diff = kit.fit(diff, room - len(_DIFF_CUT))
+    room = REVISION_CHARS - units(head) - len("\n``````")  # (Slack's count: UTF-16 units)
+    if units(diff) > room:
+        diff = kit.fit(diff, room - units(_DIFF_CUT))
         return kit.section(f"{head}\n```{diff}```{_DIFF_CUT}")
     return kit.section(f"{head}\n```{diff}```")
