@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -20,7 +19,6 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from relay.asks.lifecycle import AskLifecycle
-from relay.asks.rules import widened
 from relay.edits import Edit, edit_custom, read_edit
 from relay.errors import UserInteractionError
 from relay.intents import ToolEdit
@@ -29,10 +27,8 @@ from relay.slack import notices
 from relay.slack.background import Background
 from relay.slack.edit_form import edit_view, editable_fields, read_edit_view, too_long
 from relay.slack.failures import SLACK_FAILURES
-from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
-from relay.slack.people import Gatekeeper
 from relay.slack.render import render_outcome
 from relay.slack.text import cut
 from relay.store import AskRecord, MessageRef, utcnow
@@ -81,31 +77,15 @@ class EditIntake:
         *,
         life: AskLifecycle,
         messages: SlackMessages,
-        gatekeeper: Gatekeeper,
         background: Background,
-        installation: Callable[[], Awaitable[Installation]],
+        judge: Callable[[AskRecord, Click], Awaitable[str | None]],
     ) -> None:
         self._life = life
         self._messages = messages
-        self._gatekeeper = gatekeeper
         self._background = background
-        self._installation = installation
-
-    async def _refusal(self, record: AskRecord, click: Click) -> str | None:
-        """Why ``click``'s user may not edit ``record`` (a private notice), or ``None``."""
-        try:
-            installation = await self._installation()
-        except SLACK_FAILURES:
-            return notices.cannot_record()
-        if installation.refusal(click) is not None:
-            return notices.foreign_installation()
-        expected = record.messages[click.index] if click.index < len(record.messages) else None
-        if expected is not None and (click.channel_id, click.message_ts) != (
-            expected.channel,
-            expected.ts,
-        ):
-            return notices.not_allowed()
-        return await self._gatekeeper.refusal(widened(record, now=time.time()), click.user_id)
+        # ClickIntake.judge: an edit is judged by exactly the rules a click is (the
+        # installation, the question's own message, who may answer), events included.
+        self._refusal = judge
 
     async def open(self, click: Click) -> None:
         """Open the edit form for ``click`` (an "Edit…" click), or say privately why not."""
@@ -129,7 +109,6 @@ class EditIntake:
             return
         refusal = await self._refusal(record, click)
         if refusal is not None:
-            self._life.events.emit("refused", record.id, user=click.user_id, why="not_allowed")
             notify(click, refusal)
             return
         assert question.intent.edit is not None
@@ -191,7 +170,6 @@ class EditIntake:
             return {first: _decided(existing)}
         refusal = await self._refusal(record, click)
         if refusal is not None:
-            self._life.events.emit("refused", record.id, user=user_id, why="not_allowed")
             return {first: refusal}
         if question.quorum > 1:
             return await self._vote(record, question, click, edit)
