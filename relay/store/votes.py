@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.record import VoteResult
 
-__all__ = ["Votes"]
+__all__ = ["VersionedVotes", "Votes"]
 
 
 @runtime_checkable
@@ -62,3 +63,49 @@ class Votes(Protocol):
         """Every question's current edit (its ``custom`` text; ``None`` while the original
         stands), in question order (empty for an unknown ask)."""
         ...
+
+
+class VersionedVotes:
+    """``Votes.vote`` and ``Votes.revise`` for a store that implements ``_cast``: one
+    atomic step that counts a vote on ``version`` (``revise``: makes it the next one)."""
+
+    async def vote(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+        version: int = 1,
+    ) -> VoteResult:
+        """See ``Votes.vote``."""
+        return await self._cast(ask_id, index, item, required, veto, version, revise=False)
+
+    async def revise(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+    ) -> VoteResult:
+        """See ``Votes.revise``."""
+        edit = read_edit(item.custom)
+        if edit is None:
+            raise ValueError("a revision is an edited call in custom")
+        return await self._cast(ask_id, index, item, required, veto, edit.version, revise=True)
+
+    async def _cast(
+        self,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+        version: int,
+        *,
+        revise: bool,
+    ) -> VoteResult:
+        raise NotImplementedError

@@ -10,40 +10,12 @@ from relay.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.memory.asks import MemoryAsks
 from relay.store.memory.base import _check_index
 from relay.store.record import VoteResult, quorum_reached, vote_of
+from relay.store.votes import VersionedVotes
 
 
-class MemoryVotes(MemoryAsks):
+class MemoryVotes(VersionedVotes, MemoryAsks):
     """Votes and edits kept beside each ask, dropped with it; the vote that decides claims
     the answer as ``MemoryAsks.answer`` does."""
-
-    async def vote(
-        self,
-        *,
-        ask_id: str,
-        index: int,
-        item: AskUserQuestionAnswerItem,
-        required: int,
-        veto: frozenset[str],
-        version: int = 1,
-    ) -> VoteResult:
-        """Count one person's vote on the current version; the one that reaches the quorum
-        answers the question."""
-        return await self._cast(ask_id, index, item, required, veto, version, revise=False)
-
-    async def revise(
-        self,
-        *,
-        ask_id: str,
-        index: int,
-        item: AskUserQuestionAnswerItem,
-        required: int,
-        veto: frozenset[str],
-    ) -> VoteResult:
-        """Make ``item``'s edit the question's next version, counted as its editor's vote."""
-        edit = read_edit(item.custom)
-        if edit is None:
-            raise ValueError("a revision is an edited call in custom")
-        return await self._cast(ask_id, index, item, required, veto, edit.version, revise=True)
 
     async def _cast(
         self,

@@ -5,49 +5,18 @@ from __future__ import annotations
 
 import json
 
-from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.record import VoteOutcome, VoteResult, item_to_json, vote_of
 from relay.store.redis.base import RedisBase, translated
 from relay.store.redis.codec import as_text, compact, decode_flat, epoch, votes_of
+from relay.store.votes import VersionedVotes
 
 
-class RedisVotes(RedisBase):
+class RedisVotes(VersionedVotes, RedisBase):
     """Votes counted once per person and version; the vote that reaches the quorum claims
     the answer."""
 
     @translated
-    async def vote(
-        self,
-        *,
-        ask_id: str,
-        index: int,
-        item: AskUserQuestionAnswerItem,
-        required: int,
-        veto: frozenset[str],
-        version: int = 1,
-    ) -> VoteResult:
-        """Count one person's vote atomically (one Lua script, so two replicas' votes each
-        count once); the vote that reaches the quorum claims the question's answer."""
-        return await self._cast(ask_id, index, item, required, veto, version, revise=False)
-
-    @translated
-    async def revise(
-        self,
-        *,
-        ask_id: str,
-        index: int,
-        item: AskUserQuestionAnswerItem,
-        required: int,
-        veto: frozenset[str],
-    ) -> VoteResult:
-        """Make ``item``'s edit the question's next version (the same script: an edit and
-        a vote racing on two replicas are ordered, the later one told it is stale)."""
-        edit = read_edit(item.custom)
-        if edit is None:
-            raise ValueError("a revision is an edited call in custom")
-        return await self._cast(ask_id, index, item, required, veto, edit.version, revise=True)
-
     async def _cast(
         self,
         ask_id: str,
