@@ -37,12 +37,12 @@ async def post_click(relay: Relay, payload: dict[str, Any]) -> tuple[int, str]:
     the signed request (what the click's receipt names)."""
     body = urllib.parse.urlencode({"payload": json.dumps(payload)})
     stamp = str(int(time.time()))
+    signature = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=body)
+    assert signature is not None  # slack_sdk gives None for a missing timestamp or body only
     headers = {
         "Content-Type": "application/x-www-form-urlencoded",
         "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(
-            timestamp=stamp, body=body
-        ),
+        "X-Slack-Signature": signature,
     }
     async with (
         aiohttp.ClientSession() as session,
