@@ -6,51 +6,22 @@ import asyncio
 import signal
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 from redis_server import RedisServer
 
 from relay.store.redis import RedisStore
-from relay.testing import FakeMessage, FakeSlack
-from tests.replica_env import ASK, post_click, start_replicas
-from tests.server_env import SECRET, Relay, start_relay
+from relay.testing import FakeMessage
+from tests.replica_env import ASK, Cluster, post_click, running_cluster
 from tests.slack_env import first_button
-
-
-@dataclass
-class Cluster:
-    slack: FakeSlack
-    redis: RedisServer
-    a: Relay
-    b: Relay
-
-    async def restart(self, name: str, sig: int = signal.SIGKILL) -> Relay:
-        """Stop replica ``name`` (SIGKILL: a crash) and start it again on the same port."""
-        old: Relay = getattr(self, name)
-        await old.stop(sig)
-        new = await start_relay(old.env)
-        setattr(self, name, new)
-        return new
 
 
 @pytest.fixture
 async def cluster(redis_server: RedisServer) -> AsyncIterator[Cluster]:
-    async with FakeSlack(signing_secret=SECRET) as slack:
-        for user in ("U0ALICE", "U0BOB"):
-            slack.add_user(user, name=user[2:].lower())
-        # C0ONCALL: a channel the API's requests may name (none may, unless listed).
-        a, b = await start_replicas(
-            slack, redis_server.url, RELAY_LOG_LEVEL="debug", RELAY_ALLOWED_CHANNELS="C0ONCALL"
-        )
-        slack.interactivity_url = f"{b.url}/slack/events"  # every click lands on B
-        cluster = Cluster(slack, redis_server, a, b)
-        try:
-            yield cluster
-        finally:
-            for relay in (cluster.a, cluster.b):
-                if relay.process.returncode is None:
-                    await relay.stop()
+    # C0ONCALL: a channel the API's requests may name (none may, unless listed).
+    extra = {"RELAY_LOG_LEVEL": "debug", "RELAY_ALLOWED_CHANNELS": "C0ONCALL"}
+    async with running_cluster(redis_server, **extra) as cluster:
+        yield cluster
 
 
 async def test_ask_on_a_click_on_b_answer_read_on_a(cluster: Cluster) -> None:
