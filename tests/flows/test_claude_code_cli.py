@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from relay.testing import FakeMessage, FakeSlack
 from tests.claude_env import (
     claude,
     claude_env,
@@ -21,6 +22,14 @@ from tests.gate_env import write_rules
 from tests.server_env import TOKEN
 
 RULES = team_rules(timeout=120)
+
+
+async def edit_in_slack(slack: FakeSlack, message: FakeMessage, command: str) -> None:
+    """Alice opens Edit… on ``message``, makes the command ``command`` and submits it."""
+    await slack.click(message, "Edit…", user="U0ALICE")
+    modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
+    modal.fill("command", command)
+    assert (await slack.submit_view(modal)).outcome == "closed"
 
 
 async def test_the_rules_deny_before_anything_runs(tmp_path: Path) -> None:
@@ -92,10 +101,7 @@ async def test_a_reviewers_edit_is_the_call_claude_code_runs(tmp_path: Path) -> 
         run = await claude(work, env, "--settings", str(settings), "make it")
         message = await slack.wait_for_message(timeout=60)
         assert "touch proposed-file" in json.dumps(message.blocks)
-        await slack.click(message, "Edit…", user="U0ALICE")
-        modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
-        modal.fill("command", "touch edited-file")
-        assert (await slack.submit_view(modal)).outcome == "closed"
+        await edit_in_slack(slack, message, "touch edited-file")
         await result(run)
         assert (work / "edited-file").exists()
         assert not (work / "proposed-file").exists()
@@ -113,10 +119,7 @@ async def test_a_permission_request_hook_runs_the_reviewers_edit(tmp_path: Path)
         env = claude_env(tmp_path / "home", model, RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         run = await claude(work, env, "--settings", str(settings), "make it")
         message = await slack.wait_for_message(timeout=60)
-        await slack.click(message, "Edit…", user="U0ALICE")
-        modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
-        modal.fill("command", "touch edited-file")
-        assert (await slack.submit_view(modal)).outcome == "closed"
+        await edit_in_slack(slack, message, "touch edited-file")
         await result(run)
         assert (work / "edited-file").exists()
         assert not (work / "proposed-file").exists()
