@@ -16,22 +16,25 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import timedelta
 
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.rules import REPAIR_AFTER, needs_repair, widened
+from relay.edits import read_edit
 from relay.errors import UserInteractionError
 from relay.questions import AskUserQuestionAnswerItem
 from relay.slack import notices
 from relay.slack.background import Background
 from relay.slack.editing import EditIntake
 from relay.slack.failures import SLACK_FAILURES
+from relay.slack.final import final_of
 from relay.slack.installation import Installation
-from relay.slack.messages import SlackMessages, final_of
+from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click, ClickKind, Notice, decide
 from relay.slack.people import Gatekeeper
 from relay.slack.render import render_outcome
-from relay.store import AskRecord, MessageRef, StoreUnavailable, utcnow
+from relay.store import AskRecord, MessageRef, StoreUnavailable, VoteResult, utcnow
 
 __all__ = ["ClickIntake"]
 
@@ -260,14 +263,22 @@ class ClickIntake:
         expected: MessageRef | None,
         decision: AskUserQuestionAnswerItem,
     ) -> None:
-        """A click on a question that needs several votes: count it, show the tally."""
+        """A click on a question that needs several votes: count it on the version its
+        clicker was shown (an edited tool call's allow votes for the edited input), show
+        the tally."""
         notify = self._messages.notify
         question = record.request.questions[click.index]
         if decision.custom is not None or len(decision.selected) != 1:
             notify(click, notices.vote_needs_an_option(question))
             return
+        message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
         try:
-            result = await self._life.vote(record, click.index, decision, by=click.user_id)
+            item = await self._on_version(record, click, decision)
+            result = None
+            if not isinstance(item, int):
+                result = await self._life.vote(
+                    record, click.index, item, by=click.user_id, version=click.version
+                )
         except UserInteractionError as exc:
             notify(click, notices.not_recorded(str(exc)))
             return
@@ -275,12 +286,51 @@ class ClickIntake:
             _log.exception("store failed while recording a vote on ask %s", record.id)
             notify(click, notices.cannot_record())
             return
-        message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
-        count = len(record.request.questions)
+        if result is None or result.outcome == "stale_version":
+            # The clicker saw a version an edit replaced: show them (and all) the current one.
+            now = result.version if result is not None else item
+            assert isinstance(now, int)
+            self._background.spawn(self._messages.show_live(record, click.index, message))
+            notify(click, notices.stale_version(now))
+            return
+        self._show_vote(record, click, message, decision.selected[0], result)
+
+    async def _on_version(
+        self, record: AskRecord, click: Click, decision: AskUserQuestionAnswerItem
+    ) -> AskUserQuestionAnswerItem | int:
+        """The vote ``decision`` casts on the version ``click`` came from: on an edited
+        call's version, an allow of the edit's choice is the edit itself (``custom``), so
+        the vote that completes the quorum answers with exactly the input shown; the
+        current version when that one is no longer (or never was) the one being voted."""
+        if click.version == 1:
+            return decision  # (the store refuses it if an edit replaced the original)
+        revisions = await self._life.store.revisions(ask_id=record.id)
+        revision = revisions[click.index] if click.index < len(revisions) else None
+        edit = read_edit(revision)
+        if edit is None or edit.version != click.version:
+            return edit.version if edit is not None else 1
+        if decision.selected[0] != edit.choice:
+            return decision  # a deny of the edited call: a plain vote on its version
+        return replace(decision, selected=(), custom=revision)
+
+    def _show_vote(
+        self,
+        record: AskRecord,
+        click: Click,
+        message: MessageRef,
+        label: str,
+        result: VoteResult,
+    ) -> None:
+        """Show what a vote did: the tally, the decided question, or why it did not count."""
+        notify = self._messages.notify
+        question = record.request.questions[click.index]
         if result.outcome == "counted":
-            shown = self._messages.show_live(record, click.index, message, result.votes)
+            shown = self._messages.show_live(
+                record, click.index, message, result.votes, result.revision
+            )
             self._background.spawn(shown)
-            notify(click, notices.vote_counted(question, decision.selected[0], len(result.votes)))
+            counted = sum(1 for v in result.votes if v.version == result.version)
+            notify(click, notices.vote_counted(question, label, counted))
         elif result.outcome in ("decided", "completed") and result.record is not None:
             final = render_outcome(
                 question,
@@ -288,14 +338,21 @@ class ClickIntake:
                 item=result.record.responses[click.index],
                 agent=record.request.agent,
                 index=click.index,
-                count=count,
+                count=len(record.request.questions),
             )
             self._background.spawn(
                 self._messages.update(record.id, message, final, index=click.index)
             )
         elif result.outcome == "already_voted":
-            mine = next((v for v in result.votes if v.by.id == click.user_id), None)
-            notify(click, notices.already_voted(mine.label if mine else decision.selected[0]))
+            mine = next(
+                (
+                    v
+                    for v in result.votes
+                    if v.by.id == click.user_id and v.version == result.version
+                ),
+                None,
+            )
+            notify(click, notices.already_voted(mine.label if mine else label))
         elif result.outcome == "already_answered" and result.record is not None:
             winner = result.record.responses[click.index]
             if winner is not None:
