@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,11 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.server_env import free_port
+from tests.cli_harness import RELAY, event_stream, finished, serve_model, start_cli
 
-ROOT = Path(__file__).resolve().parent.parent
-CLAUDE = ROOT / ".venv" / "npm" / "node_modules" / ".bin" / "claude"
-RELAY = Path(sys.executable).parent / "relay"
 TOOL_USE_ID = "toolu_e2e"
 
 
@@ -85,36 +81,28 @@ class ScriptedClaude:
             },
             {"type": "message_stop"},
         ]
-        text = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-        return web.Response(text=text, content_type="text/event-stream")
-
-    async def _anything_else(self, request: web.Request) -> web.Response:
-        return web.json_response({})
+        return event_stream(events)
 
 
 @asynccontextmanager
 async def scripted_claude(command: str) -> AsyncIterator[ScriptedClaude]:
     """The scripted API on a free loopback port."""
     model = ScriptedClaude(command)
-    app = web.Application()
-    app.router.add_post("/v1/messages", model._messages)
-    app.router.add_route("*", "/{tail:.*}", model._anything_else)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    model.url = f"http://127.0.0.1:{port}"
-    try:
+    async with serve_model("/v1/messages", model._messages, {}) as url:
+        model.url = url
         yield model
-    finally:
-        await runner.cleanup()
 
 
 def hook_settings(path: Path, rules: str, *extra: str) -> Path:
     """A ``--settings`` file whose ``PreToolUse`` hook on Bash is ``relay hook claude-code``."""
     command = " ".join([str(RELAY), "hook", "claude-code", "--rules", rules, *extra])
+    return settings_file(path, "PreToolUse", "Bash", command)
+
+
+def settings_file(path: Path, event: str, matcher: str, command: str) -> Path:
+    """A ``--settings`` file with one ``event`` hook (on tools ``matcher``) running ``command``."""
     hook = {"type": "command", "command": command, "timeout": 120, "onFailure": "block"}
-    path.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}}))
+    path.write_text(json.dumps({"hooks": {event: [{"matcher": matcher, "hooks": [hook]}]}}))
     return path
 
 
@@ -136,24 +124,11 @@ def claude_env(home: Path, model: ScriptedClaude, **extra: str) -> dict[str, str
 
 async def claude(workdir: Path, env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
     """Start ``claude -p ARGS --output-format json`` in ``workdir``."""
-    assert CLAUDE.exists(), f"{CLAUDE} is missing: scripts/test installs Claude Code there"
-    return await asyncio.create_subprocess_exec(
-        str(CLAUDE),
-        "-p",
-        *args,
-        "--output-format",
-        "json",
-        cwd=workdir,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    args = ("-p", *args, "--output-format", "json")
+    return await start_cli("claude", "Claude Code", *args, cwd=workdir, env=env)
 
 
 async def result(process: asyncio.subprocess.Process) -> dict[str, Any]:
     """The run's final JSON (``--output-format json``)."""
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, (out.decode()[-2000:], err.decode()[-2000:])
-    loaded: dict[str, Any] = json.loads(out)
+    loaded: dict[str, Any] = json.loads(await finished(process, 120))
     return loaded

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,11 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.server_env import free_port
-
-ROOT = Path(__file__).resolve().parent.parent
-CODEX = ROOT / ".venv" / "npm" / "node_modules" / ".bin" / "codex"
-RELAY = Path(sys.executable).parent / "relay"
+from tests.cli_harness import RELAY, event_stream, serve_model, start_cli
 
 
 @dataclass
@@ -88,11 +83,7 @@ class ScriptedModel:
             {"type": "response.output_item.done", "item": item},
             {"type": "response.completed", "response": {"id": f"resp_{n}", "usage": usage}},
         ]
-        text = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-        return web.Response(text=text, content_type="text/event-stream")
-
-    async def _anything_else(self, request: web.Request) -> web.Response:
-        return web.json_response({"models": [], "data": []})
+        return event_stream(events)
 
 
 @asynccontextmanager
@@ -101,18 +92,9 @@ async def scripted_model(
 ) -> AsyncIterator[ScriptedModel]:
     """The scripted API on a free loopback port."""
     model = ScriptedModel(command, tool=tool, arguments=arguments or {})
-    app = web.Application()
-    app.router.add_post("/v1/responses", model._responses)
-    app.router.add_route("*", "/{tail:.*}", model._anything_else)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    model.url = f"http://127.0.0.1:{port}/v1"
-    try:
+    async with serve_model("/v1/responses", model._responses, {"models": [], "data": []}) as url:
+        model.url = f"{url}/v1"
         yield model
-    finally:
-        await runner.cleanup()
 
 
 def codex_home(
@@ -156,18 +138,7 @@ async def codex_exec(
 ) -> asyncio.subprocess.Process:
     """Start ``codex exec`` in ``workdir`` (``env`` names the ``CODEX_HOME``); without
     ``auto_review`` its approval policy stays ``never``."""
-    assert CODEX.exists(), f"{CODEX} is missing: scripts/test installs @openai/codex there"
     review = ["--approve-for-me"] if auto_review else []
-    return await asyncio.create_subprocess_exec(
-        str(CODEX),
-        "exec",
-        "--skip-git-repo-check",
-        *review,
-        "--dangerously-bypass-hook-trust",
-        prompt,
-        cwd=workdir,
-        env={"SCRIPTED_API_KEY": "offline", **env},
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    args = ("exec", "--skip-git-repo-check", *review, "--dangerously-bypass-hook-trust", prompt)
+    env = {"SCRIPTED_API_KEY": "offline", **env}
+    return await start_cli("codex", "@openai/codex", *args, cwd=workdir, env=env)

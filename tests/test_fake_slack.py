@@ -38,13 +38,6 @@ from relay.testing import (
 SECRET = "test-secret"
 
 
-@pytest.fixture(autouse=True)
-def _no_developer_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("SLACK_", "RELAY_")):
-            monkeypatch.delenv(name)
-
-
 @pytest.fixture
 async def slack() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,16 +22,10 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.testing import FakeMessage, FakeModal, FakeSlack, ManualClock
+from tests.fake_slack_env import with_alice_and_bob
 
 SECRET = "modal-secret"
 TOKEN = "xoxb-modal-test"
-
-
-@pytest.fixture(autouse=True)
-def _no_developer_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("SLACK_", "RELAY_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture
@@ -42,9 +35,9 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 async def slack(clock: ManualClock) -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(signing_secret=SECRET, bot_token=TOKEN, clock=clock) as fake:
-        fake.add_user("U0ALICE", name="alice")
-        fake.add_user("U0BOB", name="bob")
+    async with with_alice_and_bob(
+        FakeSlack(signing_secret=SECRET, bot_token=TOKEN, clock=clock)
+    ) as fake:
         yield fake
 
 

@@ -5,7 +5,6 @@ each over real HTTP with slack_sdk's client, as an app under test would call it.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,22 +15,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.testing import FakeSlack
 from relay.testing.ratelimits import POST_MESSAGE_BURST, TIER_PER_MINUTE, TierLimiter
+from tests.fake_slack_env import with_alice_and_bob
 
 TOKEN = "xoxb-strict-test"
 
 
-@pytest.fixture(autouse=True)
-def _no_developer_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("SLACK_", "RELAY_")):
-            monkeypatch.delenv(name)
-
-
 @pytest.fixture
 async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(bot_token=TOKEN, channels={"C0OPS": "ops"}) as fake:
-        fake.add_user("U0ALICE", name="alice")
-        fake.add_user("U0BOB", name="bob")
+    async with with_alice_and_bob(FakeSlack(bot_token=TOKEN, channels={"C0OPS": "ops"})) as fake:
         yield fake
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import json
 import signal
 import subprocess
 import sys
 import time
-import urllib.parse
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +21,10 @@ import aiohttp
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from redis_server import RedisServer
-from slack_sdk.signature import SignatureVerifier
 
 from relay.testing import FakeSlack
 from tests.mcp_env import http_client, result_text
+from tests.replica_env import ASK, post_click, start_replicas
 from tests.server_env import (
     SECRET,
     TOKEN,
@@ -36,12 +36,6 @@ from tests.server_env import (
     start_relay,
 )
 from tests.slack_env import first_button
-
-ASK = {
-    "questions": [
-        {"id": "go", "question": "Ship it?", "options": [{"label": "yes"}, {"label": "no"}]}
-    ]
-}
 
 MCP_QUESTION = {"questions": [{"id": "go", "question": "Ship it?", "options": [{"label": "yes"}]}]}
 
@@ -117,24 +111,26 @@ def relay_verify(tmp_path: Path, items: list[dict[str, Any]], keys: str) -> tupl
     return done.returncode, done.stdout + done.stderr
 
 
-async def click(relay: Relay, payload: dict[str, Any]) -> str:
-    """POST a click signed as Slack signs it; the digest its receipt should name."""
-    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
-    stamp = str(int(time.time()))
-    headers = {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(
-            timestamp=stamp, body=body
-        ),
-    }
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(f"{relay.url}/slack/events", data=body, headers=headers) as response,
-    ):
-        assert response.status == 200
-    signed = hashlib.sha256(f"v0:{stamp}:{body}".encode()).digest()
-    return base64.urlsafe_b64encode(signed).rstrip(b"=").decode()
+@asynccontextmanager
+async def replicas_ending_many(
+    tmp_path: Path, redis_server: RedisServer
+) -> AsyncIterator[tuple[Relay, Relay]]:
+    """Two replicas on one Redis that sign receipts and take as many asks as a test makes."""
+    # Slack's per-channel posting limit would spread these posts over minutes; the chain is
+    # what is tested (tests/test_fake_slack_strict.py holds the limits).
+    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
+        a, b = await start_replicas(
+            slack,
+            redis_server.url,
+            RELAY_RECEIPT_KEY_FILE=key_file(tmp_path),
+            RELAY_RATE_LIMIT="100000",
+            RELAY_MAX_PENDING="100000",
+        )
+        try:
+            yield a, b
+        finally:
+            await a.stop()  # at once if the test has killed it
+            await b.stop()
 
 
 async def test_a_clicked_ask_has_a_receipt_binding_the_signed_click(tmp_path: Path) -> None:
@@ -150,7 +146,9 @@ async def test_a_clicked_ask_has_a_receipt_binding_the_signed_click(tmp_path: Pa
             assert "not ended yet" in text
             message = await slack.wait_for_message()
             action = first_button(message)
-            digest = await click(relay, slack.build_block_actions(message, action, user="U0ALICE"))
+            clicked = slack.build_block_actions(message, action, user="U0ALICE")
+            status, digest = await post_click(relay, clicked)
+            assert status == 200
             _, record = await relay.request("GET", f"/v1/asks/{created['id']}?wait=10")
             assert record["status"] == "answered"
             status, kind, token = await raw(relay, path)
@@ -205,88 +203,59 @@ async def test_two_replicas_ending_1000_asks_at_once_make_one_unforked_chain(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     count = 1_000
-    # Slack's per-channel posting limit would spread these posts over minutes; the chain is
-    # what is tested (tests/test_fake_slack_strict.py holds the limits).
-    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
-        env = {
-            "REDIS_URL": redis_server.url,
-            "RELAY_RECEIPT_KEY_FILE": key_file(tmp_path),
-            "RELAY_RATE_LIMIT": "100000",
-            "RELAY_MAX_PENDING": "100000",
-        }
-        a = await start_relay(relay_env(slack, free_port(), **env))
-        b = await start_relay(relay_env(slack, free_port(), **env))
-        try:
-            gate = asyncio.Semaphore(32)
+    async with replicas_ending_many(tmp_path, redis_server) as (a, b):
+        gate = asyncio.Semaphore(32)
 
-            async def create() -> str:
-                async with gate:
-                    status, body = await a.request("POST", "/v1/asks", json=ASK)
-                    assert status == 201, body
-                    return str(body["id"])
+        async def create() -> str:
+            async with gate:
+                status, body = await a.request("POST", "/v1/asks", json=ASK)
+                assert status == 201, body
+                return str(body["id"])
 
-            ids = await asyncio.gather(*(create() for _ in range(count)))
+        ids = await asyncio.gather(*(create() for _ in range(count)))
 
-            async def end(relay: Relay, ask_id: str) -> None:
-                async with gate:
-                    status, body = await relay.request("DELETE", f"/v1/asks/{ask_id}")
-                    assert status == 200, body
+        async def end(relay: Relay, ask_id: str) -> None:
+            async with gate:
+                status, body = await relay.request("DELETE", f"/v1/asks/{ask_id}")
+                assert status == 200, body
 
-            # Each replica ends every other ask, all at once: both append all along.
-            await asyncio.gather(*(end((a, b)[i % 2], i_d) for i, i_d in enumerate(ids)))
-            items = await chain_of(b, count, timeout=120)
-            assert len(items) == count
-            assert sorted(i["ask"] for i in items) == sorted(ids)
-            assert [i["seq"] for i in items] == list(range(1, count + 1))
-            code, out = relay_verify(tmp_path, items, f"{a.url}/.well-known/jwks.json")
-            assert code == 0, out
-        finally:
-            await a.stop()
-            await b.stop()
+        # Each replica ends every other ask, all at once: both append all along.
+        await asyncio.gather(*(end((a, b)[i % 2], i_d) for i, i_d in enumerate(ids)))
+        items = await chain_of(b, count, timeout=120)
+        assert len(items) == count
+        assert sorted(i["ask"] for i in items) == sorted(ids)
+        assert [i["seq"] for i in items] == list(range(1, count + 1))
+        code, out = relay_verify(tmp_path, items, f"{a.url}/.well-known/jwks.json")
+        assert code == 0, out
 
 
 async def test_a_replica_killed_while_appending_leaves_a_chain_that_verifies(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     count = 200
-    # Slack's per-channel posting limit would spread these posts over minutes; the chain is
-    # what is tested (tests/test_fake_slack_strict.py holds the limits).
-    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
-        env = {
-            "REDIS_URL": redis_server.url,
-            "RELAY_RECEIPT_KEY_FILE": key_file(tmp_path),
-            "RELAY_RATE_LIMIT": "100000",
-            "RELAY_MAX_PENDING": "100000",
-        }
-        a = await start_relay(relay_env(slack, free_port(), **env))
-        b = await start_relay(relay_env(slack, free_port(), **env))
-        try:
-            ids = [(await a.request("POST", "/v1/asks", json=ASK))[1]["id"] for _ in range(count)]
-            ends = [a.request("DELETE", f"/v1/asks/{i}") for i in ids]
-            ending = asyncio.gather(*ends, return_exceptions=True)
-            # Killed once its receipts have begun to land, with ends and appends in flight.
-            await chain_of(b, 1)
-            await a.stop(signal.SIGKILL)
-            await ending
-            left = await chain(b)
-            code, out = relay_verify(tmp_path, left, f"{b.url}/.well-known/jwks.json")
-            assert code == 0, out
-            # Every ended ask still gets its receipt: its first reader writes what A never did.
-            for ask_id in ids:
-                _, record = await b.request("GET", f"/v1/asks/{ask_id}")
-                status, _, _ = await raw(b, f"/v1/asks/{ask_id}/receipt")
-                assert status == (404 if record["status"] == "pending" else 200)
-            ended = [
-                i
-                for i in ids
-                if (await b.request("GET", f"/v1/asks/{i}"))[1]["status"] != "pending"
-            ]
-            items = await chain(b)
-            assert sorted(i["ask"] for i in items) == sorted(ended)
-            code, out = relay_verify(tmp_path, items, f"{b.url}/.well-known/jwks.json")
-            assert code == 0, out
-        finally:
-            await b.stop()
+    async with replicas_ending_many(tmp_path, redis_server) as (a, b):
+        ids = [(await a.request("POST", "/v1/asks", json=ASK))[1]["id"] for _ in range(count)]
+        ends = [a.request("DELETE", f"/v1/asks/{i}") for i in ids]
+        ending = asyncio.gather(*ends, return_exceptions=True)
+        # Killed once its receipts have begun to land, with ends and appends in flight.
+        await chain_of(b, 1)
+        await a.stop(signal.SIGKILL)
+        await ending
+        left = await chain(b)
+        code, out = relay_verify(tmp_path, left, f"{b.url}/.well-known/jwks.json")
+        assert code == 0, out
+        # Every ended ask still gets its receipt: its first reader writes what A never did.
+        for ask_id in ids:
+            _, record = await b.request("GET", f"/v1/asks/{ask_id}")
+            status, _, _ = await raw(b, f"/v1/asks/{ask_id}/receipt")
+            assert status == (404 if record["status"] == "pending" else 200)
+        ended = [
+            i for i in ids if (await b.request("GET", f"/v1/asks/{i}"))[1]["status"] != "pending"
+        ]
+        items = await chain(b)
+        assert sorted(i["ask"] for i in items) == sorted(ended)
+        code, out = relay_verify(tmp_path, items, f"{b.url}/.well-known/jwks.json")
+        assert code == 0, out
 
 
 async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> None:

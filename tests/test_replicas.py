@@ -3,87 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import time
-import urllib.parse
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
 
-import aiohttp
 import pytest
 from redis_server import RedisServer
-from slack_sdk.signature import SignatureVerifier
 
 from relay.store.redis import RedisStore
-from relay.testing import FakeMessage, FakeSlack
-from tests.server_env import SECRET, Relay, free_port, relay_env, start_relay
+from relay.testing import FakeMessage
+from tests.replica_env import ASK, Cluster, post_click, running_cluster
 from tests.slack_env import first_button
-
-ASK = {
-    "questions": [
-        {"id": "go", "question": "Ship it?", "options": [{"label": "yes"}, {"label": "no"}]}
-    ]
-}
-
-
-@dataclass
-class Cluster:
-    slack: FakeSlack
-    redis: RedisServer
-    a: Relay
-    b: Relay
-
-    async def restart(self, name: str, sig: int = signal.SIGKILL) -> Relay:
-        """Stop replica ``name`` (SIGKILL: a crash) and start it again on the same port."""
-        old: Relay = getattr(self, name)
-        await old.stop(sig)
-        new = await start_relay(old.env)
-        setattr(self, name, new)
-        return new
-
-
-async def start_pair(slack: FakeSlack, redis: RedisServer, **extra: str) -> tuple[Relay, Relay]:
-    env = {"REDIS_URL": redis.url, "RELAY_LOG_LEVEL": "debug", **extra}
-    a = await start_relay(relay_env(slack, free_port(), **env))
-    b = await start_relay(relay_env(slack, free_port(), **env))
-    return a, b
 
 
 @pytest.fixture
 async def cluster(redis_server: RedisServer) -> AsyncIterator[Cluster]:
-    async with FakeSlack(signing_secret=SECRET) as slack:
-        for user in ("U0ALICE", "U0BOB"):
-            slack.add_user(user, name=user[2:].lower())
-        # C0ONCALL: a channel the API's requests may name (none may, unless listed).
-        a, b = await start_pair(slack, redis_server, RELAY_ALLOWED_CHANNELS="C0ONCALL")
-        slack.interactivity_url = f"{b.url}/slack/events"  # every click lands on B
-        cluster = Cluster(slack, redis_server, a, b)
-        try:
-            yield cluster
-        finally:
-            for relay in (cluster.a, cluster.b):
-                if relay.process.returncode is None:
-                    await relay.stop()
-
-
-async def deliver(relay: Relay, payload: dict[str, Any]) -> int:
-    """POST a click to one replica, signed as Slack signs it."""
-    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
-    stamp = str(int(time.time()))
-    headers = {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(
-            timestamp=stamp, body=body
-        ),
-    }
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(f"{relay.url}/slack/events", data=body, headers=headers) as response,
-    ):
-        return response.status
+    # C0ONCALL: a channel the API's requests may name (none may, unless listed).
+    extra = {"RELAY_LOG_LEVEL": "debug", "RELAY_ALLOWED_CHANNELS": "C0ONCALL"}
+    async with running_cluster(redis_server, **extra) as cluster:
+        yield cluster
 
 
 async def test_ask_on_a_click_on_b_answer_read_on_a(cluster: Cluster) -> None:
@@ -157,8 +95,8 @@ async def test_concurrent_clicks_on_both_replicas_have_one_outcome_each(cluster:
     for message in messages:
         for relay, user in ((cluster.a, "U0ALICE"), (cluster.b, "U0BOB")):
             payload = cluster.slack.build_block_actions(message, first_button(message), user=user)
-            clicks.append(deliver(relay, payload))
-    assert set(await asyncio.gather(*clicks)) == {200}
+            clicks.append(post_click(relay, payload))
+    assert {status for status, _ in await asyncio.gather(*clicks)} == {200}
     winners = []
     for ask in created:
         _, record = await cluster.b.request("GET", f"/v1/asks/{ask['id']}?wait=10")
@@ -176,7 +114,7 @@ async def test_a_click_racing_a_delete_has_one_outcome(cluster: Cluster) -> None
         message = await cluster.slack.wait_for_message(count=len(cluster.slack.messages))
         payload = cluster.slack.build_block_actions(message, first_button(message), user="U0BOB")
         _, (_, deleted) = await asyncio.gather(
-            deliver(cluster.b, payload),
+            post_click(cluster.b, payload),
             cluster.a.request("DELETE", f"/v1/asks/{created['id']}"),
         )
         _, final = await cluster.b.request("GET", f"/v1/asks/{created['id']}")

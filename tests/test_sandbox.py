@@ -11,8 +11,6 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,8 @@ from relay.sandbox.page import SandboxPage
 from relay.sandbox.run import mcp_snippet, sandbox_token, token_file
 from relay.sandbox.standin import Sandbox
 from relay.testing import FakeSlack
-from tests.sandbox_env import ALICE, DAVE, TOKEN, sandbox_env
+from tests.sandbox_env import ALICE, DAVE, TOKEN, running_sandbox, sandbox_env
+from tests.sandbox_feed import act, feed
 from tests.server_env import Relay, free_port, start_relay
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,10 +138,10 @@ def test_a_kept_token_is_read_back_and_a_bad_one_replaced(tmp_path: Path) -> Non
 
 
 async def test_the_page_shows_what_each_agent_got_back() -> None:
-    async with sandbox() as relay, aiohttp.ClientSession() as session:
+    async with running_sandbox() as relay, aiohttp.ClientSession() as session:
         async with session.get(f"{relay.url}/sandbox/answers") as response:
             assert (response.status, await response.json()) == (200, {"asks": []})
-        async with feed(session, relay, ALICE) as alice:
+        async with feed(session, relay.url, ALICE) as alice:
             await alice.next("snapshot")
             status, asked = await relay.request(
                 "POST", "/sandbox/sample", json={"name": "deploy-gate"}, token=None
@@ -152,7 +151,7 @@ async def test_the_page_shows_what_each_agent_got_back() -> None:
             click = {"as": ALICE, "channel": message["channel"], "ts": message["ts"],
                      "version": message["version"], "kind": "button", "text": "Deploy",
                      **button(message, "Deploy")}  # fmt: skip
-            assert (await act(session, relay, click))[0] == 200
+            assert (await act(session, relay.url, click))[0] == 200
         status, waited = await relay.request("GET", f"/v1/asks/{asked['id']}?wait=10", token=TOKEN)
         assert (status, waited["status"]) == (200, "answered")
         async with session.get(f"{relay.url}/sandbox/answers") as response:
@@ -217,53 +216,6 @@ async def test_slack_variables_in_the_environment_are_ignored_and_said_so() -> N
         assert await started.stop() == 0
 
 
-@asynccontextmanager
-async def sandbox() -> AsyncIterator[Relay]:
-    relay = await start_relay(sandbox_env(free_port()), "--sandbox")
-    try:
-        yield relay
-    finally:
-        assert await relay.stop() == 0
-
-
-class Feed:
-    """One viewer's server-sent events, parsed."""
-
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
-        self.response = response
-        self.events: list[tuple[str, Any]] = []
-
-    async def next(self, kind: str, timeout: float = 10.0) -> Any:
-        async with asyncio.timeout(timeout):
-            event, data = "", []
-            while True:
-                line = (await self.response.content.readline()).decode().rstrip("\n")
-                if line.startswith("event: "):
-                    event = line.removeprefix("event: ")
-                elif line.startswith("data: "):
-                    data.append(line.removeprefix("data: "))
-                elif not line and event:
-                    parsed = json.loads("\n".join(data))
-                    self.events.append((event, parsed))
-                    if event == kind:
-                        return parsed
-                    event, data = "", []
-
-
-@asynccontextmanager
-async def feed(session: aiohttp.ClientSession, relay: Relay, viewer: str) -> AsyncIterator[Feed]:
-    async with session.get(f"{relay.url}/sandbox/events?as={viewer}") as response:
-        assert response.headers["Content-Type"] == "text/event-stream"
-        yield Feed(response)
-
-
-async def act(
-    session: aiohttp.ClientSession, relay: Relay, body: dict[str, Any], **headers: str
-) -> tuple[int, Any]:
-    async with session.post(f"{relay.url}/sandbox/act", json=body, headers=headers) as response:
-        return response.status, await response.json()
-
-
 def button(message: dict[str, Any], text: str) -> dict[str, Any]:
     for block in message["blocks"]:
         for element in block.get("elements") or []:
@@ -274,10 +226,10 @@ def button(message: dict[str, Any], text: str) -> dict[str, Any]:
 
 async def test_private_notices_reach_only_the_person_they_were_sent_to() -> None:
     async with (
-        sandbox() as relay,
+        running_sandbox() as relay,
         aiohttp.ClientSession() as session,
-        feed(session, relay, DAVE) as dave,
-        feed(session, relay, ALICE) as alice,
+        feed(session, relay.url, DAVE) as dave,
+        feed(session, relay.url, ALICE) as alice,
     ):
         snapshot = await dave.next("snapshot")
         assert (snapshot["me"], snapshot["messages"], snapshot["ephemerals"]) == (DAVE, [], [])
@@ -291,12 +243,12 @@ async def test_private_notices_reach_only_the_person_they_were_sent_to() -> None
         click = {"as": DAVE, "channel": message["channel"], "ts": message["ts"],
                  "version": message["version"], "kind": "button", "text": "Deploy",
                  **button(message, "Deploy")}  # fmt: skip
-        status, result = await act(session, relay, click)
+        status, result = await act(session, relay.url, click)
         assert (status, result["status"], result["dispatched"]) == (200, 200, True)
         notice = await dave.next("ephemeral")
         assert "not allowed to answer" in notice["text"]
         # Alice's feed carries the click's effects on the message only: here, none.
-        status, result = await act(session, relay, {**click, "as": ALICE})
+        status, result = await act(session, relay.url, {**click, "as": ALICE})
         assert result["status"] == 200
         answered = await alice.next("message")
         assert "Answered by <@U0SBALICE>" in json.dumps(answered["blocks"])
@@ -304,8 +256,8 @@ async def test_private_notices_reach_only_the_person_they_were_sent_to() -> None
 
 
 async def test_the_action_endpoint_refuses_what_the_page_would_never_send() -> None:
-    async with sandbox() as relay, aiohttp.ClientSession() as session:
-        async with feed(session, relay, ALICE) as alice:
+    async with running_sandbox() as relay, aiohttp.ClientSession() as session:
+        async with feed(session, relay.url, ALICE) as alice:
             await alice.next("snapshot")
             await relay.request("POST", "/sandbox/sample", json={"name": "plan-review"}, token=None)
             message = await alice.next("message")
@@ -322,7 +274,7 @@ async def test_the_action_endpoint_refuses_what_the_page_would_never_send() -> N
             (good, {"Origin": "https://evil.example"}, 403, "FORBIDDEN"),
         ]
         for body, headers, status, code in cases:
-            got, result = await act(session, relay, body, **headers)
+            got, result = await act(session, relay.url, body, **headers)
             assert (got, result["error"]["code"]) == (status, code), body
         async with session.post(
             f"{relay.url}/sandbox/act",
@@ -333,13 +285,13 @@ async def test_the_action_endpoint_refuses_what_the_page_would_never_send() -> N
         async with session.get(f"{relay.url}/sandbox/events?as=U0NOBODY") as response:
             assert response.status == 400
         # Nothing was answered by any of that; the good click still works.
-        got, result = await act(session, relay, good)
+        got, result = await act(session, relay.url, good)
         assert (got, result["status"]) == (200, 200)
         await relay.wait_for_log("event=answered")
 
 
 async def test_the_relay_under_the_sandbox_still_checks_slacks_signatures() -> None:
-    async with sandbox() as relay, aiohttp.ClientSession() as session:
+    async with running_sandbox() as relay, aiohttp.ClientSession() as session:
         action = {"type": "button", "block_id": "relay:x:0:act", "action_id": "relay.option.0"}
         payload = {"type": "block_actions", "actions": [action], "user": {"id": ALICE}}
         form = {"payload": json.dumps(payload)}
@@ -353,7 +305,7 @@ async def test_the_relay_under_the_sandbox_still_checks_slacks_signatures() -> N
 
 async def test_sigterm_with_a_page_open_stops_promptly_and_cleanly() -> None:
     relay = await start_relay(sandbox_env(free_port()), "--sandbox")
-    async with aiohttp.ClientSession() as session, feed(session, relay, ALICE) as alice:
+    async with aiohttp.ClientSession() as session, feed(session, relay.url, ALICE) as alice:
         await alice.next("snapshot")
         started = time.monotonic()
         assert await relay.stop() == 0
@@ -426,7 +378,7 @@ async def start_script(env: dict[str, str]) -> Relay:
 
 async def test_on_loopback_the_page_answers_only_to_loopback_host_names() -> None:
     # A site that rebinds its own name to 127.0.0.1 sends its name as Host: refused.
-    async with sandbox() as relay, aiohttp.ClientSession() as session:
+    async with running_sandbox() as relay, aiohttp.ClientSession() as session:
         for host, status in (
             (f"evil.example:{relay.port}", 421),
             (f"localhost:{relay.port}", 200),
@@ -474,7 +426,7 @@ async def test_the_slack_stand_in_refuses_what_another_site_makes_a_browser_send
 async def test_an_ask_may_name_the_sandboxs_channels_and_dms_and_nothing_else() -> None:
     # relay serve lets a client name only listed channels: the sandbox lists its own.
     question = [{"id": "go", "question": "Ship?", "options": [{"label": "yes"}]}]
-    async with sandbox() as relay:
+    async with running_sandbox() as relay:
         for channel, status in (("C0SBDEPLOYS", 201), (DAVE, 201), ("C0ELSEWHERE", 400)):
             got, body = await relay.request(
                 "POST",

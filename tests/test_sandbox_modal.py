@@ -4,55 +4,14 @@ nothing. (The browser test drives the same page in Chromium.)"""
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
 
 from relay.sandbox.directory import DEFAULT_CHANNEL
 from tests.sandbox_env import ALICE, BOB
+from tests.sandbox_feed import Feed, act, feed
 from tests.sandbox_modal_env import Standin, post_edit_ask, running_standin
-
-
-class Feed:
-    """One viewer's server-sent events, read as they come."""
-
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
-        self.response = response
-
-    async def next(self, kind: str, timeout: float = 10.0) -> Any:
-        async with asyncio.timeout(timeout):
-            event, data = "", []
-            while True:
-                line = (await self.response.content.readline()).decode().rstrip("\n")
-                if line.startswith("event: "):
-                    event = line.removeprefix("event: ")
-                elif line.startswith("data: "):
-                    data.append(line.removeprefix("data: "))
-                elif not line and event:
-                    if event == kind:
-                        return json.loads("\n".join(data))
-                    event, data = "", []
-
-    async def modal_closed(self) -> None:
-        """Wait for the feed to show no modal (it may first show the modal changing)."""
-        async with asyncio.timeout(10.0):
-            while (await self.next("modal"))["modal"] is not None:
-                pass
-
-
-@asynccontextmanager
-async def feed(session: aiohttp.ClientSession, url: str, viewer: str) -> AsyncIterator[Feed]:
-    async with session.get(f"{url}/sandbox/events?as={viewer}") as response:
-        yield Feed(response)
-
-
-async def act(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> tuple[int, Any]:
-    async with session.post(f"{url}/sandbox/act", json=body) as response:
-        return response.status, await response.json()
 
 
 async def open_edit(session: aiohttp.ClientSession, standin: Standin, alice: Feed) -> Any:

@@ -8,21 +8,28 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from relay.testing import FakeSlack
-from tests.claude_env import RELAY, claude, claude_env, hook_settings, result, scripted_claude
+from relay.testing import FakeMessage, FakeSlack
+from tests.claude_env import (
+    claude,
+    claude_env,
+    hook_settings,
+    result,
+    scripted_claude,
+    settings_file,
+)
+from tests.cli_harness import RELAY, team_and_relay, team_rules
 from tests.gate_env import write_rules
-from tests.server_env import SECRET, TOKEN, relay_server
+from tests.server_env import TOKEN
 
-RULES = """
-timeout = 120
-default = "ask"
+RULES = team_rules(timeout=120)
 
-[[rules]]
-action = "deny"
-tools = ["Bash"]
-commands = ["rm -rf *"]
-reason = "recursive deletes are never allowed"
-"""
+
+async def edit_in_slack(slack: FakeSlack, message: FakeMessage, command: str) -> None:
+    """Alice opens Edit… on ``message``, makes the command ``command`` and submits it."""
+    await slack.click(message, "Edit…", user="U0ALICE")
+    modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
+    modal.fill("command", command)
+    assert (await slack.submit_view(modal)).outcome == "closed"
 
 
 async def test_the_rules_deny_before_anything_runs(tmp_path: Path) -> None:
@@ -43,12 +50,7 @@ async def test_a_deferred_call_runs_on_resume_with_the_teams_allow(tmp_path: Pat
     rules = write_rules(tmp_path, RULES)
     work = tmp_path / "work"
     work.mkdir()
-    async with (
-        FakeSlack(signing_secret=SECRET) as slack,
-        relay_server(slack) as relay,
-        scripted_claude("touch made-by-claude") as model,
-    ):
-        slack.add_user("U0ALICE", name="alice")
+    async with team_and_relay() as (slack, relay), scripted_claude("touch made-by-claude") as model:
         settings = hook_settings(tmp_path / "settings.json", rules, "--defer-after", "2")
         env = claude_env(tmp_path / "home", model, RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         first = await result(await claude(work, env, "--settings", str(settings), "make it"))
@@ -75,17 +77,8 @@ async def test_the_readme_permission_request_hook_hands_the_prompt_to_the_team(
     (work / ".claude").mkdir(parents=True)
     (work / ".claude" / "relay-rules.toml").write_text(RULES)
     command = 'relay hook claude-code --rules "$CLAUDE_PROJECT_DIR"/.claude/relay-rules.toml'
-    hook = {"type": "command", "command": command, "timeout": 120, "onFailure": "block"}
-    settings = tmp_path / "settings.json"
-    settings.write_text(
-        json.dumps({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [hook]}]}})
-    )
-    async with (
-        FakeSlack(signing_secret=SECRET) as slack,
-        relay_server(slack) as relay,
-        scripted_claude("touch approved-file") as model,
-    ):
-        slack.add_user("U0ALICE", name="alice")
+    settings = settings_file(tmp_path / "settings.json", "PermissionRequest", "*", command)
+    async with team_and_relay() as (slack, relay), scripted_claude("touch approved-file") as model:
         env = claude_env(tmp_path / "home", model, RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         env["PATH"] = f"{RELAY.parent}:{env.get('PATH', '')}"
         run = await claude(work, env, "--settings", str(settings), "make it")
@@ -102,21 +95,13 @@ async def test_a_reviewers_edit_is_the_call_claude_code_runs(tmp_path: Path) -> 
     rules = write_rules(tmp_path, RULES)
     work = tmp_path / "work"
     work.mkdir()
-    async with (
-        FakeSlack(signing_secret=SECRET) as slack,
-        relay_server(slack) as relay,
-        scripted_claude("touch proposed-file") as model,
-    ):
-        slack.add_user("U0ALICE", name="alice")
+    async with team_and_relay() as (slack, relay), scripted_claude("touch proposed-file") as model:
         settings = hook_settings(tmp_path / "settings.json", rules)
         env = claude_env(tmp_path / "home", model, RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         run = await claude(work, env, "--settings", str(settings), "make it")
         message = await slack.wait_for_message(timeout=60)
         assert "touch proposed-file" in json.dumps(message.blocks)
-        await slack.click(message, "Edit…", user="U0ALICE")
-        modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
-        modal.fill("command", "touch edited-file")
-        assert (await slack.submit_view(modal)).outcome == "closed"
+        await edit_in_slack(slack, message, "touch edited-file")
         await result(run)
         assert (work / "edited-file").exists()
         assert not (work / "proposed-file").exists()
@@ -129,24 +114,12 @@ async def test_a_permission_request_hook_runs_the_reviewers_edit(tmp_path: Path)
     work.mkdir()
     rules = write_rules(tmp_path, RULES)
     command = f"{RELAY} hook claude-code --rules {rules}"
-    hook = {"type": "command", "command": command, "timeout": 120, "onFailure": "block"}
-    settings = tmp_path / "settings.json"
-    settings.write_text(
-        json.dumps({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [hook]}]}})
-    )
-    async with (
-        FakeSlack(signing_secret=SECRET) as slack,
-        relay_server(slack) as relay,
-        scripted_claude("touch proposed-file") as model,
-    ):
-        slack.add_user("U0ALICE", name="alice")
+    settings = settings_file(tmp_path / "settings.json", "PermissionRequest", "*", command)
+    async with team_and_relay() as (slack, relay), scripted_claude("touch proposed-file") as model:
         env = claude_env(tmp_path / "home", model, RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         run = await claude(work, env, "--settings", str(settings), "make it")
         message = await slack.wait_for_message(timeout=60)
-        await slack.click(message, "Edit…", user="U0ALICE")
-        modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
-        modal.fill("command", "touch edited-file")
-        assert (await slack.submit_view(modal)).outcome == "closed"
+        await edit_in_slack(slack, message, "touch edited-file")
         await result(run)
         assert (work / "edited-file").exists()
         assert not (work / "proposed-file").exists()

@@ -5,47 +5,25 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import jsonschema
 
-from relay.testing import FakeSlack
-from tests.codex_env import (
-    RELAY,
-    captured,
-    codex_exec,
-    codex_home,
-    relay_hook,
-    scripted_model,
-)
+from tests.cli_harness import RELAY, finished, team_and_relay, team_rules
+from tests.codex_env import captured, codex_exec, codex_home, relay_hook, scripted_model
 from tests.gate_env import clean_env, write_rules
-from tests.server_env import SECRET, TOKEN, relay_server
+from tests.server_env import TOKEN
 from tests.test_hook_contracts import schema
 
-RULES = """
-timeout = 60
-default = "ask"
-
-[[rules]]
-action = "deny"
-tools = ["Bash"]
-commands = ["rm -rf *"]
-reason = "recursive deletes are never allowed"
-"""
+RULES = team_rules(timeout=60)
 
 
 async def test_the_team_allows_and_the_command_runs(tmp_path: Path) -> None:
     rules = write_rules(tmp_path, RULES)
     work = tmp_path / "work"
     work.mkdir()
-    async with (
-        FakeSlack(signing_secret=SECRET) as slack,
-        relay_server(slack) as relay,
-        scripted_model("touch made-by-codex") as model,
-    ):
-        slack.add_user("U0ALICE", name="alice")
+    async with team_and_relay() as (slack, relay), scripted_model("touch made-by-codex") as model:
         capture = tmp_path / "hook"
         hooks = relay_hook("PermissionRequest", rules, capture=capture)
         home = codex_home(tmp_path / "codex", model, hooks)
@@ -57,8 +35,7 @@ async def test_the_team_allows_and_the_command_runs(tmp_path: Path) -> None:
         assert "touch made-by-codex" in shown
         assert not (work / "made-by-codex").exists()  # nothing runs before the team decides
         await slack.click(message, "Allow once", user="U0ALICE")
-        _, err = await asyncio.wait_for(codex.communicate(), 90)
-        assert codex.returncode == 0, err.decode()[-2000:]
+        await finished(codex, 90)
         assert (work / "made-by-codex").exists()
         assert "exited with code 0" in model.outputs()[0]
         # What this Codex sent and what relay answered, against its own schemas.
@@ -71,19 +48,14 @@ async def test_the_team_denies_with_a_reason_and_nothing_runs(tmp_path: Path) ->
     rules = write_rules(tmp_path, RULES)
     work = tmp_path / "work"
     work.mkdir()
-    async with (
-        FakeSlack(signing_secret=SECRET) as slack,
-        relay_server(slack) as relay,
-        scripted_model("touch never-made") as model,
-    ):
+    async with team_and_relay() as (slack, relay), scripted_model("touch never-made") as model:
         home = codex_home(tmp_path / "codex", model, relay_hook("PermissionRequest", rules))
         env = clean_env(CODEX_HOME=str(home), RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         codex = await codex_exec(work, env)
         message = await slack.wait_for_message(timeout=60)
         await slack.type(message, "not in this repo", user="U0BOB")
         await slack.press_enter(message, user="U0BOB")
-        _, err = await asyncio.wait_for(codex.communicate(), 90)
-        assert codex.returncode == 0, err.decode()[-2000:]
+        await finished(codex, 90)
         assert not (work / "never-made").exists()
         (output,) = model.outputs()
         assert "not in this repo" in output
@@ -100,8 +72,7 @@ async def test_the_rules_block_a_command_before_it_runs_without_any_connection(
         hooks = relay_hook("PreToolUse", rules, capture=capture)
         home = codex_home(tmp_path / "codex", model, hooks)
         codex = await codex_exec(work, clean_env(CODEX_HOME=str(home)))
-        _, err = await asyncio.wait_for(codex.communicate(), 90)
-        assert codex.returncode == 0, err.decode()[-2000:]
+        await finished(codex, 90)
         assert (work / "keep").is_dir()
         (output,) = model.outputs()
         assert "recursive deletes are never allowed" in output
@@ -128,11 +99,9 @@ async def test_codex_asks_the_team_through_mcp_under_approval_policy_never(
         ]
     }
     async with (
-        FakeSlack(signing_secret=SECRET) as slack,
-        relay_server(slack) as relay,
+        team_and_relay() as (slack, relay),
         scripted_model("", tool="ask_user_question", arguments=question) as model,
     ):
-        slack.add_user("U0ALICE", name="alice")
         server = (
             "\n[mcp_servers.relay]\n"
             f'command = "{RELAY}"\n'
@@ -148,8 +117,7 @@ async def test_codex_asks_the_team_through_mcp_under_approval_policy_never(
         message = await slack.wait_for_message(timeout=60)
         assert "Which environment?" in json.dumps(message.blocks)
         await slack.click(message, "prod", user="U0ALICE")
-        _, err = await asyncio.wait_for(codex.communicate(), 90)
-        assert codex.returncode == 0, err.decode()[-2000:]
+        await finished(codex, 90)
         (output,) = model.outputs()
         parts = json.loads(output)  # an MCP result: a list of text parts
         text = " ".join(p["text"] for p in parts) if isinstance(parts, list) else str(parts)

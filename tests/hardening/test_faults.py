@@ -14,7 +14,6 @@ import json
 import logging
 import signal
 import time
-import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,7 +22,6 @@ from typing import Any
 import aiohttp
 import pytest
 from redis_server import RedisServer
-from slack_sdk.signature import SignatureVerifier
 
 from relay import (
     AskUserQuestionAnswer,
@@ -36,8 +34,8 @@ from relay.client import RelayProvider
 from relay.events import AskEvent
 from relay.store import AskStatus
 from relay.testing import FakeMessage, FakeSlack
-from tests.server_env import SECRET as SERVER_SECRET
-from tests.server_env import TOKEN, Relay, free_port, relay_env, start_relay
+from tests.replica_env import Cluster, post_click, running_cluster
+from tests.server_env import TOKEN, Relay
 from tests.slack_env import Env, ask_id_of, first_button, question, slack_env
 
 OUTCOMES = frozenset({"answered", "timed_out", "aborted", "closed", "failed"})
@@ -285,53 +283,10 @@ ASK = AskUserQuestionRequest.from_dict(
 )
 
 
-@dataclass
-class Cluster:
-    slack: FakeSlack
-    redis: RedisServer
-    a: Relay
-    b: Relay
-
-    async def restart(self, name: str) -> Relay:
-        old: Relay = getattr(self, name)
-        await old.stop(signal.SIGKILL)
-        new = await start_relay(old.env)
-        setattr(self, name, new)
-        return new
-
-
 @pytest.fixture
 async def cluster(redis_server: RedisServer) -> AsyncIterator[Cluster]:
-    async with FakeSlack(signing_secret=SERVER_SECRET) as slack:
-        for user in ("U0ALICE", "U0BOB"):
-            slack.add_user(user, name=user[2:].lower())
-        env = {"REDIS_URL": redis_server.url}
-        a, b = await asyncio.gather(
-            start_relay(relay_env(slack, free_port(), **env)),
-            start_relay(relay_env(slack, free_port(), **env)),
-        )
-        slack.interactivity_url = f"{b.url}/slack/events"
-        cluster = Cluster(slack, redis_server, a, b)
-        try:
-            yield cluster
-        finally:
-            for relay in (cluster.a, cluster.b):
-                if relay.process.returncode is None:
-                    await relay.stop()
-
-
-async def deliver(session: aiohttp.ClientSession, relay: Relay, payload: dict[str, Any]) -> int:
-    """POST a click to one replica, signed as Slack signs it; its HTTP status."""
-    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
-    stamp = str(int(time.time()))
-    signature = SignatureVerifier(SERVER_SECRET).generate_signature(timestamp=stamp, body=body)
-    headers = {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": signature,
-    }
-    async with session.post(f"{relay.url}/slack/events", data=body, headers=headers) as response:
-        return response.status
+    async with running_cluster(redis_server) as cluster:
+        yield cluster
 
 
 def agent(relay: Relay, *, timeout: float | None = None) -> RelayProvider:
@@ -415,7 +370,7 @@ async def test_a_replica_killed_mid_answer_loses_no_answer(cluster: Cluster) -> 
                 message, first_button(message), user="U0ALICE"
             )
             try:
-                return message, await deliver(session, relay, payload)
+                return message, (await post_click(relay, payload, session))[0]
             except aiohttp.ClientError:
                 return message, None  # the replica died under it: Slack shows an error
 

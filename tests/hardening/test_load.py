@@ -17,7 +17,6 @@ import os
 import random
 import re
 import time
-import urllib.parse
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -26,10 +25,10 @@ from typing import Any
 import aiohttp
 import pytest
 from redis_server import RedisServer
-from slack_sdk.signature import SignatureVerifier
 
 from relay.testing import FakeMessage, FakeSlack
-from tests.server_env import SECRET, TOKEN, Relay, free_port, relay_env, start_relay
+from tests.replica_env import post_click, start_replicas
+from tests.server_env import SECRET, TOKEN, Relay
 from tests.slack_env import ask_id_of
 
 ASKS = 1_000
@@ -67,20 +66,17 @@ async def cluster(redis_server: RedisServer) -> AsyncIterator[Cluster]:
             slack.add_user(person, name=person[3:].lower())
         # One token drives the whole load: lift its own limits (tests/hardening/test_requests.py
         # covers them).
-        env = {
-            "REDIS_URL": redis_server.url,
-            "RELAY_RATE_LIMIT": "100000",
-            "RELAY_MAX_PENDING": "5000",
+        replicas = await start_replicas(
+            slack,
+            redis_server.url,
+            RELAY_RATE_LIMIT="100000",
+            RELAY_MAX_PENDING="5000",
             # Each ask names a channel of its own (load_round): the operator lists them all.
-            "RELAY_ALLOWED_CHANNELS": ",".join(
+            RELAY_ALLOWED_CHANNELS=",".join(
                 f"C{seed}LOAD{i:04d}"
                 for seed, asks in ((1, WARMUP_ASKS), (2, ASKS))
                 for i in range(asks)
             ),
-        }
-        replicas = await asyncio.gather(
-            start_relay(relay_env(slack, free_port(), **env)),
-            start_relay(relay_env(slack, free_port(), **env)),
         )
         connector = aiohttp.TCPConnector(limit=CONCURRENCY)
         async with aiohttp.ClientSession(connector=connector) as session:
@@ -127,17 +123,8 @@ async def click(cluster: Cluster, relay: Relay, message: FakeMessage, person: st
         "value": str(index),
     }
     payload = cluster.slack.build_block_actions(message, action, user=person)
-    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
-    stamp = str(int(time.time()))
-    headers = {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Slack-Request-Timestamp": stamp,
-        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(
-            timestamp=stamp, body=body
-        ),
-    }
-    async with cluster.session.post(f"{relay.url}/slack/events", data=body, headers=headers) as r:
-        return r.status
+    status, _ = await post_click(relay, payload, cluster.session)
+    return status
 
 
 INBOUND = "inbound (state 01)"  # an established connection from this test's client
