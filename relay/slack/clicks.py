@@ -26,12 +26,11 @@ from relay.slack import notices
 from relay.slack.background import Background
 from relay.slack.editing import EditIntake
 from relay.slack.failures import SLACK_FAILURES
-from relay.slack.final import final_of
+from relay.slack.final import answered_of, final_of
 from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click, ClickKind, Notice, decide
 from relay.slack.people import Gatekeeper
-from relay.slack.render import render_outcome
 from relay.slack.voting import VoteIntake
 from relay.store import AskRecord, MessageRef, StoreUnavailable, utcnow
 
@@ -273,14 +272,7 @@ class ClickIntake:
         item: AskUserQuestionAnswerItem,
         message: MessageRef,
     ) -> None:
-        final = render_outcome(
-            record.request.questions[index],
-            outcome="answered",
-            item=item,
-            agent=record.request.agent,
-            index=index,
-            count=len(record.request.questions),
-        )
+        final = answered_of(record, index, item)
         await self._messages.update(record.id, message, final, index=index)
 
     def _repair_if_stale(

@@ -27,9 +27,9 @@ from relay.slack import notices
 from relay.slack.background import Background
 from relay.slack.edit_form import edit_view, editable_fields, read_edit_view, too_long
 from relay.slack.failures import SLACK_FAILURES
+from relay.slack.final import answered_of
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
-from relay.slack.render import render_outcome
 from relay.slack.text import cut
 from relay.store import AskRecord, MessageRef, utcnow
 
@@ -261,14 +261,7 @@ class EditIntake:
     def _show_final(
         self, record: AskRecord, index: int, click: Click, item: AskUserQuestionAnswerItem
     ) -> None:
-        final = render_outcome(
-            record.request.questions[index],
-            outcome="answered",
-            item=item,
-            agent=record.request.agent,
-            index=index,
-            count=len(record.request.questions),
-        )
+        final = answered_of(record, index, item)
         message = self._message_of(record, index, click)
         self._background.spawn(self._messages.update(record.id, message, final, index=index))
 

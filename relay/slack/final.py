@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from relay.asks.rules import outcome_of
+from relay.questions import AskUserQuestionAnswerItem
 from relay.slack.render import RenderedQuestion, render_outcome
 from relay.store import AskRecord
 
-__all__ = ["ended", "final_of"]
+__all__ = ["answered_of", "ended", "final_of"]
 
 
 def ended(record: AskRecord | None, index: int) -> bool:
@@ -28,4 +29,16 @@ def final_of(record: AskRecord, index: int) -> RenderedQuestion:
         index=index,
         count=len(record.request.questions),
         timeout=record.target.timeout,
+    )
+
+
+def answered_of(record: AskRecord, index: int, item: AskUserQuestionAnswerItem) -> RenderedQuestion:
+    """How question ``index`` of ``record`` shows once ``item`` answered it."""
+    return render_outcome(
+        record.request.questions[index],
+        outcome="answered",
+        item=item,
+        agent=record.request.agent,
+        index=index,
+        count=len(record.request.questions),
     )

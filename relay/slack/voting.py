@@ -17,9 +17,9 @@ from relay.errors import UserInteractionError
 from relay.questions import AskUserQuestionAnswerItem
 from relay.slack import notices
 from relay.slack.background import Background
+from relay.slack.final import answered_of
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
-from relay.slack.render import render_outcome
 from relay.store import AskRecord, MessageRef, VoteResult
 
 __all__ = ["VoteIntake"]
@@ -113,17 +113,11 @@ class VoteIntake:
             counted = sum(1 for v in result.votes if v.version == result.version)
             notify(click, notices.vote_counted(question, label, counted))
         elif result.outcome in ("decided", "completed") and result.record is not None:
-            final = render_outcome(
-                question,
-                outcome="answered",
-                item=result.record.responses[click.index],
-                agent=record.request.agent,
-                index=click.index,
-                count=len(record.request.questions),
-            )
-            self._background.spawn(
-                self._messages.update(record.id, message, final, index=click.index)
-            )
+            answer = result.record.responses[click.index]
+            if answer is not None:  # (decided: the store holds it)
+                final = answered_of(record, click.index, answer)
+                update = self._messages.update(record.id, message, final, index=click.index)
+                self._background.spawn(update)
         elif result.outcome == "already_voted":
             mine = next(
                 (
