@@ -189,9 +189,11 @@ def _votes(votes: object, question_id: object) -> str:
             continue
         by = vote.get("by") or vote.get("answered_by") or vote.get("voter") or {}
         who = by.get("id") if isinstance(by, dict) else by
-        choice = vote.get("selected") or vote.get("choice") or vote.get("vote")
+        choice = vote.get("label") or vote.get("selected") or vote.get("choice") or vote.get("vote")
         if isinstance(choice, list):
             choice = "+".join(str(c) for c in choice)
         at = vote.get("at") or vote.get("answered_at")
-        shown.append(f"{who}: {choice}" + (f" at {at}" if at else ""))
+        version = vote.get("version")
+        on = f" (v{version})" if isinstance(version, int) and version > 1 else ""
+        shown.append(f"{who}: {choice}{on}" + (f" at {at}" if at else ""))
     return "; ".join(shown)

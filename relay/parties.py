@@ -78,25 +78,43 @@ class Responder(_Party):
 
 @dataclass(frozen=True, slots=True)
 class Vote:
-    """One person's vote on a question that needs several: who, which label, when."""
+    """One person's vote on a question that needs several: who, which label, when, and on
+    which version of the question (an edited tool call is a new version; the original is 1)."""
 
     by: Responder
     label: str
     at: datetime
+    version: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (audit metadata, as in the API record)."""
-        return {"by": self.by.to_dict(), "label": self.label, "at": self.at.isoformat()}
+        """The JSON form (audit metadata, as in the API record); ``version`` only past 1."""
+        out: dict[str, Any] = {
+            "by": self.by.to_dict(),
+            "label": self.label,
+            "at": self.at.isoformat(),
+        }
+        if self.version != 1:
+            out["version"] = self.version
+        return out
 
     def to_store(self) -> dict[str, Any]:
         """The stored form: ``to_dict`` with the voter's ``Responder.to_store``."""
-        return {"by": self.by.to_store(), "label": self.label, "at": self.at.isoformat()}
+        out: dict[str, Any] = {
+            "by": self.by.to_store(),
+            "label": self.label,
+            "at": self.at.isoformat(),
+        }
+        if self.version != 1:
+            out["version"] = self.version
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Vote:
         """Read ``to_dict``'s or ``to_store``'s output."""
+        version = data.get("version", 1)
         return cls(
             by=Responder.from_dict(data["by"]),
             label=str(data["label"]),
             at=datetime.fromisoformat(str(data["at"])),
+            version=version if isinstance(version, int) and not isinstance(version, bool) else 1,
         )

@@ -94,14 +94,21 @@ def edit_view(metadata: str) -> dict[str, Any]:
     }
 
 
-def edit_app(slack: FakeSlack, submissions: list[dict[str, Any]]) -> AsyncApp:
+def edit_app(
+    slack: FakeSlack, submissions: list[dict[str, Any]], clicks: list[dict[str, Any]]
+) -> AsyncApp:
     """Opens the edit form on "Edit…"; refuses a command that targets prod with an error
     under its field; else approves the edited command in the message. Keeps every
-    submission it receives in ``submissions``."""
+    submission it receives in ``submissions`` and every "Approve" click in ``clicks``."""
     app = AsyncApp(
         client=AsyncWebClient(token=BOT_TOKEN, base_url=slack.base_url),
         signing_secret=slack.signing_secret,
     )
+
+    @app.action("approve")
+    async def approve(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        clicks.append(body)
 
     @app.action("edit")
     async def edit(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
@@ -142,6 +149,7 @@ class Standin:
     slack: FakeSlack
     url: str
     submissions: list[dict[str, Any]]
+    clicks: list[dict[str, Any]]
 
 
 async def _no_asks(_: web.Request) -> web.Response:
@@ -154,7 +162,8 @@ async def running_standin() -> AsyncIterator[Standin]:
     async with FakeSlack(bot_token=BOT_TOKEN) as slack:
         sandbox = Sandbox(slack, channel=DEFAULT_CHANNEL, allowed_users=None)
         submissions: list[dict[str, Any]] = []
-        web_app = edit_app(slack, submissions).web_app(path="/slack/events")
+        clicks: list[dict[str, Any]] = []
+        web_app = edit_app(slack, submissions, clicks).web_app(path="/slack/events")
         # The port first: the page asks this server's own (empty) ask listing, as the
         # sandbox's page asks its relay, so its answers panel polls without an error.
         sock = socket.socket()
@@ -167,7 +176,7 @@ async def running_standin() -> AsyncIterator[Standin]:
         await web.SockSite(runner, sock).start()
         slack.interactivity_url = f"{url}/slack/events"
         try:
-            yield Standin(slack=slack, url=url, submissions=submissions)
+            yield Standin(slack=slack, url=url, submissions=submissions, clicks=clicks)
         finally:
             await runner.cleanup()
 

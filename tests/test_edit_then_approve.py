@@ -356,15 +356,33 @@ async def test_an_input_too_long_for_a_form_is_never_shown_cut() -> None:
         assert pending["status"] == "pending"
 
 
-async def test_with_a_quorum_no_edit_is_offered_yet() -> None:
-    # An edit would be a new version every approver must vote on again (not built yet):
-    # until then no one person's edit may stand in for the quorum.
-    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+async def test_over_socket_mode_the_form_answers_in_the_ack() -> None:
+    # The relay's answer to view_submission travels as the ack's payload; a field error keeps
+    # the form open with the message under the field, an accepted edit closes it.
+    schema = {"type": "object", "properties": {"replicas": {"type": "integer"}}}
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, socket_mode=True) as relay,
+    ):
         people(slack)
-        status, _ = await relay.request(
-            "POST", "/v1/approvals", json={**body(), "approvals_required": 2}
-        )
-        assert status == 201
+        await slack.wait_for_socket(timeout=15)
+        request = {
+            "tool": "deploy",
+            "input": {"replicas": 3},
+            "agent": AGENT,
+            "editable": True,
+            "input_schema": schema,
+        }
+        status, created = await relay.request("POST", "/v1/approvals", json=request)
+        assert status == 201, created
         message = await slack.wait_for_message(timeout=15)
-        assert "Allow once" in str(message.blocks)
-        assert "Edit…" not in str(message.blocks)
+        await slack.click(message, "Edit…", user="U0BOB")
+        modal = await slack.wait_for_modal(user="U0BOB", timeout=10)
+        modal.fill("replicas", "three")
+        refused = await slack.submit_view(modal)
+        assert (refused.outcome, set(refused.errors)) == ("errors", {"f:replicas"}), refused
+        assert json.loads(refused.body)["response_action"] == "errors"
+        modal.fill("replicas", "5")
+        assert (await slack.submit_view(modal)).outcome == "closed"
+        decision = (await decided(relay, created["id"]))["decision"]
+        assert decision["updated_input"] == {"replicas": 5}

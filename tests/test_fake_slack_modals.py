@@ -13,6 +13,7 @@ import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -296,6 +297,16 @@ REFUSED_VIEWS = [
         {"blocks": [input_block("b", "L" * 2001, {"type": "plain_text_input"})]},
         "must be less than 2001 characters [json-pointer:/view/blocks/0/label/text]",
         id="label-2001",
+    ),
+    pytest.param(  # an emoji outside the BMP is 2 UTF-16 code units: 26
+        {"title": plain("😀" * 13)},
+        "must be less than 25 characters [json-pointer:/view/title/text]",
+        id="title-13-emoji",
+    ),
+    pytest.param(
+        {"blocks": [input_block("b", "😀" * 1001, {"type": "plain_text_input"})]},
+        "must be less than 2001 characters [json-pointer:/view/blocks/0/label/text]",
+        id="label-1001-emoji",
     ),
     pytest.param(
         {"private_metadata": "m" * 3001},
@@ -769,3 +780,57 @@ async def test_a_button_in_the_modal_sends_block_actions_from_the_view(
     assert payload["view"]["state"]["values"]["command"]["value"]["value"] == "ls"
     pushed = await client.views_push(trigger_id=payload["trigger_id"], view=edit_view())
     assert pushed["view"]["root_view_id"] == modal.stack[0].id
+
+
+async def test_over_socket_mode_slack_reads_an_ack_payload_only_where_the_envelope_accepts_one(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    """A bare WebSocket app, so each ack is exactly what is sent: ``{envelope_id, payload}``,
+    ``payload`` being what an HTTP app would answer in its body."""
+    opened = await AsyncWebClient(base_url=slack.base_url).apps_connections_open(
+        app_token="xapp-raw"
+    )
+    errors = {"response_action": "errors", "errors": {"count": "Too many"}}
+    async with aiohttp.ClientSession() as session:
+        ws = await session.ws_connect(str(opened["url"]))
+        assert (await ws.receive_json(timeout=5))["type"] == "hello"
+
+        async def answer(payload: object = None, **fields: Any) -> dict[str, Any]:
+            envelope: dict[str, Any] = await ws.receive_json(timeout=5)
+            ack: dict[str, Any] = {"envelope_id": envelope["envelope_id"], **fields}
+            if payload is not None:
+                ack["payload"] = payload
+            await ws.send_json(ack)
+            return envelope
+
+        message = await post_ask(client, slack)
+        click = asyncio.create_task(slack.click(message, "Edit…", user="U0BOB"))
+        clicked = await answer(errors)  # a block_actions envelope does not accept one
+        assert clicked["accepts_response_payload"] is False
+        assert (await click).body == ""
+        await client.views_open(trigger_id=clicked["payload"]["trigger_id"], view=edit_view())
+        modal = slack.open_modal("U0BOB")
+
+        submit = asyncio.create_task(slack.submit_view(modal))
+        submitted = await answer(errors)
+        assert submitted["accepts_response_payload"] is True
+        assert submitted["payload"]["type"] == "view_submission"
+        assert (await submit).outcome == "errors"
+        assert modal.errors == {"count": "Too many"}
+
+        submit = asyncio.create_task(slack.submit_view(modal))
+        await answer("not an object")
+        refused = await submit
+        assert (refused.outcome, modal.is_open) == ("failed", True)
+        assert "not a JSON object" in str(refused.problem)
+
+        submit = asyncio.create_task(slack.submit_view(modal))
+        await answer({"response_action": "update", "view": edit_view(callback_id="second")})
+        assert (await submit).outcome == "updated"
+        assert modal.top.definition["callback_id"] == "second"
+
+        submit = asyncio.create_task(slack.submit_view(modal))
+        await answer()  # an ack without a payload: the view closes, as an empty HTTP 200
+        assert (await submit).outcome == "closed"
+        assert not modal.is_open
+        await ws.close()

@@ -144,6 +144,13 @@ async def test_a_malformed_key_is_refused_and_nothing_is_posted(
             "POST", "/v1/asks", json=ASK, headers={"Idempotency-Key": bad}
         )
         assert (status, body["error"]["code"]) == (400, "BAD_REQUEST")
+        # An approval the client's rules allow at once posts nothing either, and is refused
+        # all the same (the fuzz found it answered 200 with the key unread).
+        allowed = {**APPROVAL, "client_verdict": "allow"}
+        status, body = await relay.request(
+            "POST", "/v1/approvals", json=allowed, headers={"Idempotency-Key": bad}
+        )
+        assert (status, body["error"]["code"]) == (400, "BAD_REQUEST")
     assert slack.calls_to("chat.postMessage") == []
 
 

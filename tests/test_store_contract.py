@@ -36,6 +36,7 @@ from relay import (
     AskUserQuestionRequest,
     Responder,
 )
+from relay.edits import Edit, edit_custom
 from relay.store import (
     AskError,
     AskRecord,
@@ -1154,6 +1155,74 @@ async def test_votes_on_an_unknown_ask_or_question_are_refused(stores: Stores) -
     await store.create(record=record)
     with pytest.raises(IndexError):
         await store.vote(ask_id=record.id, index=3, item=reply(), required=2, veto=frozenset())
+
+
+def edited(
+    version: int, *, by: str = "U2", command: str = "apply staging"
+) -> AskUserQuestionAnswerItem:
+    """An edit of question 0's tool call made version ``version``, as its editor's vote."""
+    custom = edit_custom(Edit({"command": command}, "Yes", version, by))
+    return replace(reply(by=by), selected=(), custom=custom)
+
+
+async def test_an_edit_is_a_new_version_and_only_its_votes_count(stores: Stores) -> None:
+    store, veto = stores.main, frozenset({"No"})
+    record = new_ask()
+    await store.create(record=record)
+    assert await store.revisions(ask_id=record.id) == (None,)
+    first = await store.vote(ask_id=record.id, index=0, item=reply(by="U1"), required=2, veto=veto)
+    assert (first.outcome, first.version, first.revision) == ("counted", 1, None)
+    # U2 edits: version 2, with U2's vote for it; U1's vote on version 1 no longer counts.
+    edit = edited(2)
+    revised = await stores.replica().revise(
+        ask_id=record.id, index=0, item=edit, required=2, veto=veto
+    )
+    assert (revised.outcome, revised.version, revised.revision) == ("counted", 2, edit.custom)
+    assert [(v.by.id, v.version) for v in revised.votes] == [("U1", 1), ("U2", 2)]
+    assert await store.revisions(ask_id=record.id) == (edit.custom,)
+    # A click on the message as it was (version 1) is stale, and so is a second edit of it.
+    stale = await store.vote(ask_id=record.id, index=0, item=reply(by="U3"), required=2, veto=veto)
+    assert (stale.outcome, stale.version) == ("stale_version", 2)
+    racing = await store.revise(
+        ask_id=record.id, index=0, item=edited(2, by="U3", command="x"), required=2, veto=veto
+    )
+    assert racing.outcome == "stale_version"
+    # U1 votes again, on version 2 this time: a vote per person and version.
+    mine = replace(edit, answered_by=Responder("U1", "name of U1"))
+    last = await store.vote(ask_id=record.id, index=0, item=mine, required=2, veto=veto)
+    assert last.outcome == "completed"
+    got = await stores.replica().get(ask_id=record.id)
+    assert got is not None
+    answer = got.responses[0]
+    assert answer is not None
+    # The answer is exactly version 2 (its edit), by the vote that completed its quorum.
+    assert (answer.selected, answer.custom) == ((), edit.custom)
+    assert answer.answered_by == Responder("U1", "name of U1")
+    assert [(v.by.id, v.version) for v in answer.votes] == [("U1", 1), ("U2", 2), ("U1", 2)]
+
+
+async def test_a_vote_twice_on_one_version_and_a_veto_on_an_edited_one(stores: Stores) -> None:
+    store, veto = stores.main, frozenset({"No"})
+    record = new_ask()
+    await store.create(record=record)
+    await store.revise(ask_id=record.id, index=0, item=edited(2), required=3, veto=veto)
+    twice = await store.vote(
+        ask_id=record.id,
+        index=0,
+        item=replace(edited(2), answered_at=datetime.now(UTC)),
+        required=3,
+        veto=veto,
+        version=2,
+    )
+    assert twice.outcome == "already_voted"
+    no = reply(by="U3", label="No")
+    result = await store.vote(ask_id=record.id, index=0, item=no, required=3, veto=veto, version=2)
+    assert result.outcome == "completed"
+    assert result.record is not None
+    answer = result.record.responses[0]
+    assert answer is not None
+    assert (answer.selected, answer.custom) == (("No",), None)
+    assert [(v.label, v.version) for v in answer.votes] == [("Yes", 2), ("No", 2)]
 
 
 async def test_replicas_racing_votes_count_each_exactly_once(redis_stores: Stores) -> None:

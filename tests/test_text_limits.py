@@ -29,7 +29,8 @@ from relay.slack.team import tally_block
 from relay.slack.text import block_text_length, escape
 from relay.store.record import AskRecord, Target
 
-# Slack's documented limits per kind of text (characters as sent, after escaping).
+# Slack's documented limits per kind of text (characters as sent, after escaping), counted in
+# UTF-16 code units: Slack names no unit, and an emoji counts 2 in them, 1 in code points.
 SECTION, FIELD, CONTEXT, HEADER, BUTTON, OPTION, PLACEHOLDER, LABEL = (
     3000,
     2000,
@@ -44,13 +45,18 @@ MARKDOWN = 12_000
 MEASURED_REFUSAL = 11_341  # slackapi/bolt-js#2867: the least text Slack was seen to refuse
 
 
+def units(text: str) -> int:
+    """UTF-16 code units, counted here rather than by the relay's own ``units``."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def over_limit(blocks: list[dict[str, Any]]) -> list[str]:
     """Every text in ``blocks`` longer than its kind allows, described."""
     bad: list[str] = []
 
     def check(where: str, text: dict[str, Any] | None, limit: int) -> None:
-        if text is not None and len(text["text"]) > limit:
-            bad.append(f"{where}: {len(text['text'])} > {limit}")
+        if text is not None and units(text["text"]) > limit:
+            bad.append(f"{where}: {units(text['text'])} > {limit}")
 
     for block in blocks:
         kind = block["type"]
@@ -64,8 +70,8 @@ def over_limit(blocks: list[dict[str, Any]]) -> list[str]:
         elif kind == "header":
             check("header", block["text"], HEADER)
         elif kind == "markdown":
-            if len(block["text"]) > MARKDOWN:
-                bad.append(f"markdown: {len(block['text'])}")
+            if units(block["text"]) > MARKDOWN:
+                bad.append(f"markdown: {units(block['text'])}")
         elif kind == "input":
             check("label", block["label"], LABEL)
         elif kind == "actions":
@@ -179,7 +185,7 @@ def test_a_mention_list_fits_and_counts_what_it_leaves_out(mentions: list[str], 
         assert "other" in shown or "people and groups" in shown
 
 
-_EXTREME = st.sampled_from(["&", "<", ">", "x", "&<>", " ", "é", "<!here>", "*"])
+_EXTREME = st.sampled_from(["&", "<", ">", "x", "&<>", " ", "é", "<!here>", "*", "😀", "&😀"])
 
 
 @st.composite
@@ -231,3 +237,16 @@ def test_every_text_of_every_message_fits_whatever_the_input(
     for blocks in (live.blocks, *outcomes):
         assert over_limit(blocks) == []
         assert block_text_length(blocks) <= MESSAGE_CHARS < MEASURED_REFUSAL
+        assert sum(units(text) for text in texts_of(blocks)) == block_text_length(blocks)
+
+
+def texts_of(node: Any) -> list[str]:
+    """Every ``text`` string in ``node``, as Slack totals them for ``msg_blocks_too_long``."""
+    if isinstance(node, list):
+        return [text for item in node for text in texts_of(item)]
+    if not isinstance(node, dict):
+        return []
+    found: list[str] = []
+    for key, value in node.items():
+        found.extend([value] if key == "text" and isinstance(value, str) else texts_of(value))
+    return found

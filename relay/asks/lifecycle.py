@@ -232,26 +232,42 @@ class AskLifecycle:
         self.events.emit(name, record.id, question=question, by=by, waited=waited)
 
     async def vote(
-        self, record: AskRecord, index: int, item: AskUserQuestionAnswerItem, *, by: str | None
+        self,
+        record: AskRecord,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        *,
+        by: str | None,
+        version: int = 1,
+        revise: bool = False,
     ) -> VoteResult:
-        """Count ``item`` (one label, by one person) as a vote on question ``index``, which
-        needs ``approvals_required`` votes for an option or one for a ``veto`` label.
+        """Count ``item`` (one label, by one person; or the question's current edit) as a
+        vote on question ``index`` at ``version``, which needs ``approvals_required`` votes
+        for an option or one for a ``veto`` label. With ``revise``, ``item`` is an edited
+        call made the question's next version and its editor's vote (``Votes.revise``).
 
         Raises ``UserInteractionError`` for a label the question does not offer, and
-        whatever the store raises. The store counts each person once, atomically.
+        whatever the store raises. The store counts each person once a version, atomically.
         """
         question = record.request.questions[index]
         validate_answer_item(question, item, index=index)
-        result = await self.store.vote(
-            ask_id=record.id,
-            index=index,
-            item=item,
-            required=question.quorum,
-            veto=frozenset(question.veto or ()),
-        )
+        required, veto = question.quorum, frozenset(question.veto or ())
+        if revise:
+            result = await self.store.revise(
+                ask_id=record.id, index=index, item=item, required=required, veto=veto
+            )
+        else:
+            result = await self.store.vote(
+                ask_id=record.id,
+                index=index,
+                item=item,
+                required=required,
+                veto=veto,
+                version=version,
+            )
         if result.outcome in ("counted", "decided", "completed"):
             self.events.emit(
-                "voted", record.id, question=question.id, by=by, votes=len(result.votes)
+                "voted", record.id, question=question.id, by=by, votes=_on_version(result)
             )
         if result.outcome in ("decided", "completed"):
             self._answered(record, question.id, item, by=by, last=result.outcome == "completed")
@@ -363,3 +379,8 @@ def known(ask_id: str, record: AskRecord | None) -> AskRecord:
             f"ask {ask_id} is not in the store (it expired or was lost); ask again",
         )
     return record
+
+
+def _on_version(result: VoteResult) -> int:
+    """How many votes count on the version being voted (an edit's replaced the others)."""
+    return sum(1 for v in result.votes if v.version == result.version)

@@ -333,7 +333,8 @@ def decide_answer(
             ),
             None,
         )
-    voters = [v.by.display_name for v in item.votes if v.label == choice]
+    version = edit.version if edit is not None else 1
+    voters = [v.by.display_name for v in item.votes if v.label == choice and v.version == version]
     if len(voters) > 1:  # a quorum: everyone whose vote counted, in the order they voted
         name = ", ".join(voters[:-1]) + f" and {voters[-1]}"
     edited = ""

@@ -54,7 +54,10 @@ def _person(by: Responder | None) -> dict[str, Any] | None:
 
 
 def _vote(vote: Vote) -> dict[str, Any]:
-    return {**(_person(vote.by) or {}), "label": vote.label, "at": _time(vote.at)}
+    out = {**(_person(vote.by) or {}), "label": vote.label, "at": _time(vote.at)}
+    if vote.version != 1:  # on an edited call's version (receipts of unedited votes unchanged)
+        out["version"] = vote.version
+    return out
 
 
 def _decision(item: AskUserQuestionAnswerItem | None, question_id: str) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from relay.questions import MAX_APPROVALS, AgentRef
 from relay.records import iso_time
 from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
+from relay.server.idempotency import read_key
 from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.record import AskRecord, AskStatus, utcnow
 
@@ -120,6 +121,7 @@ class ApprovalApi:
         """``POST /v1/approvals``: a grant's decision at once (200), or a pending ask (201)."""
         owner: str = request[OWNER]
         wait = self._asks.wait_param(request)
+        read_key(request)  # a malformed key is refused even where the rules decide at once
         body = await self._asks.json_body(request, hint="send less of the tool input")
         approval, target = _read_approval(body)
         client = body.get("client_verdict") if isinstance(body, Mapping) else None

@@ -294,6 +294,12 @@ VOTE_SCHEMA = {
         "by": {"$ref": "#/components/schemas/Person"},
         "label": {"type": "string"},
         "at": {"type": "string", "format": "date-time"},
+        "version": {
+            "type": "integer",
+            "minimum": 2,
+            "description": "The version of an edited tool call this vote was cast on (absent:"
+            " the original). Only votes on the version that decided count toward it.",
+        },
     },
 }
 ERROR_BODY_SCHEMA = {

@@ -7,14 +7,13 @@ nobody reads a deny as an answer or has to guess what an allow let through.
 
 from __future__ import annotations
 
-import difflib
-import json
 from dataclasses import replace
 
 from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem
 from relay.slack.team import votes_text
-from relay.slack.text import chunks, escape, mention
+from relay.slack.text import chunks, escape, mention, units, within
+from relay.slack.versions import edit_diff
 
 __all__ = ["OUTCOME_LINE_CHARS", "answered_line", "slack_date"]
 
@@ -42,13 +41,10 @@ def _edited(
     edit: who edited, and the input's change as a diff (original first)."""
     edit = read_edit(item.custom)
     intent = question.intent if question is not None else None
-    if edit is None or intent is None or intent.edit is None:
+    if question is None or edit is None or intent is None or intent.edit is None:
         return item, ""
-    before = json.dumps(dict(intent.edit.input), indent=2, ensure_ascii=False).splitlines()
-    after = json.dumps(dict(edit.input), indent=2, ensure_ascii=False).splitlines()
-    diff = "\n".join(difflib.unified_diff(before, after, "shown", "allowed", lineterm="", n=2))
     shown = f"\n:pencil2: Edited by {mention(edit.edited_by)} (version {edit.version}), then"
-    shown += f" allowed as edited:\n```{escape(diff)}```"
+    shown += f" allowed as edited:\n```{escape(edit_diff(question, edit))}```"
     return replace(item, selected=(edit.choice,), custom=None), shown
 
 
@@ -94,8 +90,8 @@ def answered_line(
     line += edited
     if item.votes:
         line += f"\nVotes: {votes_text(item.votes)}"
-    if len(line) <= OUTCOME_LINE_CHARS:
+    if within(line, OUTCOME_LINE_CHARS):
         return line
     # The whole answer went to the agent; the message shows as much as its room holds.
     note = "… _(shortened here; the agent has the whole answer)_"
-    return chunks(line, OUTCOME_LINE_CHARS - len(note))[0].rstrip() + note
+    return chunks(line, OUTCOME_LINE_CHARS - units(note))[0].rstrip() + note

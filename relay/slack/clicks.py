@@ -26,11 +26,13 @@ from relay.slack import notices
 from relay.slack.background import Background
 from relay.slack.editing import EditIntake
 from relay.slack.failures import SLACK_FAILURES
+from relay.slack.final import final_of
 from relay.slack.installation import Installation
-from relay.slack.messages import SlackMessages, final_of
+from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click, ClickKind, Notice, decide
 from relay.slack.people import Gatekeeper
 from relay.slack.render import render_outcome
+from relay.slack.voting import VoteIntake
 from relay.store import AskRecord, MessageRef, StoreUnavailable, utcnow
 
 __all__ = ["ClickIntake"]
@@ -60,12 +62,9 @@ class ClickIntake:
         self._installation = installation
         self.repair_after: timedelta = REPAIR_AFTER
         self._edits = EditIntake(
-            life=life,
-            messages=messages,
-            gatekeeper=gatekeeper,
-            background=background,
-            installation=installation,
+            life=life, messages=messages, background=background, judge=self.judge
         )
+        self._votes = VoteIntake(life=life, messages=messages, background=background)
 
     async def handle(self, click: Click) -> dict[str, str] | None:
         """Apply one click; one whose check would wait on Slack is applied after the ack.
@@ -90,19 +89,16 @@ class ClickIntake:
         self._background.lend_session()
         notify = self._messages.notify
         try:
-            installation = await self._installation()
+            foreign = await self._foreign(click)
         except SLACK_FAILURES:
             _log.exception("auth.test failed; cannot check which workspace a click came from")
             notify(click, notices.cannot_record())
             return
-        events = self._life.events
-        foreign = installation.refusal(click)
         if foreign is not None:
-            # Signed with our secret but from another installation: never ours to answer.
-            events.emit("refused", click.ask_id, user=click.user_id, why=foreign)
             if foreign != "foreign_app":  # another app's click is no message of ours
                 notify(click, notices.foreign_installation(), fallback=False)
             return
+        events = self._life.events
         claims = self._life.claims
         known = claims.known(ask_id=click.ask_id) if claims is not None else None
         refusal: str | None = None
@@ -130,11 +126,7 @@ class ClickIntake:
             notify(click, notices.no_longer_pending(None))
             return
         expected = record.messages[click.index] if click.index < len(record.messages) else None
-        if expected is not None and (click.channel_id, click.message_ts) != (
-            expected.channel,
-            expected.ts,
-        ):
-            events.emit("refused", record.id, user=click.user_id, why="message_mismatch")
+        if self._mismatched(record, click):
             return
         existing = record.responses[click.index] if click.index < len(record.responses) else None
         if not record.pending or existing is not None:
@@ -155,6 +147,44 @@ class ClickIntake:
             notify(click, refusal)
             return
         await self._answer(record, click, expected)
+
+    async def judge(self, record: AskRecord, click: Click) -> str | None:
+        """Why ``click``'s user may not act on ``record``'s question (a private notice), or
+        ``None``: the same checks, in the same order and with the same events, as a click
+        on its buttons gets. For the edit form, which cannot wait for Slack's ack."""
+        try:
+            foreign = await self._foreign(click)
+        except SLACK_FAILURES:
+            _log.exception("auth.test failed; cannot check which workspace an edit came from")
+            return notices.cannot_record()
+        if foreign is not None:
+            return notices.foreign_installation()
+        if self._mismatched(record, click):
+            return notices.not_allowed()
+        refusal = await self._gatekeeper.refusal(widened(record, now=time.time()), click.user_id)
+        if refusal is not None:
+            self._life.events.emit("refused", record.id, user=click.user_id, why="not_allowed")
+        return refusal
+
+    async def _foreign(self, click: Click) -> str | None:
+        """Why ``click`` is another installation's (an event's ``why``, emitted), or
+        ``None``. Raises ``SLACK_FAILURES`` when Slack cannot say which installation this is."""
+        foreign = (await self._installation()).refusal(click)
+        if foreign is not None:
+            # Signed with our secret but from another installation: never ours to answer.
+            self._life.events.emit("refused", click.ask_id, user=click.user_id, why=foreign)
+        return foreign
+
+    def _mismatched(self, record: AskRecord, click: Click) -> bool:
+        """Whether ``click`` came from another message than its question's (emitted)."""
+        expected = record.messages[click.index] if click.index < len(record.messages) else None
+        if expected is None or (click.channel_id, click.message_ts) == (
+            expected.channel,
+            expected.ts,
+        ):
+            return False
+        self._life.events.emit("refused", record.id, user=click.user_id, why="message_mismatch")
+        return True
 
     async def _claim_at_once(self, record: AskRecord, click: Click) -> bool:
         """Answer a click by someone who may, on an ask whose unchanging part this process
@@ -214,7 +244,7 @@ class ClickIntake:
             notify(click, notices.notice_text(decision, question, batch=count > 1))
             return
         if question.quorum > 1:
-            await self._vote(record, click, expected, decision)
+            await self._votes.cast(record, click, expected, decision)
             return
         try:
             result = await self._life.answer(record, click.index, decision, by=click.user_id)
@@ -252,56 +282,6 @@ class ClickIntake:
             count=len(record.request.questions),
         )
         await self._messages.update(record.id, message, final, index=index)
-
-    async def _vote(
-        self,
-        record: AskRecord,
-        click: Click,
-        expected: MessageRef | None,
-        decision: AskUserQuestionAnswerItem,
-    ) -> None:
-        """A click on a question that needs several votes: count it, show the tally."""
-        notify = self._messages.notify
-        question = record.request.questions[click.index]
-        if decision.custom is not None or len(decision.selected) != 1:
-            notify(click, notices.vote_needs_an_option(question))
-            return
-        try:
-            result = await self._life.vote(record, click.index, decision, by=click.user_id)
-        except UserInteractionError as exc:
-            notify(click, notices.not_recorded(str(exc)))
-            return
-        except Exception:
-            _log.exception("store failed while recording a vote on ask %s", record.id)
-            notify(click, notices.cannot_record())
-            return
-        message = expected or MessageRef(click.channel_id or "", click.message_ts or "")
-        count = len(record.request.questions)
-        if result.outcome == "counted":
-            shown = self._messages.show_live(record, click.index, message, result.votes)
-            self._background.spawn(shown)
-            notify(click, notices.vote_counted(question, decision.selected[0], len(result.votes)))
-        elif result.outcome in ("decided", "completed") and result.record is not None:
-            final = render_outcome(
-                question,
-                outcome="answered",
-                item=result.record.responses[click.index],
-                agent=record.request.agent,
-                index=click.index,
-                count=count,
-            )
-            self._background.spawn(
-                self._messages.update(record.id, message, final, index=click.index)
-            )
-        elif result.outcome == "already_voted":
-            mine = next((v for v in result.votes if v.by.id == click.user_id), None)
-            notify(click, notices.already_voted(mine.label if mine else decision.selected[0]))
-        elif result.outcome == "already_answered" and result.record is not None:
-            winner = result.record.responses[click.index]
-            if winner is not None:
-                notify(click, notices.already_answered(winner))
-        else:
-            notify(click, notices.no_longer_pending(result.record))
 
     def _repair_if_stale(
         self, record: AskRecord, index: int, answer: AskUserQuestionAnswerItem | None

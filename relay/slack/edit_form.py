@@ -18,6 +18,7 @@ from typing import Any
 
 from relay.intents import ToolEdit
 from relay.slack.kit import plain
+from relay.slack.text import cut, within
 
 __all__ = [
     "EDIT_CALLBACK",
@@ -82,11 +83,11 @@ def _kind(schema: Mapping[str, Any]) -> str:
 
 
 def _block_id(name: str) -> str:
-    return f"f:{name}"[:255]
+    return cut(f"f:{name}", 255)  # Slack counts UTF-16 code units (relay.slack.text)
 
 
 def _label(name: str) -> str:
-    return (name or "Input (JSON)")[:2000]
+    return cut(name or "Input (JSON)", 2000)
 
 
 def _input_block(name: str, schema: Mapping[str, Any], value: object) -> dict[str, Any]:
@@ -98,7 +99,7 @@ def _input_block(name: str, schema: Mapping[str, Any], value: object) -> dict[st
         "optional": True,
     }
     if isinstance(schema.get("description"), str) and schema["description"].strip():
-        block["hint"] = plain(schema["description"][:2000])
+        block["hint"] = plain(cut(schema["description"], 2000))
     if kind == "enum":
         options = [plain_option(json.dumps(v, ensure_ascii=False)) for v in schema["enum"][:100]]
         element: dict[str, Any] = {
@@ -126,14 +127,14 @@ def _input_block(name: str, schema: Mapping[str, Any], value: object) -> dict[st
         if kind == "json" or name in _CODE_FIELDS or "\n" in text or len(text) > _SHORT:
             element["multiline"] = True
         if text:
-            element["initial_value"] = text[:_TEXT_MAX]
+            element["initial_value"] = cut(text, _TEXT_MAX)
     block["element"] = element
     return block
 
 
 def plain_option(value: str, *, text: str | None = None) -> dict[str, Any]:
     """A select or checkbox option whose value is ``value`` (at most 150 characters)."""
-    return {"text": plain((text or value)[:75]), "value": value[:150]}
+    return {"text": plain(cut(text or value, 75)), "value": cut(value, 150)}
 
 
 def too_long(edit: ToolEdit) -> bool:
@@ -148,23 +149,36 @@ def too_long(edit: ToolEdit) -> bool:
             text = json.dumps(value, ensure_ascii=False, indent=2)
         else:
             continue
-        if len(text) > _TEXT_MAX:
+        if not within(text, _TEXT_MAX):
             return True
     return False
 
 
 def edit_view(
-    edit: ToolEdit, *, metadata: str, choices: tuple[str, ...], who: str
+    edit: ToolEdit,
+    *,
+    metadata: str,
+    choices: tuple[str, ...],
+    who: str,
+    quorum: int = 1,
+    version: int = 1,
 ) -> dict[str, Any]:
-    """The modal for editing ``edit``'s input; ``choices`` are the allow options offered
-    (the first is the default); ``metadata`` names the ask and question."""
+    """The modal for editing ``edit``'s input (as it stands at ``version``); ``choices`` are
+    the allow options offered (the first is the default); ``metadata`` names the ask and
+    question. With a ``quorum`` the edit is a new version others vote on."""
+    then = "submitting allows the edited call, exactly as you leave it here."
+    if quorum > 1:
+        then = (
+            f"submitting makes it version {version + 1}, with your vote to allow it; votes on"
+            f" version {version} no longer count, and {quorum} people must allow the new one."
+        )
     blocks: list[dict[str, Any]] = [
         {
             "type": "section",
             "text": {
                 "type": "mrkdwn",
                 "text": f"*{_escape(who)}* wants to use `{_escape(edit.tool)}`. Fix the input;"
-                " submitting allows the edited call, exactly as you leave it here.",
+                f" {then}",
             },
         }
     ]
@@ -189,7 +203,7 @@ def edit_view(
         "type": "modal",
         "callback_id": EDIT_CALLBACK,
         "title": plain(_TITLE),
-        "submit": plain("Allow edited call"),
+        "submit": plain("Allow edited call" if quorum <= 1 else "Vote to allow"),
         "close": plain("Cancel"),
         "private_metadata": metadata,
         "blocks": blocks,

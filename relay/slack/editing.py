@@ -12,26 +12,25 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
 from relay.asks.lifecycle import AskLifecycle
-from relay.asks.rules import widened
-from relay.edits import Edit, edit_custom
+from relay.edits import Edit, edit_custom, read_edit
 from relay.errors import UserInteractionError
+from relay.intents import ToolEdit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
 from relay.slack import notices
 from relay.slack.background import Background
 from relay.slack.edit_form import edit_view, editable_fields, read_edit_view, too_long
 from relay.slack.failures import SLACK_FAILURES
-from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
-from relay.slack.people import Gatekeeper
 from relay.slack.render import render_outcome
+from relay.slack.text import cut
 from relay.store import AskRecord, MessageRef, utcnow
 
 __all__ = ["EditIntake", "allow_choices"]
@@ -50,9 +49,24 @@ def _editable(record: AskRecord | None, index: int) -> AskUserQuestionItem | Non
         return None
     question = record.request.questions[index]
     intent = question.intent
-    if intent is None or intent.edit is None or question.quorum > 1:
+    if intent is None or intent.edit is None:
         return None
     return question
+
+
+async def _standing(
+    life: AskLifecycle, record: AskRecord, index: int, edit: ToolEdit
+) -> tuple[ToolEdit, str | None, int]:
+    """The call as it stands to be voted on: the latest edit's input (a question decided
+    by one person is never revised), that edit's ``custom`` text, and its version."""
+    if record.request.questions[index].quorum <= 1:
+        return edit, None, 1
+    revisions = await life.store.revisions(ask_id=record.id)
+    revision = revisions[index] if index < len(revisions) else None
+    current = read_edit(revision)
+    if current is None:
+        return edit, None, 1
+    return replace(edit, input=current.input), revision, current.version
 
 
 class EditIntake:
@@ -63,31 +77,15 @@ class EditIntake:
         *,
         life: AskLifecycle,
         messages: SlackMessages,
-        gatekeeper: Gatekeeper,
         background: Background,
-        installation: Callable[[], Awaitable[Installation]],
+        judge: Callable[[AskRecord, Click], Awaitable[str | None]],
     ) -> None:
         self._life = life
         self._messages = messages
-        self._gatekeeper = gatekeeper
         self._background = background
-        self._installation = installation
-
-    async def _refusal(self, record: AskRecord, click: Click) -> str | None:
-        """Why ``click``'s user may not edit ``record`` (a private notice), or ``None``."""
-        try:
-            installation = await self._installation()
-        except SLACK_FAILURES:
-            return notices.cannot_record()
-        if installation.refusal(click) is not None:
-            return notices.foreign_installation()
-        expected = record.messages[click.index] if click.index < len(record.messages) else None
-        if expected is not None and (click.channel_id, click.message_ts) != (
-            expected.channel,
-            expected.ts,
-        ):
-            return notices.not_allowed()
-        return await self._gatekeeper.refusal(widened(record, now=time.time()), click.user_id)
+        # ClickIntake.judge: an edit is judged by exactly the rules a click is (the
+        # installation, the question's own message, who may answer), events included.
+        self._refusal = judge
 
     async def open(self, click: Click) -> None:
         """Open the edit form for ``click`` (an "Edit…" click), or say privately why not."""
@@ -111,19 +109,31 @@ class EditIntake:
             return
         refusal = await self._refusal(record, click)
         if refusal is not None:
-            self._life.events.emit("refused", record.id, user=click.user_id, why="not_allowed")
             notify(click, refusal)
             return
-        edit = question.intent.edit
-        assert edit is not None
+        assert question.intent.edit is not None
+        try:
+            edit, _, version = await _standing(
+                self._life, record, click.index, question.intent.edit
+            )
+        except Exception:
+            _log.exception("store unreachable while opening an edit of ask %s", record.id)
+            notify(click, notices.cannot_record())
+            return
         if too_long(edit):
             notify(click, notices.edit_too_long())
             return
         who = record.request.agent.display_name if record.request.agent else "An agent"
-        metadata = json.dumps(
-            {"a": record.id, "i": click.index, "c": click.channel_id, "t": click.message_ts}
+        where = {"a": record.id, "i": click.index, "c": click.channel_id, "t": click.message_ts}
+        metadata = json.dumps({**where, "v": version} if version > 1 else where)
+        view = edit_view(
+            edit,
+            metadata=metadata,
+            choices=allow_choices(question),
+            who=who,
+            quorum=question.quorum,
+            version=version,
         )
-        view = edit_view(edit, metadata=metadata, choices=allow_choices(question), who=who)
         try:
             client = self._messages.lean.client
             await client.views_open(trigger_id=click.trigger_id or "", view=view)
@@ -160,8 +170,9 @@ class EditIntake:
             return {first: _decided(existing)}
         refusal = await self._refusal(record, click)
         if refusal is not None:
-            self._life.events.emit("refused", record.id, user=user_id, why="not_allowed")
             return {first: refusal}
+        if question.quorum > 1:
+            return await self._vote(record, question, click, edit)
         read = read_edit_view(edit, values, allow_choices(question))
         if not isinstance(read, tuple):
             return read
@@ -182,21 +193,84 @@ class EditIntake:
             _log.exception("store failed while recording an edit of ask %s", ask_id)
             return {first: "relay could not record this now; submit again."}
         if result.outcome in ("accepted", "completed"):
-            message = MessageRef(click.channel_id or "", click.message_ts or "")
-            if index < len(record.messages) and record.messages[index] is not None:
-                message = record.messages[index] or message
-            final = render_outcome(
-                question,
-                outcome="answered",
-                item=item,
-                agent=record.request.agent,
-                index=index,
-                count=len(record.request.questions),
-            )
-            self._background.spawn(self._messages.update(record.id, message, final, index=index))
+            self._show_final(record, index, click, item)
             return None
         winner = result.record.responses[index] if result.record is not None else None
         return {first: _decided(winner)}
+
+    async def _vote(
+        self, record: AskRecord, question: AskUserQuestionItem, click: Click, original: ToolEdit
+    ) -> dict[str, str] | None:
+        """A submitted form on a question decided by votes: a changed input is the call's
+        next version, with its editor's vote; an unchanged one a vote on the version shown."""
+        values, index = click.values or {}, click.index
+        first = _first_block(values, original)
+        failed = {first: "relay could not record this now; submit again."}
+        try:
+            edit, revision, version = await _standing(self._life, record, index, original)
+        except Exception:
+            _log.exception("store unreachable while applying an edit of ask %s", record.id)
+            return failed
+        if version != click.version:
+            return {first: _replaced(version)}
+        read = read_edit_view(edit, values, allow_choices(question))
+        if not isinstance(read, tuple):
+            return read
+        edited, choice = read
+        by = Responder(id=click.user_id, name=click.user_name, team=click.team_id)
+        item = AskUserQuestionAnswerItem(
+            id=question.id, selected=(choice,), answered_by=by, answered_at=utcnow()
+        )
+        revise = edited != dict(edit.input)
+        if revise:
+            custom = edit_custom(Edit(edited, choice, version + 1, click.user_id))
+            item = replace(item, selected=(), custom=custom)
+        elif (current := read_edit(revision)) is not None and choice == current.choice:
+            item = replace(item, selected=(), custom=revision)  # a vote for the edit shown
+        try:
+            result = await self._life.vote(
+                record, index, item, by=click.user_id, version=version, revise=revise
+            )
+        except UserInteractionError as exc:
+            return {first: str(exc)}
+        except Exception:
+            _log.exception("store failed while recording an edit of ask %s", record.id)
+            return failed
+        message = self._message_of(record, index, click)
+        if result.outcome == "counted":
+            shown = self._messages.show_live(record, index, message, result.votes, result.revision)
+            self._background.spawn(shown)
+            return None
+        if result.outcome in ("decided", "completed") and result.record is not None:
+            answer = result.record.responses[index]
+            if answer is not None:
+                self._show_final(record, index, click, answer)
+            return None
+        if result.outcome == "stale_version":
+            self._background.spawn(self._messages.show_live(record, index, message))
+            return {first: _replaced(result.version)}
+        if result.outcome == "already_voted":
+            return {first: "You already voted on this version; a vote cannot be changed."}
+        winner = result.record.responses[index] if result.record is not None else None
+        return {first: _decided(winner)}
+
+    def _message_of(self, record: AskRecord, index: int, click: Click) -> MessageRef:
+        known = record.messages[index] if index < len(record.messages) else None
+        return known or MessageRef(click.channel_id or "", click.message_ts or "")
+
+    def _show_final(
+        self, record: AskRecord, index: int, click: Click, item: AskUserQuestionAnswerItem
+    ) -> None:
+        final = render_outcome(
+            record.request.questions[index],
+            outcome="answered",
+            item=item,
+            agent=record.request.agent,
+            index=index,
+            count=len(record.request.questions),
+        )
+        message = self._message_of(record, index, click)
+        self._background.spawn(self._messages.update(record.id, message, final, index=index))
 
     def _form_error(self, values: Mapping[str, Any], text: str) -> dict[str, str]:
         block = next(iter(values), None)
@@ -205,8 +279,15 @@ class EditIntake:
 
 def _first_block(values: Mapping[str, Any], edit: Any) -> str:
     name = editable_fields(edit)[0][0]
-    block = f"f:{name}"[:255]
+    block = cut(f"f:{name}", 255)  # as edit_form names it
     return block if block in values or not values else next(iter(values))
+
+
+def _replaced(version: int) -> str:
+    return (
+        f"Someone edited this call while you did (it is now version {version}), so your edit"
+        " was not applied: close this form, read the message as it shows now, and edit again."
+    )
 
 
 def _decided(winner: AskUserQuestionAnswerItem | None) -> str:

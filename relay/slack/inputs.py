@@ -16,7 +16,7 @@ from relay.errors import bad_request
 from relay.questions import AskUserQuestionItem
 from relay.slack import kit
 from relay.slack.kit import mrkdwn, plain
-from relay.slack.text import chunks, escape, shorten
+from relay.slack.text import chunks, escape, shorten, within
 
 __all__ = [
     "ACTION_CHECKS",
@@ -59,9 +59,12 @@ ACTION_TEXT = "relay.text"
 ACTION_EDIT = "relay.edit"  # a tool approval's "Edit…": opens the edit modal
 
 
-def block_id(ask_id: str, index: int, part: str) -> str:
-    """The routing id of an interactive block of question ``index`` of ask ``ask_id``."""
-    return f"{BLOCK_PREFIX}:{ask_id}:{index}:{part}"
+def block_id(ask_id: str, index: int, part: str, version: int = 1) -> str:
+    """The routing id of an interactive block of question ``index`` of ask ``ask_id``, as
+    shown at ``version`` (an edited call's; the part then ends in ``.v{version}``, so a click
+    says which version its clicker saw, and Slack drops what was typed for the one before)."""
+    suffix = f".v{version}" if version > 1 else ""
+    return f"{BLOCK_PREFIX}:{ask_id}:{index}:{part}{suffix}"
 
 
 def sections(escaped: str) -> list[dict[str, Any]]:
@@ -77,7 +80,7 @@ def _on_buttons(question: AskUserQuestionItem) -> bool:
 def _numbered(question: AskUserQuestionItem) -> bool:
     """Whether some label is longer than its element shows (the options get numbers)."""
     shows = BUTTON_CHARS if _on_buttons(question) else LABEL_CHARS
-    return any(len(" ".join(o.label.split())) > shows for o in question.options or ())
+    return any(not within(" ".join(o.label.split()), shows) for o in question.options or ())
 
 
 def _shown(question: AskUserQuestionItem, index: int, limit: int) -> str:
@@ -143,7 +146,7 @@ def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> lis
         if question.multi_select:
             elements.append(kit.button("Submit", ACTION_SUBMIT, "submit", "primary"))
     intent = question.intent
-    if intent is not None and intent.edit is not None and question.quorum <= 1:
+    if intent is not None and intent.edit is not None:
         # Offered only where the harness runs an edited call (the intent carries the edit).
         elements.append(kit.button("Edit…", ACTION_EDIT, "edit"))
     if batch:
@@ -164,10 +167,17 @@ def _field_label(question: AskUserQuestionItem) -> str:
 
 
 def input_blocks(
-    question: AskUserQuestionItem, ask_id: str, index: int, batch: bool, *, describe: bool = True
+    question: AskUserQuestionItem,
+    ask_id: str,
+    index: int,
+    batch: bool,
+    *,
+    describe: bool = True,
+    version: int = 1,
 ) -> list[dict[str, Any]]:
     """The question's buttons, menu or checkboxes (option descriptions on menu entries
-    unless ``describe`` is false), *Skip* in a batch, and the Enter-sending text field."""
+    unless ``describe`` is false), *Skip* in a batch, and the Enter-sending text field,
+    routed to the question's ``version``."""
     options = question.options or ()
     if len(options) > MAX_OPTIONS:
         raise bad_request(
@@ -178,12 +188,16 @@ def input_blocks(
     elements = _elements(question, batch, describe)
     if elements:
         blocks.append(
-            {"type": "actions", "block_id": block_id(ask_id, index, "act"), "elements": elements}
+            {
+                "type": "actions",
+                "block_id": block_id(ask_id, index, "act", version),
+                "elements": elements,
+            }
         )
     blocks.append(
         {
             "type": "input",
-            "block_id": block_id(ask_id, index, "text"),
+            "block_id": block_id(ask_id, index, "text", version),
             "dispatch_action": True,
             "label": plain(_field_label(question), kit.INPUT_LABEL_CHARS),
             "element": {

@@ -8,6 +8,10 @@ inside an escape (``&amp;``) or a Slack token (``<@U…>``, ``<!date^…|…>``)
 Callers shorten first where they can say something better (a label's full text listed under
 the question, "and 87 others"); this is the last line, so no message is refused for length.
 
+Characters are counted as UTF-16 code units (``text.units``: an emoji outside the Basic
+Multilingual Plane counts 2), the larger of the two readings of Slack's "characters", so a
+cut never leaves more than Slack could count; nor does it split such an emoji.
+
 Limits from Slack's Block Kit reference (docs.slack.dev/reference/block-kit): a text
 object 3,000 (a section's text, a context element), a section field 2,000, a header 150, a
 button's text 75, an option's text and description 75, a placeholder 150, an input's label
@@ -18,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from relay.slack.text import cut, head, units, within
 
 __all__ = [
     "BUTTON_CHARS",
@@ -57,22 +63,22 @@ _ENTITY_CHARS = 5  # the longest escape relay writes: "&amp;"
 def fit(text: str, limit: int) -> str:
     """``text`` (mrkdwn, escaped where it is someone else's) in ``limit`` characters at most:
     cut before any escape or ``<…>`` token the cut would break, marked with "…"."""
-    if len(text) <= limit:
+    if within(text, limit):
         return text
-    cut = max(limit - len(_CUT), 0)
-    opened = text.rfind("<", 0, cut)
-    if opened >= 0 and text.rfind(">", opened, cut) < 0:
-        cut = opened  # inside a token: "<@U12" or "<!date^1|at" would show as garbage
-    amp = text.rfind("&", max(0, cut - _ENTITY_CHARS + 1), cut)
-    if amp >= 0 and ";" not in text[amp:cut]:
-        cut = amp  # "&am" is no escape: Slack would refuse nothing, but show "&am"
-    return text[:cut] + _CUT
+    at = head(text, max(limit - len(_CUT), 0))
+    opened = text.rfind("<", 0, at)
+    if opened >= 0 and text.rfind(">", opened, at) < 0:
+        at = opened  # inside a token: "<@U12" or "<!date^1|at" would show as garbage
+    amp = text.rfind("&", max(0, at - _ENTITY_CHARS + 1), at)
+    if amp >= 0 and ";" not in text[amp:at]:
+        at = amp  # "&am" is no escape: Slack would refuse nothing, but show "&am"
+    return text[:at] + _CUT
 
 
 def plain(text: str, limit: int = SECTION_CHARS) -> dict[str, Any]:
     """A ``plain_text`` object (shown as it is: Slack parses nothing in it) of at most
     ``limit`` characters."""
-    shown = text if len(text) <= limit else text[: limit - len(_CUT)] + _CUT
+    shown = text if within(text, limit) else cut(text, limit - len(_CUT)) + _CUT
     return {"type": "plain_text", "text": shown, "emoji": True}
 
 
@@ -123,13 +129,13 @@ def mention_list(mentions: Sequence[str], limit: int) -> str:
     ``limit`` characters, the rest counted: "<@U1>, <@U2> and 87 others". Whole tokens only:
     a cut one would show as garbage and ping nobody."""
     joined = ", ".join(mentions)
-    if len(joined) <= limit:
+    if within(joined, limit):
         return joined
     room = limit - len(f" and {len(mentions)} others")  # the longest tail it may need
     shown: list[str] = []
     used = 0
     for token in mentions:
-        size = len(token) + (2 if shown else 0)
+        size = units(token) + (2 if shown else 0)
         if used + size > room:
             break
         shown.append(token)

@@ -18,7 +18,6 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.asks.rules import outcome_of
 from relay.errors import ErrorCode, UserInteractionError
 from relay.events import Events
 from relay.questions import Vote
@@ -26,6 +25,8 @@ from relay.slack import kit
 from relay.slack.background import Background
 from relay.slack.coalesce import Coalescer
 from relay.slack.failures import SLACK_FAILURES
+from relay.slack.final import ended as _ended
+from relay.slack.final import final_of
 from relay.slack.parse import Click
 from relay.slack.private import tell_privately
 from relay.slack.reminders import escalation_note, escalation_text, reminder_text
@@ -38,7 +39,7 @@ from relay.slack.render import (
 from relay.slack.webapi import LeanCalls
 from relay.store import AskRecord, AskStore, MessageRef, StoreUnavailable
 
-__all__ = ["SlackMessages", "Unrecorded", "final_of"]
+__all__ = ["SlackMessages", "Unrecorded"]
 
 _log = logging.getLogger("relay.slack")
 
@@ -331,16 +332,25 @@ class SlackMessages:
         index: int,
         message: MessageRef,
         votes: Sequence[Vote] | None = None,
+        revision: str | None = None,
     ) -> None:
-        """Show question ``index`` still open: its tally (``votes``, or the store's) and
-        whether it was escalated. Coalesced per message (``TALLY_GAP``): a request while one
-        is shown waits, the newest replacing the others, and reads the votes afresh."""
+        """Show question ``index`` still open: its tally (``votes`` and the edit voted on,
+        ``revision``, or the store's) and whether it was escalated. Coalesced per message
+        (``TALLY_GAP``): a request while one is shown waits, the newest replacing the
+        others, and reads the votes afresh."""
         key = (record.id, index)
         cast = None if self._tallies.busy(key) else votes
-        await self._tallies.run(key, lambda: self._show_live_once(record, index, message, cast))
+        await self._tallies.run(
+            key, lambda: self._show_live_once(record, index, message, cast, revision)
+        )
 
     async def _show_live_once(
-        self, record: AskRecord, index: int, message: MessageRef, votes: Sequence[Vote] | None
+        self,
+        record: AskRecord,
+        index: int,
+        message: MessageRef,
+        votes: Sequence[Vote] | None,
+        revision: str | None,
     ) -> bool:
         """One live update; whether the question has ended (its final update then shown).
         The ask is read after: an update that landed after the question's final one would
@@ -350,6 +360,8 @@ class SlackMessages:
                 return True  # its final update is the ending's own
             cast = await self._store.votes(ask_id=record.id)
             votes = cast[index] if index < len(cast) else ()
+            revisions = await self._store.revisions(ask_id=record.id)
+            revision = revisions[index] if index < len(revisions) else None
         live = render_question(
             record.request.questions[index],
             ask_id=record.id,
@@ -359,6 +371,7 @@ class SlackMessages:
             deadline=record.deadline,
             votes=tuple(votes),
             note=escalation_note(record, now=time.time()),
+            revision=revision,
         )
         await self.update(record.id, message, live)
         current = await self._store.get(ask_id=record.id)
@@ -375,25 +388,3 @@ class SlackMessages:
         # The click's response_url first (it reaches non-members), then chat.postEphemeral.
         async with self._background.slots:
             await tell_privately(self.lean, click, text, fallback=fallback)
-
-
-def _ended(record: AskRecord | None, index: int) -> bool:
-    """Whether question ``index`` of ``record`` is answered, or the ask over (or unknown)."""
-    if record is None or not record.pending:
-        return True
-    return index < len(record.responses) and record.responses[index] is not None
-
-
-def final_of(record: AskRecord, index: int) -> RenderedQuestion:
-    """How question ``index`` of the ended ``record`` shows for good: its answer (a person's
-    or the default it took) or how the ask ended."""
-    response = record.responses[index] if index < len(record.responses) else None
-    return render_outcome(
-        record.request.questions[index],
-        outcome="answered" if response is not None else outcome_of(record),  # type: ignore[arg-type]
-        item=response,
-        agent=record.request.agent,
-        index=index,
-        count=len(record.request.questions),
-        timeout=record.target.timeout,
-    )

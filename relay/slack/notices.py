@@ -158,6 +158,14 @@ def already_voted(label: str) -> str:
     )
 
 
+def stale_version(version: int) -> str:
+    """For a vote or an edit on a version of a tool call that another edit replaced."""
+    return (
+        f"This call was edited meanwhile (now version {version}), so your vote on the version"
+        " you saw was not counted: read the message as it shows now, and vote on that."
+    )
+
+
 def vote_needs_an_option(question: AskUserQuestionItem) -> str:
     """For typed text or a skip on a question decided by votes."""
     return (

@@ -105,20 +105,30 @@ class Click:
     """What opens a modal for this click (``views.open``), for 3 seconds."""
     values: Mapping[str, Any] | None = None
     """A submitted edit form's ``view.state.values`` (``ClickKind.SAVE`` only)."""
+    version: int = 1
+    """The version of the question the clicker was shown (an edited tool call is a new
+    version; see ``relay.store.votes``): from the block's id, or the edit form's metadata."""
 
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _route(block: str) -> tuple[str, int, str] | None:
+def _route(block: str) -> tuple[str, int, int] | None:
+    """The ask id, question index and version a block's id routes to (``block_id``)."""
     parts = block.split(":")
     if len(parts) != 4 or parts[0] != BLOCK_PREFIX:
         return None
     _, ask_id, index, part = parts
     if not ask_id or len(ask_id) > _MAX_ID or not _digits(index):
         return None
-    return ask_id, int(index), part
+    version = 1
+    if ".v" in part:
+        part, _, shown = part.partition(".v")
+        if not _digits(shown) or int(shown) < 2:
+            return None
+        version = int(shown)
+    return ask_id, int(index), version
 
 
 def _digits(text: str) -> bool:
@@ -144,8 +154,8 @@ def _state_of(payload: Mapping[str, Any], block: str, action: str) -> Mapping[st
     return element if isinstance(element, _MAPPING) else None
 
 
-def _ticked(payload: Mapping[str, Any], ask_id: str, index: int) -> tuple[int, ...]:
-    act = block_id(ask_id, index, "act")
+def _ticked(payload: Mapping[str, Any], ask_id: str, index: int, version: int) -> tuple[int, ...]:
+    act = block_id(ask_id, index, "act", version)
     for action in (ACTION_CHECKS, ACTION_MULTI):
         element = _state_of(payload, act, action)
         if element is None:
@@ -157,8 +167,8 @@ def _ticked(payload: Mapping[str, Any], ask_id: str, index: int) -> tuple[int, .
     return ()
 
 
-def _typed(payload: Mapping[str, Any], ask_id: str, index: int) -> str | None:
-    element = _state_of(payload, block_id(ask_id, index, "text"), ACTION_TEXT)
+def _typed(payload: Mapping[str, Any], ask_id: str, index: int, version: int) -> str | None:
+    element = _state_of(payload, block_id(ask_id, index, "text", version), ACTION_TEXT)
     return _str(element.get("value")) if element is not None else None
 
 
@@ -180,7 +190,7 @@ def parse_edit_submission(payload: Mapping[str, Any]) -> Click | None:
     try:
         meta = json.loads(view.get("private_metadata") or "")
         ask_id, index = str(meta["a"]), int(meta["i"])
-        channel, ts = meta.get("c"), meta.get("t")
+        channel, ts, version = meta.get("c"), meta.get("t"), int(meta.get("v", 1))
     except (ValueError, KeyError, TypeError):
         return None
     user_id, team = _str(user.get("id")), _object(payload.get("team"))
@@ -203,6 +213,7 @@ def parse_edit_submission(payload: Mapping[str, Any]) -> Click | None:
         else _str(enterprise),
         is_enterprise_install=payload.get("is_enterprise_install") is True,
         values=_object(_object(view.get("state")).get("values")),
+        version=version,
     )
 
 
@@ -223,9 +234,9 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
     route = _route(block) if block else None
     if action_id is None or route is None:
         return None
-    ask_id, index, _part = route
+    ask_id, index, version = route
     option: int | None = None
-    text = _typed(payload, ask_id, index)
+    text = _typed(payload, ask_id, index, version)
     if action_id.startswith(ACTION_OPTION + "."):
         kind, option = ClickKind.OPTION, _index(action.get("value"))
         if action_id != f"{ACTION_OPTION}.{option}":
@@ -267,7 +278,7 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         or _str(user.get("team_id")),
         api_app_id=_str(payload.get("api_app_id")),
         option=option,
-        ticked=_ticked(payload, ask_id, index),
+        ticked=_ticked(payload, ask_id, index, version),
         text=text,
         response_url=_str(payload.get("response_url")),
         # As slack_bolt.request.internals.extract_enterprise_id: an object or a bare id.
@@ -277,6 +288,7 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         is_enterprise_install=payload.get("is_enterprise_install") is True,
         request=request,
         trigger_id=_str(payload.get("trigger_id")),
+        version=version,
     )
 
 

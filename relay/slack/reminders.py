@@ -10,7 +10,7 @@ from collections.abc import Collection
 from relay.asks.rules import escalated, widened
 from relay.slack import kit
 from relay.slack.team import duration_text
-from relay.slack.text import escape_within, mention
+from relay.slack.text import escape_within, mention, within
 from relay.store.record import AskRecord
 
 __all__ = ["escalation_note", "escalation_text", "reminder_text"]
@@ -85,7 +85,7 @@ def escalation_note(record: AskRecord, *, now: float) -> str | None:
     if not who:
         return ":rotating_light: Escalated"
     named = ", ".join(who)
-    if len(named) > _NOTE_CHARS:
+    if not within(named, _NOTE_CHARS):
         named = f"{len(who)} more people and groups"
     return f":rotating_light: Escalated to {named}"
 

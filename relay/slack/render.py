@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from relay.edits import read_edit
 from relay.errors import UserInteractionError, bad_request
 from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem, Vote
 from relay.slack import kit
@@ -52,7 +53,10 @@ from relay.slack.text import (
     inert_markdown,
     mention,
     shorten,
+    units,
+    within,
 )
+from relay.slack.versions import REVISION_CHARS, revision_block
 
 __all__ = [
     "ACTION_CHECKS",
@@ -103,13 +107,14 @@ def _heading_blocks(question: AskUserQuestionItem) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if question.header:
         header = " ".join(question.header.split())
-        if header and len(header) <= HEADER_CHARS:
+        if header and within(header, HEADER_CHARS):
             blocks.append(kit.header(header))
         elif header:
             blocks.extend(sections(f"*{escape(header)}*"))
     # The limit is what the reader sees; Slack's 3,000 per section count the escaped text,
     # which can be longer: it is split over two sections then, or (longer still, as when it
-    # is mostly "&") sent as plain_text, which needs no escaping.
+    # is mostly "&") sent as plain_text, which needs no escaping, when that fits one. (Both
+    # count UTF-16 code units; the reader's limit counts characters.)
     if len(question.question) > SECTION_CHARS:
         raise bad_request(
             f"question {question.id} is {len(question.question)} characters; Slack shows at most"
@@ -120,7 +125,7 @@ def _heading_blocks(question: AskUserQuestionItem) -> list[dict[str, Any]]:
         blocks.append(kit.section("_(no question text)_"))
         return blocks
     text = escape(question.question)
-    if len(text) <= 2 * SECTION_CHARS:
+    if units(text) <= 2 * SECTION_CHARS or not within(question.question, SECTION_CHARS):
         blocks.extend(sections(text))
     else:  # mostly & < >: shown as it is, nothing in plain_text is parsed
         blocks.append({"type": "section", "text": plain(question.question)})
@@ -141,7 +146,7 @@ def _detail_blocks(
         return blocks, []
     detail = inert_markdown(question.detail)
     first = min(MARKDOWN_CHARS, room - _NOTE_CHARS)
-    if len(detail) <= min(MARKDOWN_CHARS, room):
+    if within(detail, min(MARKDOWN_CHARS, room)):
         blocks.append({"type": "markdown", "text": detail})
         return blocks, []
     shown = chunks(detail, first)[0] if first >= _MIN_DETAIL else ""
@@ -204,7 +209,7 @@ def _layout(
     Whatever it lays out keeps ``OUTCOME_LINE_CHARS`` free beside the "Asked by" line, which
     is what lets ``render_outcome`` skip counting its message's text."""
     heading, listing = _heading_blocks(question), option_listing(question)
-    options, tally = len(question.options or ()), TALLY_CHARS if question.quorum > 1 else 0
+    options, tally = len(question.options or ()), _team_chars(question)
     # Most questions fit with room to spare: upper bounds on the text decide it without
     # building the inputs (which costs more than the rest of the render) or, when there is
     # no detail to share the room with, counting any text at all. What fits within the
@@ -224,9 +229,18 @@ def _layout(
     return _measured_layout(question, index, count, heading, listing, fixed)
 
 
+def _team_chars(question: AskUserQuestionItem) -> int:
+    """Room kept for what a vote adds: the tally, and the edit being voted on if any."""
+    if question.quorum <= 1:
+        return 0
+    editable = question.intent is not None and question.intent.edit is not None
+    return TALLY_CHARS + (REVISION_CHARS if editable else 0)
+
+
 def _text_bound(question: AskUserQuestionItem, agent: AgentRef | None) -> int:
     """At least the text in the question's heading, option listing and longest "Asked by"
-    line: escaping makes a character at most five ("&" -> "&amp;"), and what the blocks add
+    line: escaping makes a character at most five ("&" -> "&amp;"; an emoji is two UTF-16
+    code units), and what the blocks add
     (emphasis, numbers, the date token, "question 2 of 3") is under 400, plus 20 an option."""
     raw = len(question.header or "") + len(question.question) + len(question.default or "")
     for option in question.options or ():
@@ -283,17 +297,26 @@ def render_question(
     deadline: float | None = None,
     votes: Sequence[Vote] = (),
     note: str | None = None,
+    revision: str | None = None,
 ) -> RenderedQuestion:
     """The pending message for question ``index`` of ``count``; ``BAD_REQUEST`` if unshowable.
-    A question that needs several votes shows the ``votes`` cast so far; ``note`` (such as
-    that the ask was escalated) ends the line saying who asked."""
+    A question that needs several votes shows the ``votes`` cast so far and, once a tool
+    call was edited, the edit being voted on (``revision``, its ``custom``); ``note`` (such
+    as that the ask was escalated) ends the line saying who asked."""
     layout = _layout(question, agent, index, count)
-    tally = [tally_block(question, votes)] if question.quorum > 1 else []
+    edit = read_edit(revision) if question.quorum > 1 else None
+    version = edit.version if edit is not None else 1
+    shown = revision_block(question, revision) if edit is not None else None
+    tally = [tally_block(question, votes, version)] if question.quorum > 1 else []
+    inputs = input_blocks(
+        question, ask_id, index, count > 1, describe=layout.describe, version=version
+    )
     blocks = [
         *layout.heading,
         *layout.detail,
         *layout.listing,
-        *input_blocks(question, ask_id, index, count > 1, describe=layout.describe),
+        *([shown] if shown is not None else []),
+        *inputs,
         *tally,
         _asked_by(agent, index, count, deadline, question.default, note),
     ]
@@ -349,7 +372,7 @@ def render_outcome(
         layout = _layout(question, agent, index, count)
         heading, detail, listing = layout.heading, layout.detail, layout.listing
         # The layout kept this much room beside a longer "Asked by" line than the ending's.
-        fits = len(line) <= OUTCOME_LINE_CHARS
+        fits = within(line, OUTCOME_LINE_CHARS)
     except UserInteractionError:  # no message could hold it (asked before these limits)
         heading, detail, listing = _heading_blocks(question), [], []
         fits = False

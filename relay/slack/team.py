@@ -17,18 +17,32 @@ TALLY_CHARS = 2000  # room a question that needs several votes keeps for its tal
 
 def votes_text(votes: Sequence[Vote], limit: int = TALLY_CHARS - 200) -> str:
     """The votes cast, as "@alice *Approve*, @bob *Reject*", within ``limit`` characters
-    (the rest counted: "and 87 others")."""
-    cast = [f"{mention(v.by.id)} *{escape(shorten(v.label, 40))}*" for v in votes]
+    (the rest counted: "and 87 others"); once the question was edited, each with the
+    version it was cast on ("@bob *Allow once* (v2)")."""
+    versioned = any(v.version != 1 for v in votes)
+    cast = [
+        f"{mention(v.by.id)} *{escape(shorten(v.label, 40))}*"
+        + (f" (v{v.version})" if versioned else "")
+        for v in votes
+    ]
     return kit.mention_list(cast, limit)
 
 
-def tally_block(question: AskUserQuestionItem, votes: Sequence[Vote]) -> dict[str, Any]:
-    """The live tally under a question that needs several votes."""
+def tally_block(
+    question: AskUserQuestionItem, votes: Sequence[Vote], version: int = 1
+) -> dict[str, Any]:
+    """The live tally under a question that needs several votes: the votes cast on the
+    version being voted (``version``; those on an edited-away one no longer count)."""
     parts = [f"Needs {question.quorum} votes from different people for an option"]
     if question.veto:
         vetoes = kit.mention_list([f"*{escape(shorten(v, 40))}*" for v in question.veto], 600)
         parts[0] += f" ({vetoes}: one vote decides)"
-    parts.append(f"voted: {votes_text(votes, TALLY_CHARS - 800)}" if votes else "no votes yet")
+    if version > 1:
+        parts[0] += f" on version {version}"
+    counted = [v for v in votes if v.version == version]
+    parts.append(f"voted: {votes_text(counted, TALLY_CHARS - 800)}" if counted else "no votes yet")
+    if len(counted) < len(votes):
+        parts.append(f"{len(votes) - len(counted)} on earlier versions no longer count")
     return kit.context(kit.fit(" · ".join(parts), TALLY_CHARS))
 
 

@@ -16,7 +16,10 @@ written after it, so that "[Approve here](https://evil.example)" shows where it 
 
 Lengths: Slack's limits count the characters it receives (a section's 3,000 are escaped
 characters), while a question's own limit is what its reader sees; ``chunks`` never cuts an
-escape apart.
+escape apart. Slack's reference says "characters" without naming a unit, so the relay counts
+the larger reading, UTF-16 code units (``units``): a character outside the Basic Multilingual
+Plane, as most emoji are, counts 2, and what fits that count fits a count of code points too.
+A cut (``head``, ``cut``) never splits such a character.
 """
 
 from __future__ import annotations
@@ -30,11 +33,15 @@ __all__ = [
     "JOINER",
     "block_text_length",
     "chunks",
+    "cut",
     "escape",
     "escape_within",
+    "head",
     "inert_markdown",
     "mention",
     "shorten",
+    "units",
+    "within",
 ]
 
 JOINER = "\u2060"
@@ -59,27 +66,78 @@ _MAX_LABEL = 1000
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 
 
+def units(text: str) -> int:
+    """``text``'s length in UTF-16 code units, the unit the relay counts Slack's limits in:
+    a character outside the Basic Multilingual Plane (most emoji) counts 2."""
+    if text.isascii():
+        return len(text)
+    # surrogatepass: a lone surrogate (JSON allows one) is the one unit it is.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def within(text: str, limit: int) -> bool:
+    """Whether ``text`` is at most ``limit`` UTF-16 code units; counts them only when the
+    number of characters cannot decide it (never fewer units than characters, at most two
+    a character)."""
+    count = len(text)
+    if count > limit:
+        return False
+    return 2 * count <= limit or text.isascii() or units(text) <= limit
+
+
+def head(text: str, limit: int) -> int:
+    """How many of ``text``'s leading characters fit in ``limit`` UTF-16 code units: never
+    half of a character that takes two."""
+    if within(text, limit):
+        return len(text)
+    if limit <= 0:
+        return 0
+    if text.isascii():
+        return limit
+    # The first ``limit`` units lie within the first ``limit`` characters.
+    encoded = text[:limit].encode("utf-16-le", "surrogatepass")[: 2 * limit]
+    prefix = encoded.decode("utf-16-le", "surrogatepass")
+    if prefix and "\ud800" <= prefix[-1] <= "\udbff":
+        prefix = prefix[:-1]  # the first half of a pair the limit cut through
+    if text.startswith(prefix):
+        return len(prefix)
+    # Separate surrogate characters that decoding joined: count them one by one.
+    used = 0
+    for position, char in enumerate(text):
+        used += 2 if char > "\uffff" else 1
+        if used > limit:
+            return position
+    return len(text)
+
+
+def cut(text: str, limit: int) -> str:
+    """The longest start of ``text`` within ``limit`` UTF-16 code units (no mark added)."""
+    return text[: head(text, limit)]
+
+
 def escape(text: str) -> str:
     """Escape text for Slack ``mrkdwn`` so it cannot mention, link or format by accident."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def shorten(text: str, limit: int) -> str:
-    """Fit ``text`` in ``limit`` characters for display, marking the cut with an ellipsis."""
+    """Fit ``text`` in ``limit`` characters (``units``) for display, marking the cut with an
+    ellipsis."""
     text = " ".join(text.split()) or "(blank)"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if within(text, limit) else cut(text, limit - 1) + "…"
 
 
 def escape_within(text: str, limit: int) -> str:
-    """``text`` shortened for display and escaped, ``limit`` characters at most escaped."""
+    """``text`` shortened for display and escaped, ``limit`` characters (``units``) at most
+    escaped."""
     shown = shorten(text, limit)
     escaped = escape(shown)
-    if len(escaped) <= limit:
+    if within(escaped, limit):
         return escaped
     # Cut the reader's text until its escaped form (and the ellipsis) fits.
     keep, used = [], 1
     for char in shown.rstrip("…"):
-        size = len(escape(char))
+        size = units(escape(char))
         if used + size > limit:
             break
         keep.append(escape(char))
@@ -88,21 +146,23 @@ def escape_within(text: str, limit: int) -> str:
 
 
 def chunks(text: str, limit: int) -> list[str]:
-    """Split ``text`` into pieces of at most ``limit`` characters, preferring line breaks,
-    never inside an escape (``&amp;``…). Lossless: ``"".join(chunks(t, n)) == t``."""
+    """Split ``text`` into pieces of at most ``limit`` characters (``units``), preferring line
+    breaks, never inside an escape (``&amp;``…) or a character. Lossless:
+    ``"".join(chunks(t, n)) == t``."""
     pieces: list[str] = []
     rest = text
-    while len(rest) > limit:
-        cut = rest.rfind("\n", 0, limit) + 1
-        if cut <= limit // 2:
-            cut = rest.rfind(" ", 0, limit) + 1
-        if cut <= limit // 2:
-            cut = limit
-        amp = rest.rfind("&", max(0, cut - _ENTITY_CHARS + 1), cut)
-        if amp > 0 and ";" not in rest[amp:cut]:
-            cut = amp  # "…&am|p;" would show "&am" and "p;": cut before the "&"
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
+    while not within(rest, limit):
+        room = max(head(rest, limit), 1)  # (1: a limit of 1 still moves past a wide one)
+        at = rest.rfind("\n", 0, room) + 1
+        if at <= room // 2:
+            at = rest.rfind(" ", 0, room) + 1
+        if at <= room // 2:
+            at = room
+        amp = rest.rfind("&", max(0, at - _ENTITY_CHARS + 1), at)
+        if amp > 0 and ";" not in rest[amp:at]:
+            at = amp  # "…&am|p;" would show "&am" and "p;": cut before the "&"
+        pieces.append(rest[:at])
+        rest = rest[at:]
     if rest:
         pieces.append(rest)
     return pieces
@@ -187,8 +247,9 @@ def inert_markdown(text: str) -> str:
 
 
 def block_text_length(blocks: Iterable[Any]) -> int:
-    """The characters of text in ``blocks`` as Slack totals them for ``msg_blocks_too_long``:
-    every ``text`` string (text objects, markdown blocks, option texts, labels)."""
+    """The characters (``units``) of text in ``blocks`` as Slack totals them for
+    ``msg_blocks_too_long``: every ``text`` string (text objects, markdown blocks, option
+    texts, labels)."""
     total = 0
     stack: list[Any] = list(blocks)
     # Exact types first (blocks are plain JSON: ~40% quicker than isinstance with a union,
@@ -200,11 +261,11 @@ def block_text_length(blocks: Iterable[Any]) -> int:
                 kind = type(value)
                 if kind is str:
                     if key == "text":
-                        total += len(value)
+                        total += len(value) if value.isascii() else units(value)
                 elif kind is dict or kind is list or isinstance(value, dict | list):
                     stack.append(value)
                 elif key == "text" and isinstance(value, str):
-                    total += len(value)
+                    total += units(value)
         elif isinstance(node, list):
             stack.extend(node)
         elif isinstance(node, dict):

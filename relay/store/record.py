@@ -10,6 +10,7 @@ from operator import attrgetter
 from types import MemberDescriptorType
 from typing import Any, Literal
 
+from relay.edits import read_edit
 from relay.errors import AbortReason, UserInteractionError
 from relay.questions import (
     AskUserQuestionAnswer,
@@ -261,30 +262,58 @@ class AnswerResult:
 
 
 VoteOutcome = Literal[
-    "counted", "decided", "completed", "already_voted", "already_answered", "not_pending", "unknown"
+    "counted",
+    "decided",
+    "completed",
+    "already_voted",
+    "already_answered",
+    "stale_version",
+    "not_pending",
+    "unknown",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class VoteResult:
     """What recording one vote did: ``counted`` (the question still waits), ``decided`` (it
-    is answered), ``completed`` (and so is the ask), or why it was not counted; the record
-    and the question's votes as they stand after."""
+    is answered), ``completed`` (and so is the ask), or why it was not counted
+    (``stale_version``: the vote was for a version of the question an edit replaced, or an
+    edit of one); the record, the question's votes (every version's) and its current edit
+    (``revision``, the edit's ``custom`` text, ``None`` while the original stands) after."""
 
     outcome: VoteOutcome
     record: AskRecord | None
     votes: tuple[Vote, ...] = ()
+    revision: str | None = None
+
+    @property
+    def version(self) -> int:
+        """The version of the question being voted now (1: the original)."""
+        edit = read_edit(self.revision)
+        return edit.version if edit is not None else 1
 
 
 def quorum_reached(
-    votes: tuple[Vote, ...], label: str, required: int, veto: frozenset[str]
+    votes: tuple[Vote, ...], label: str, required: int, veto: frozenset[str], version: int = 1
 ) -> bool:
-    """Whether ``votes`` decide ``label``: one vote for a veto label, else ``required``."""
-    return label in veto or sum(1 for v in votes if v.label == label) >= required
+    """Whether ``votes`` decide ``label`` on ``version``: one vote for a veto label, else
+    ``required`` votes for it cast on that version (votes on an earlier one do not count)."""
+    if label in veto:
+        return True
+    return sum(1 for v in votes if v.label == label and v.version == version) >= required
 
 
-def vote_of(item: AskUserQuestionAnswerItem) -> Vote:
-    """The vote a person's answer item casts: who (``answered_by``), which label, when."""
-    if item.answered_by is None or item.answered_at is None or len(item.selected) != 1:
-        raise ValueError("a vote is one label, chosen by someone, at some time")
-    return Vote(by=item.answered_by, label=item.selected[0], at=item.answered_at)
+def vote_of(item: AskUserQuestionAnswerItem, version: int = 1) -> Vote:
+    """The vote a person's answer item casts: who (``answered_by``), which label, when, on
+    which version: an edited call in ``custom`` (``relay.edits``) is a vote for its choice
+    on its version, else the one label selected is a vote on ``version``."""
+    edit = read_edit(item.custom)
+    if item.answered_by is None or item.answered_at is None:
+        raise ValueError("a vote is chosen by someone, at some time")
+    if edit is not None:
+        return Vote(
+            by=item.answered_by, label=edit.choice, at=item.answered_at, version=edit.version
+        )
+    if len(item.selected) != 1 or item.custom is not None:
+        raise ValueError("a vote is one label, or an edited call")
+    return Vote(by=item.answered_by, label=item.selected[0], at=item.answered_at, version=version)

@@ -6,8 +6,10 @@ elements, composition objects). A field not listed for its kind is refused, as S
 schema refuses it (``slack_sdk.models`` drops it silently instead, which is why the fake does
 not rely on it alone). ``relay.testing.blockkit_check`` applies these rules.
 
-Lengths are counted in characters (code points): Slack does not document its counting unit
-(``blockkit_check.code_units``).
+Lengths are counted in UTF-16 code units (``blockkit_check.code_units``: an emoji outside the
+Basic Multilingual Plane counts 2): Slack's reference gives its limits in "characters" without
+a unit, and code units are never fewer than code points, so the fake refuses every text Slack
+could refuse.
 """
 
 from __future__ import annotations

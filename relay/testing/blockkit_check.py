@@ -32,9 +32,14 @@ _BLOCK_ID = Str(max=255)
 
 
 def code_units(text: str) -> int:
-    """``text``'s length as Slack's limits count it. Slack does not document its unit; the
-    relay's own text bounds count characters (code points), and so does this, for now."""
-    return len(text)
+    """``text``'s length in UTF-16 code units, as the fake counts Slack's limits: an emoji
+    outside the Basic Multilingual Plane counts 2. Slack's reference says "characters" and
+    names no unit; code units are never fewer than code points, so this refuses every text
+    either reading would (the strict side)."""
+    if text.isascii():  # the common case, counted without encoding
+        return len(text)
+    # surrogatepass: a lone surrogate (JSON allows one) is the one unit it is.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def block_errors(block: object, pointer: str) -> list[str]:

@@ -15,6 +15,9 @@ bolt-js#2867 one at 11,341 characters of block text (17,694 bytes of blocks JSON
 The fake takes the conservative side: it refuses from 11,341 characters, the lowest refusal
 measured in public (``MAX_BLOCK_TEXT_CHARS``). It applies no byte limit: Slack documents menus
 of 100 options, which alone pass 17,694 bytes, so bytes were unlikely the cause there.
+
+Every length here, as in the rules, is in UTF-16 code units (``code_units``: an emoji outside
+the Basic Multilingual Plane counts 2), the strict reading of Slack's "characters".
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 from slack_sdk.models.blocks import Block
 
-from .blockkit_check import block_errors
+from .blockkit_check import block_errors, code_units
 
 __all__ = [
     "MAX_BLOCKS",
@@ -50,7 +53,8 @@ MAX_BLOCK_TEXT_CHARS = 11_340
 """Characters of text all blocks of one message may hold (Slack: ``msg_blocks_too_long``;
 undocumented: one below the lowest refusal measured in public, bolt-js#2867)."""
 MAX_TEXT_CHARS = 40_000
-"""Characters allowed in a message's top-level ``text`` (Slack answers ``msg_too_long``)."""
+"""Characters (UTF-16 code units) allowed in a message's top-level ``text`` (Slack answers
+``msg_too_long``)."""
 _ELEMENT_CONTAINERS = ("elements", "element", "accessory")
 
 
@@ -83,7 +87,7 @@ def check_blocks(blocks: object) -> BlocksRejected | None:
                 errors.append(f"duplicate block_id {block_id!r} [json-pointer:{pointer}/block_id]")
             block_ids.add(block_id)
         if block.get("type") == "markdown" and isinstance(block.get("text"), str):
-            markdown_chars += len(block["text"])
+            markdown_chars += code_units(block["text"])
     if markdown_chars > MAX_MARKDOWN_CHARS:
         errors.append(
             f"markdown blocks hold {markdown_chars} characters in total, more than "
@@ -104,13 +108,14 @@ def check_blocks(blocks: object) -> BlocksRejected | None:
 
 
 def block_text_chars(node: object) -> int:
-    """Every ``text`` string's characters in ``node`` (blocks, a block, an element)."""
+    """Every ``text`` string's characters (UTF-16 code units) in ``node`` (blocks, a block,
+    an element)."""
     if isinstance(node, list):
         return sum(block_text_chars(item) for item in node)
     if not isinstance(node, dict):
         return 0
     return sum(
-        len(value) if key == "text" and isinstance(value, str) else block_text_chars(value)
+        code_units(value) if key == "text" and isinstance(value, str) else block_text_chars(value)
         for key, value in node.items()
     )
 

@@ -87,7 +87,8 @@ class ClickResult:
     """What the app answered to a simulated human action.
 
     Over HTTP: the status and body of the app's response. Over Socket Mode: 200 once the app
-    acknowledged the envelope, with the ack's ``payload`` as JSON (``""`` when it had none).
+    acknowledged the envelope, with the ack's ``payload`` as JSON (``""`` when it had none, or
+    when the envelope did not accept one: Slack drops it then).
     504 when the app did not answer within ``FakeSlack.ack_timeout`` (Slack shows the user an
     error then). ``dispatched`` is false when the action sent nothing, like ticking a box in
     an input block without ``dispatch_action``: Slack only records the new state then.

@@ -17,6 +17,12 @@ What real Slack does, and the fake too:
   java-slack-sdk#1223 for the message as it arrives on a new session).
 - Before Slack rotates a connection it sends ``{"type": "disconnect", "reason":
   "refresh_requested"}`` (python-slack-sdk reconnects on any ``disconnect``).
+- The app acks with ``{"envelope_id", "payload"?}`` (slack_sdk ``SocketModeResponse``);
+  ``payload`` is what an HTTP app would put in its response body, so a ``view_submission``
+  is answered with ``{"response_action": ...}`` there. Slack reads it only when the envelope
+  said ``accepts_response_payload: true`` (``view_submission``, ``slash_commands``); for
+  ``block_actions`` and shortcuts (``false``) it is dropped, so the fake drops it too.
+  docs/testing-modals.md has the sources.
 """
 
 from __future__ import annotations
@@ -162,7 +168,10 @@ class SocketModeServer:
         finally:
             self._acks.pop(envelope_id, None)
         body = ack.get("payload")
-        return ClickResult(status=200, body="" if body is None else json.dumps(body))
+        if body is None or envelope.get("accepts_response_payload") is not True:
+            # Slack reads an ack's payload only where the envelope said it accepts one.
+            return ClickResult(status=200, body="")
+        return ClickResult(status=200, body=json.dumps(body))
 
     def disconnect_all(self, *, reason: str | None = "refresh_requested") -> asyncio.Task[None]:
         """Drop every connection now (the count drops at once), first sending each a

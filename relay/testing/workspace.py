@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .blockkit_check import code_units
 from .blocks import MAX_TEXT_CHARS, check_blocks, with_generated_ids
 from .faults import ApiReply
 from .install import Install
@@ -394,7 +395,7 @@ class Workspace:
                 return ApiReply(body=body, status=status)
         if not text and not blocks:
             return ApiReply(body={"ok": False, "error": "no_text"}, status=status)
-        if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
+        if isinstance(text, str) and code_units(text) > MAX_TEXT_CHARS:
             return ApiReply(body={"ok": False, "error": "msg_too_long"}, status=status)
         return None
 

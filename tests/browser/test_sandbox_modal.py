@@ -8,15 +8,24 @@ tool approval a person fills in the page; that run makes docs/sandbox-edit-modal
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from selenium.common.exceptions import (
+    ElementClickInterceptedException,
+    ElementNotInteractableException,
+)
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
 
 from tests.browser.browser import Page
-from tests.browser.conftest import ALICE, TOKEN
+from tests.browser.conftest import ALICE, BOB, TOKEN
 from tests.sandbox_modal_env import Standin, post_edit_ask, running_standin
 from tests.server_env import Relay
 
@@ -156,3 +165,51 @@ async def test_the_relays_edit_form_refuses_a_bad_value_then_allows_the_edit(
     assert decision["behavior"] == "allow"
     assert decision["updated_input"] == {"target": "module.staging", "replicas": 5}
     await page.wait_for_text("Coding agent", "module.staging")
+
+
+async def test_the_message_behind_an_open_modal_takes_no_click_key_or_focus(
+    standin: Standin, modal_page: Page
+) -> None:
+    # In Slack a modal is modal: the person who opened it cannot use the messages behind it
+    # until it is closed or submitted. Another person (the "You are" switch) still can.
+    slack = standin.slack
+    page = modal_page
+    await post_edit_ask(slack, "Deploy it?")
+    await page.open(ALICE)
+    await page.click("Deploy it?", "Edit…")
+    await page.wait_for_modal("Edit the call")
+    in_modal = "return document.activeElement.closest('#modal-layer .modal') !== null"
+    # Behind the modal: the messages, or the sidebar but for the sandbox's "You are" switch.
+    behind = (
+        "const a = document.activeElement;"
+        " return !!a.closest('#main') || (!!a.closest('#sidebar') && !a.closest('.who'))"
+    )
+    assert await page.script(in_modal)  # the first field, not the Edit… button behind
+
+    def approve() -> WebElement:
+        message = page.driver.find_element(By.XPATH, "//div[@data-ts][contains(., 'Deploy it?')]")
+        return message.find_element(By.XPATH, ".//button[normalize-space()='Approve']")
+
+    with pytest.raises(ElementClickInterceptedException):  # the overlay takes the click
+        await page.run(lambda: approve().click())
+    with contextlib.suppress(ElementNotInteractableException):  # nor a key: no focus there
+        await page.run(lambda: approve().send_keys(Keys.ENTER))
+    for _ in range(12):  # Tab goes round the modal (and the "You are" switch), never behind
+        await page.run(lambda: ActionChains(page.driver).send_keys(Keys.TAB).perform())
+        assert not await page.script(behind)
+
+    await page.become(BOB)  # someone else: no modal of theirs, the message works
+    await page.click("Deploy it?", "Approve")
+    await slack.wait_until(lambda: len(standin.clicks) == 1)
+    assert [c["user"]["id"] for c in standin.clicks] == [BOB]  # nothing from Alice reached it
+    assert slack.modal_of(ALICE) is not None
+
+    await page.become(ALICE)  # her modal is still open, the message still out of reach
+    await page.wait_for_modal("Edit the call")
+    with pytest.raises(ElementClickInterceptedException):
+        await page.run(lambda: approve().click())
+    await page.escape()
+    await page.wait_for_no_modal()
+    await page.click("Deploy it?", "Approve")
+    await slack.wait_until(lambda: len(standin.clicks) == 2)
+    assert [c["user"]["id"] for c in standin.clicks] == [BOB, ALICE]

@@ -324,6 +324,7 @@
   }
 
   async function act(m, block, element, what) {
+    if (state.modal) return; // behind an open modal: Slack's client sends nothing
     const body = {
       as: state.me,
       channel: m.channel,
@@ -374,11 +375,26 @@
     };
   }
 
+  // Slack's modal is modal: while one is open, nothing behind it takes a click, a key or the
+  // focus. `inert` does that for the mouse, the keyboard and screen readers alike. The "You
+  // are" switch stays usable: it belongs to the sandbox, not to this person's Slack client,
+  // and the person switched to has no modal open (this one's stays open in FakeSlack).
+  function blockBehind(open) {
+    $("main").inert = open;
+    for (const node of $("sidebar").children) {
+      if (!node.classList.contains("who")) node.inert = open;
+    }
+    document.body.classList.toggle("modal-open", open);
+  }
+
   function renderModal() {
     const layer = $("modal-layer");
     const view = state.modal;
+    const shown = layer.querySelector(".modal");
+    const opening = !!view && (!shown || shown.dataset.viewId !== view.id);
     layer.replaceChildren();
     layer.hidden = !view;
+    blockBehind(!!view);
     if (!view) return;
     const box = el("div", "modal");
     box.setAttribute("role", "dialog");
@@ -418,6 +434,12 @@
     }
     box.append(foot);
     layer.append(box);
+    if (opening) {
+      // As Slack does: the first field takes the focus, so no key reaches the button that
+      // opened the modal (which would click it again).
+      box.tabIndex = -1;
+      (body.querySelector("input, textarea, select") || box).focus();
+    }
   }
 
   function modalValues(view) {

@@ -78,6 +78,7 @@ class MemoryBase:
         self._outbox: dict[str, _Delivery] = {}
         self._key_expiry: deque[tuple[float, tuple[str, str]]] = deque()
         self._votes: dict[str, list[tuple[Vote, ...]]] = {}
+        self._revisions: dict[str, list[str | None]] = {}  # ask id -> each question's edit
         self._reminders: dict[str, float] = {}  # ask id -> when its next reminder is due
         self._reminder_queue: list[tuple[float, str]] = []
         self._reminders_sent: dict[str, int] = {}
@@ -197,6 +198,7 @@ class MemoryBase:
             self.finished_bytes -= self._sizes.pop(ask_id, 0)
             self._unindex_owned(unpack(kept))
             self._votes.pop(ask_id, None)
+            self._revisions.pop(ask_id, None)
             self._reminders_sent.pop(ask_id, None)
             self._shown.pop(ask_id, None)
             self._unshown_ended.pop(ask_id, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.record import VoteOutcome, VoteResult, item_to_json, vote_of
 from relay.store.redis.base import RedisBase, translated
@@ -12,7 +13,8 @@ from relay.store.redis.codec import as_text, compact, decode_flat, epoch, votes_
 
 
 class RedisVotes(RedisBase):
-    """Votes counted once per person; the vote that reaches the quorum claims the answer."""
+    """Votes counted once per person and version; the vote that reaches the quorum claims
+    the answer."""
 
     @translated
     async def vote(
@@ -23,10 +25,41 @@ class RedisVotes(RedisBase):
         item: AskUserQuestionAnswerItem,
         required: int,
         veto: frozenset[str],
+        version: int = 1,
     ) -> VoteResult:
         """Count one person's vote atomically (one Lua script, so two replicas' votes each
         count once); the vote that reaches the quorum claims the question's answer."""
-        vote = vote_of(item)
+        return await self._cast(ask_id, index, item, required, veto, version, revise=False)
+
+    @translated
+    async def revise(
+        self,
+        *,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+    ) -> VoteResult:
+        """Make ``item``'s edit the question's next version (the same script: an edit and
+        a vote racing on two replicas are ordered, the later one told it is stale)."""
+        edit = read_edit(item.custom)
+        if edit is None:
+            raise ValueError("a revision is an edited call in custom")
+        return await self._cast(ask_id, index, item, required, veto, edit.version, revise=True)
+
+    async def _cast(
+        self,
+        ask_id: str,
+        index: int,
+        item: AskUserQuestionAnswerItem,
+        required: int,
+        veto: frozenset[str],
+        version: int,
+        *,
+        revise: bool,
+    ) -> VoteResult:
+        vote = vote_of(item, version)
         reply = await self._run(
             self._script("vote"),
             self._claim_keys(ask_id),
@@ -43,6 +76,9 @@ class RedisVotes(RedisBase):
                 self._retention_ms,
                 self._channel,
                 epoch(vote.at),
+                vote.version,
+                "1" if revise else "0",
+                item.custom if revise and item.custom is not None else "",
             ],
         )
         if as_text(reply[0]) == "bad_index":
@@ -54,7 +90,8 @@ class RedisVotes(RedisBase):
                 await self._unsettle(ask_id, epoch(vote.at))
         found = decode_flat(reply[1]) if len(reply) > 1 else None
         votes = votes_of(as_text(reply[2])) if len(reply) > 2 else ()
-        return VoteResult(outcome, found, votes)
+        revision = as_text(reply[3]) or None if len(reply) > 3 else None
+        return VoteResult(outcome, found, votes, revision)
 
     @translated
     async def votes(self, *, ask_id: str) -> tuple[tuple[Vote, ...], ...]:
@@ -64,3 +101,12 @@ class RedisVotes(RedisBase):
         if "n" not in fields:
             return ()
         return tuple(votes_of(fields.get(f"vote:{i}", "[]")) for i in range(int(fields["n"])))
+
+    @translated
+    async def revisions(self, *, ask_id: str) -> tuple[str | None, ...]:
+        """Every question's current edit (one read of the ask's hash)."""
+        raw = await self._redis.hgetall(self._key(ask_id))
+        fields = {as_text(k): as_text(v) for k, v in raw.items()}
+        if "n" not in fields:
+            return ()
+        return tuple(fields.get(f"rev:{i}") for i in range(int(fields["n"])))

@@ -1,0 +1,31 @@
+"""How a question shows once it has ended, and whether it has. Pure."""
+
+from __future__ import annotations
+
+from relay.asks.rules import outcome_of
+from relay.slack.render import RenderedQuestion, render_outcome
+from relay.store import AskRecord
+
+__all__ = ["ended", "final_of"]
+
+
+def ended(record: AskRecord | None, index: int) -> bool:
+    """Whether question ``index`` of ``record`` is answered, or the ask over (or unknown)."""
+    if record is None or not record.pending:
+        return True
+    return index < len(record.responses) and record.responses[index] is not None
+
+
+def final_of(record: AskRecord, index: int) -> RenderedQuestion:
+    """How question ``index`` of the ended ``record`` shows for good: its answer (a person's
+    or the default it took) or how the ask ended."""
+    response = record.responses[index] if index < len(record.responses) else None
+    return render_outcome(
+        record.request.questions[index],
+        outcome="answered" if response is not None else outcome_of(record),  # type: ignore[arg-type]
+        item=response,
+        agent=record.request.agent,
+        index=index,
+        count=len(record.request.questions),
+        timeout=record.target.timeout,
+    )
