@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 from .errors import ErrorCode, UserInteractionError, bad_request
 from .intents import AskUserQuestionIntent, ToolEdit
+from .labels import Answers as Answers
 from .labels import Labels as Labels
+from .labels import equal_or_wire
 from .limits import MAX_APPROVALS as MAX_APPROVALS
 from .parties import AgentRef, Responder, Vote
 from .wire_reader import Reader as _Reader
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_QUESTIONS",
     "AgentRef",
+    "Answers",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
     "AskUserQuestionIntent",
@@ -218,7 +221,8 @@ class AskUserQuestionRequest:
 class AskUserQuestionAnswerItem:
     """The answer to one question; ``answered_by``/``answered_at`` are audit metadata only.
 
-    ``selected`` compares equal to a list of the same labels (see ``Labels``).
+    ``selected`` compares equal to a list of the same labels (see ``Labels``); the item
+    equals its wire form too (``{"id": "go", "selected": ["Deploy"]}``).
     ``defaulted``: nobody answered in time and this is the question's ``default``, never a
     person's choice (``answered_by`` is then ``None``). ``skipped``: the person pressed
     Skip (no option, no text, not a default). ``votes``: on a question that needed
@@ -232,6 +236,7 @@ class AskUserQuestionAnswerItem:
     answered_at: datetime | None = field(default=None, compare=False)
     defaulted: bool = False
     votes: Sequence[Vote] = field(default=(), compare=False)
+    __eq__ = equal_or_wire
 
     def __post_init__(self) -> None:
         if not isinstance(self.selected, Labels):
@@ -274,13 +279,16 @@ class AskUserQuestionAnswerItem:
 
 @dataclass(frozen=True, slots=True)
 class AskUserQuestionAnswer:
-    """The answers to a batch, one item per question in the question order."""
+    """The answers to a batch, one item per question in the question order. ``answers``
+    equals a list of the items or of their wire forms (see ``Answers``), and the answer
+    its wire form (``{"answers": [...]}``)."""
 
     answers: Sequence[AskUserQuestionAnswerItem]
+    __eq__ = equal_or_wire
 
     def __post_init__(self) -> None:
-        if not isinstance(self.answers, tuple):
-            object.__setattr__(self, "answers", tuple(self.answers))
+        if not isinstance(self.answers, Answers):
+            object.__setattr__(self, "answers", Answers(self.answers))
 
     @property
     def skipped(self) -> bool:

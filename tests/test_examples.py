@@ -164,6 +164,10 @@ async def test_a_skipped_batch_reads_as_skipped(fake_slack, relay_service):
     assert [item.skipped for item in answer.answers] == [True, True]
     assert answer.answers[0].selected == []
     assert answer.to_dict() == {"answers": [{"id": i, "selected": []} for i in ("a", "b")]}
+    # What the test writes compares as the JSON shows it: lists and dicts, no to_dict().
+    assert answer.answers == [{"id": "a", "selected": []}, {"id": "b", "selected": []}]
+    assert answer.answers[1] == {"id": "b", "selected": []}
+    assert answer == {"answers": [{"id": i, "selected": []} for i in ("a", "b")]}
 """
 
 

@@ -144,10 +144,22 @@ async def test_plain_blocks_run(code: str, tmp_path: Path) -> None:
     assert exit_code == 0, out + err
 
 
-def test_the_screenshot_the_readme_shows_is_there() -> None:
+def test_every_image_the_readme_shows_is_a_screenshot_a_browser_test_makes() -> None:
+    # A browser test makes each one on every run (so making it cannot rot) and writes it
+    # into docs/ on a run with UPDATE_SCREENSHOTS=1: the README shows real pages, no mock-ups.
     text = README.read_text(encoding="utf-8")
-    shots = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)
-    assert shots == ["docs/sandbox-plan-review.png"]
-    png = (README.parent / shots[0]).read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(png) > 20_000  # a real page, not a blank one
+    shots = re.findall(r"!\[([^\]]*)\]\(([^)\s]+)\)", text)
+    paths = [path for _, path in shots]
+    assert {"docs/sandbox-plan-review.png", "docs/sandbox-edit-modal.png"} <= set(paths), paths
+    makers = [
+        test.read_text(encoding="utf-8") for test in (ROOT / "tests" / "browser").glob("*.py")
+    ]
+    for alt, path in shots:
+        assert alt.strip(), f"{path}: an image needs alt text"
+        png = (README.parent / path).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n", path
+        assert len(png) > 20_000, path  # a real page, not a blank one
+        name = f'"{Path(path).name}"'
+        assert any(name in m and "UPDATE_SCREENSHOTS" in m for m in makers), (
+            f"{path}: no test under tests/browser/ makes it"
+        )

@@ -21,7 +21,7 @@ from relay.gate.approval import ApprovalRequest, Decision, decide_error
 from relay.gate.match import fingerprint
 from relay.replies import RETRYABLE, RelayError, Retry, read_reply
 
-__all__ = ["RemoteApprover", "approval_body"]
+__all__ = ["ApprovalsAPI", "RemoteApprover", "approval_body"]
 
 
 def approval_body(request: ApprovalRequest) -> dict[str, Any]:
@@ -79,6 +79,76 @@ def _listed(ids: tuple[str, ...] | None) -> list[str] | None:
     return list(ids) if ids is not None else None
 
 
+class ApprovalsAPI:
+    """The HTTP calls ``RemoteApprover`` and the integrations' ``RelayApprovals`` make to a
+    hosted relay's ``/v1/approvals``: one bearer-token session, a timeout per call, and the
+    relay's errors as ``UserInteractionError`` (``Retry`` when the call may be sent again).
+
+    ``url_name`` and ``bearer_name`` name the URL and token the way the caller's user set
+    them, for the error messages; ``retry_rate_limited`` makes a 429 ``RATE_LIMITED`` a
+    ``Retry``.
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        token: str,
+        url_name: str,
+        bearer_name: str | None = None,
+        retry_rate_limited: bool = False,
+    ) -> None:
+        self._url = url.rstrip("/")
+        self._token = token
+        self._url_name = url_name
+        self._bearer_name = bearer_name
+        self._retry_rate_limited = retry_rate_limited
+        self._session: aiohttp.ClientSession | None = None
+
+    async def call(
+        self, method: str, path: str, *, timeout: float = 60, retry: bool = False, **kw: Any
+    ) -> dict[str, Any]:
+        """The relay's JSON reply to ``method path``; with ``retry``, a refused connection
+        is raised as is (the caller sends the call again) rather than as an error."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            )
+        try:
+            async with self._session.request(
+                method, self._url + path, timeout=aiohttp.ClientTimeout(total=timeout), **kw
+            ) as response:
+                return await self._reply(response)
+        except aiohttp.ClientConnectorError as exc:
+            if retry:
+                raise
+            raise UserInteractionError(
+                ErrorCode.PROVIDER_FAILED,
+                f"cannot reach the relay at {self._url} ({exc}); check {self._url_name} and"
+                " that relay serve is running",
+            ) from None
+
+    async def _reply(self, response: aiohttp.ClientResponse) -> dict[str, Any]:
+        reply = await read_reply(response)
+        if not isinstance(reply, RelayError):
+            return reply
+        code, message = reply.code, reply.message
+        if (reply.status, code) == (503, "UNAVAILABLE") or (
+            self._retry_rate_limited and (reply.status, code) == (429, "RATE_LIMITED")
+        ):
+            raise Retry(message)
+        if code == "UNAUTHORIZED" and self._bearer_name is not None:
+            message = f"the relay refused {self._bearer_name}: {message}"
+        raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")
+
+    async def aclose(self) -> None:
+        """Close the HTTP session."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
 class RemoteApprover:
     """Asks a hosted relay at ``url`` (bearer ``token``) to decide approvals."""
 
@@ -87,23 +157,15 @@ class RemoteApprover:
             raise RelayConfigError(f"RELAY_URL must be an http(s) URL (got {url!r})", setting="url")
         if not token:
             raise RelayConfigError("RELAY_TOKEN is empty: set one of the relay's API tokens")
-        self._url = url.rstrip("/")
-        self._token = token
+        self._api = ApprovalsAPI(
+            url=url, token=token, url_name="RELAY_URL", bearer_name="RELAY_TOKEN"
+        )
         self._poll = poll
-        self._session: aiohttp.ClientSession | None = None
         # Set by a harness that can defer a call and run it again later (Claude Code's
         # ``defer``): the same tool use re-attaches to its approval (an ``Idempotency-Key``
         # from the agent, the tool use id and the input), and an abort with reason
         # ``"deferred"`` leaves the question open in Slack for that later run.
         self.reattach = False
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._token}"},
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-            )
-        return self._session
 
     async def approve(
         self, request: ApprovalRequest, *, signal: AbortSignal | None = None
@@ -130,7 +192,7 @@ class RemoteApprover:
         headers = {}
         if self.reattach and request.tool_use_id:
             headers["Idempotency-Key"] = _reattach_key(request)
-        created = await self._call(
+        created = await self._api.call(
             "POST", "/v1/approvals", json=approval_body(request), headers=headers
         )
         approval_id = created.get("id")
@@ -177,7 +239,7 @@ class RemoteApprover:
         attempt = 0
         while True:
             try:
-                return await self._call(
+                return await self._api.call(
                     "GET",
                     f"/v1/approvals/{approval_id}",
                     params={"wait": str(self._poll)},
@@ -191,31 +253,11 @@ class RemoteApprover:
                 await asyncio.sleep(backoff * (0.5 + random.random() / 2))  # noqa: S311
 
     async def _delete(self, approval_id: str) -> None:
-        await self._call("DELETE", f"/v1/approvals/{approval_id}", timeout=10)
-
-    async def _call(
-        self, method: str, path: str, *, timeout: float = 60, retry: bool = False, **kw: Any
-    ) -> dict[str, Any]:
-        session = self._client()
-        try:
-            async with session.request(
-                method, self._url + path, timeout=aiohttp.ClientTimeout(total=timeout), **kw
-            ) as response:
-                return await _body(response)
-        except aiohttp.ClientConnectorError as exc:
-            if retry:
-                raise
-            raise UserInteractionError(
-                ErrorCode.PROVIDER_FAILED,
-                f"cannot reach the relay at {self._url} ({exc}); check RELAY_URL and that"
-                " relay serve is running",
-            ) from None
+        await self._api.call("DELETE", f"/v1/approvals/{approval_id}", timeout=10)
 
     async def aclose(self) -> None:
         """Close the HTTP session."""
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._api.aclose()
 
 
 def _reattach_key(request: ApprovalRequest) -> str:
@@ -223,15 +265,3 @@ def _reattach_key(request: ApprovalRequest) -> str:
     use = fingerprint(request.tool, request.input)
     who = f"{request.agent.id}\n{request.tool_use_id}\n{use}"
     return "tool-use-" + hashlib.sha256(who.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-async def _body(response: aiohttp.ClientResponse) -> dict[str, Any]:
-    reply = await read_reply(response)
-    if not isinstance(reply, RelayError):
-        return reply
-    code, message = reply.code, reply.message
-    if reply.status == 503 and code == "UNAVAILABLE":
-        raise Retry(message)
-    if code == "UNAUTHORIZED":
-        message = f"the relay refused RELAY_TOKEN: {message}"
-    raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")

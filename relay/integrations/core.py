@@ -23,17 +23,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
 from relay.abort import AbortSignal
-from relay.errors import ErrorCode, RelayConfigError, UserInteractionError
+from relay.errors import RelayConfigError, UserInteractionError
 from relay.gate.approval import ApprovalRequest, Approver, Decision, decide_error
 from relay.gate.local import LocalApprover
-from relay.gate.remote import approval_body
+from relay.gate.remote import ApprovalsAPI, approval_body
 from relay.grants.base import GrantStore
 from relay.grants.memory import MemoryGrants
 from relay.questions import AgentRef, AskUserQuestionAnswer, AskUserQuestionRequest
-from relay.replies import RETRYABLE, RelayError, Retry, read_reply
+from relay.replies import RETRYABLE, Retry
 from relay.service import UserInteractionService
 
 __all__ = [
@@ -135,11 +133,10 @@ class RelayApprovals:
             raise RelayConfigError(f"url must be the relay's http(s) URL (got {url!r})")
         if not token:
             raise RelayConfigError("token is empty: pass one of the relay's API tokens")
-        self._url = url.rstrip("/")
-        self._token = token
+        # Reading a ticket backs off on a 429 as on a restart: the approval lives on there.
+        self._api = ApprovalsAPI(url=url, token=token, url_name="its URL", retry_rate_limited=True)
         self._poll = poll
         self._fields = fields
-        self._session: aiohttp.ClientSession | None = None
 
     async def submit(self, calls: Sequence[PendingCall], agent: AgentRef) -> Tickets:
         """Post an approval per call, all at once; the tickets of those still pending (a call
@@ -187,17 +184,17 @@ class RelayApprovals:
         """Withdraw pending approvals (each is then a deny), e.g. when the run is abandoned."""
         for ticket in tickets.values():
             if ticket.get("id"):
-                await self._call("DELETE", f"/v1/approvals/{ticket['id']}")
+                await self._api.call("DELETE", f"/v1/approvals/{ticket['id']}")
 
     async def _create(self, call: PendingCall, agent: AgentRef) -> dict[str, Any]:
         body = approval_body(approval_request(call, agent, **self._fields))
-        return await self._call("POST", "/v1/approvals", json=body)
+        return await self._api.call("POST", "/v1/approvals", json=body)
 
     async def _read(self, approval_id: str, *, wait: bool) -> Decision | None:
         attempt = 0
         while True:
             try:
-                polled = await self._call(
+                polled = await self._api.call(
                     "GET",
                     f"/v1/approvals/{approval_id}",
                     params={"wait": str(self._poll if wait else 0)},
@@ -218,33 +215,9 @@ class RelayApprovals:
                 return found
             attempt = 0
 
-    async def _call(
-        self, method: str, path: str, *, timeout: float = 60, retry: bool = False, **kw: Any
-    ) -> dict[str, Any]:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._token}"},
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-            )
-        try:
-            async with self._session.request(
-                method, self._url + path, timeout=aiohttp.ClientTimeout(total=timeout), **kw
-            ) as response:
-                return await _body(response)
-        except aiohttp.ClientConnectorError as exc:
-            if retry:
-                raise
-            raise UserInteractionError(
-                ErrorCode.PROVIDER_FAILED,
-                f"cannot reach the relay at {self._url} ({exc}); check its URL and that"
-                " relay serve is running",
-            ) from None
-
     async def aclose(self) -> None:
         """Close the HTTP session."""
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._api.aclose()
 
     async def __aenter__(self) -> RelayApprovals:
         return self
@@ -261,13 +234,3 @@ def _decision(approval: Mapping[str, Any]) -> Decision | None:
         return Decision.from_json(raw)
     except (KeyError, ValueError, TypeError) as exc:
         return decide_error(exc)
-
-
-async def _body(response: aiohttp.ClientResponse) -> dict[str, Any]:
-    reply = await read_reply(response)
-    if not isinstance(reply, RelayError):
-        return reply
-    code, message = reply.code, reply.message
-    if (reply.status, code) in ((503, "UNAVAILABLE"), (429, "RATE_LIMITED")):
-        raise Retry(message)
-    raise UserInteractionError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}")
