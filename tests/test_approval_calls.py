@@ -42,11 +42,16 @@ def refusal(status: int, code: str) -> tuple[int, dict[str, Any]]:
 
 
 @asynccontextmanager
-async def scripted(*replies: tuple[int, dict[str, Any]]) -> AsyncIterator[str]:
-    """A relay answering its requests with ``replies`` in turn; its base URL."""
+async def scripted(
+    *replies: tuple[int, dict[str, Any]], seen: list[tuple[str, str | None]] | None = None
+) -> AsyncIterator[str]:
+    """A relay answering its requests with ``replies`` in turn; its base URL. ``seen`` gets
+    each request's method and ``Idempotency-Key``."""
     queue = deque(replies)
 
-    async def answer(_: web.Request) -> web.Response:
+    async def answer(request: web.Request) -> web.Response:
+        if seen is not None:
+            seen.append((request.method, request.headers.get("Idempotency-Key")))
         status, body = queue.popleft()
         return web.Response(status=status, text=json.dumps(body), content_type="application/json")
 
@@ -121,3 +126,22 @@ async def test_both_poll_again_while_the_relay_restarts() -> None:
         verdicts = await asyncio.wait_for(approvals.collect([CALL], AGENT, tickets), 10)
     assert verdicts is not None
     assert verdicts[CALL.call_id].allowed
+
+
+async def test_a_create_is_sent_again_under_one_key_then_fails_with_a_code() -> None:
+    # A 503 or 429 on posting an approval was raised as relay's internal Retry to the
+    # framework's caller; now it is sent again (one key: the relay posts it once), and a
+    # relay that never takes it ends in PROVIDER_FAILED saying what to check.
+    seen: list[tuple[str, str | None]] = []
+    replies = (refusal(503, "UNAVAILABLE"), refusal(429, "RATE_LIMITED"), PENDING)
+    async with scripted(*replies, seen=seen) as url, RelayApprovals(url, TOKEN) as approvals:
+        tickets = await asyncio.wait_for(approvals.submit([CALL], AGENT), 20)
+    assert tickets == {CALL.call_id: {"id": "a1", "digest": CALL.digest}}
+    assert [method for method, _ in seen] == ["POST"] * 3
+    keys = {key for _, key in seen}
+    assert len(keys) == 1
+    assert None not in keys
+    async with scripted(*[refusal(503, "UNAVAILABLE")] * 5) as url:
+        message = await submit_error(url)
+    assert "could not take the approval in 5 tries" in message
+    assert "check that relay serve and its store are up" in message

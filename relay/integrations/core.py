@@ -19,12 +19,13 @@ import asyncio
 import hashlib
 import json
 import random
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from relay.abort import AbortSignal
-from relay.errors import RelayConfigError, UserInteractionError
+from relay.errors import ErrorCode, RelayConfigError, UserInteractionError
 from relay.gate.approval import ApprovalRequest, Approver, Decision, decide_error
 from relay.gate.local import LocalApprover
 from relay.gate.remote import ApprovalsAPI, approval_body
@@ -120,6 +121,9 @@ def seam_approver(service: UserInteractionService, grants: GrantStore | None = N
     return LocalApprover(ask=ask, grants=grants if grants is not None else MemoryGrants())
 
 
+_CREATE_TRIES = 5  # posting an approval: ~3 s of backoff in all before the run is told
+
+
 class RelayApprovals:
     """Approvals on a hosted relay (``relay serve`` at ``url``, bearer ``token``) that a run
     can be paused on: post them, store the tickets, collect the decisions from any process.
@@ -187,8 +191,23 @@ class RelayApprovals:
                 await self._api.call("DELETE", f"/v1/approvals/{ticket['id']}")
 
     async def _create(self, call: PendingCall, agent: AgentRef) -> dict[str, Any]:
+        """Post one approval, sent again while the relay restarts, is overloaded (503, 429)
+        or the reply is lost: under one ``Idempotency-Key``, so that it is posted once."""
         body = approval_body(approval_request(call, agent, **self._fields))
-        return await self._api.call("POST", "/v1/approvals", json=body)
+        headers = {"Idempotency-Key": f"relay-{uuid.uuid4()}"}
+        last: Exception | None = None
+        for attempt in range(_CREATE_TRIES):
+            if attempt:
+                await asyncio.sleep(min(5.0, 0.2 * 2**attempt) * (0.5 + random.random() / 2))  # noqa: S311
+            try:
+                return await self._api.call("POST", "/v1/approvals", json=body, headers=headers)
+            except (Retry, *RETRYABLE) as exc:
+                last = exc
+        raise UserInteractionError(
+            ErrorCode.PROVIDER_FAILED,
+            f"the relay could not take the approval in {_CREATE_TRIES} tries ({last}); check"
+            " that relay serve and its store are up, then run the agent again",
+        )
 
     async def _read(self, approval_id: str, *, wait: bool) -> Decision | None:
         attempt = 0
