@@ -43,6 +43,7 @@ __all__ = [
     "approval_request",
     "decide",
     "seam_approver",
+    "verdict",
 ]
 
 # call id -> {"id": approval id, "digest": what was asked}: JSON, stored with the run.
@@ -56,6 +57,9 @@ class PendingCall:
     call_id: str
     tool: str
     args: Mapping[str, Any]
+    editable: bool = False
+    """Whether the framework runs the call with edited arguments (``Verdict.edited_args``):
+    only then are reviewers offered *Edit…*."""
 
     @property
     def digest(self) -> str:
@@ -68,8 +72,8 @@ class PendingCall:
 class Verdict:
     """The team's answer to one call: the decision, and the reviewer's edited arguments.
 
-    ``edited_args`` is where a reviewer's edit of the tool's input arrives, for the
-    frameworks that take one; relay has no edit yet (issue 40), so it is always ``None``.
+    ``edited_args`` is a reviewer's edit of the tool's input (the whole new input), for a
+    call that said it takes one (``PendingCall.editable``); ``None`` when allowed as asked.
     """
 
     decision: Decision
@@ -86,11 +90,22 @@ class Verdict:
         return self.decision.message
 
 
+def verdict(decision: Decision) -> Verdict:
+    """The verdict ``decision`` is: with the reviewer's edited input, if they edited it."""
+    edited = decision.updated_input
+    return Verdict(decision, edited_args=dict(edited) if edited is not None else None)
+
+
 def approval_request(call: PendingCall, agent: AgentRef, **fields: Any) -> ApprovalRequest:
     """The relay approval for ``call``; ``fields`` are any other ``ApprovalRequest`` field
     (``context``, ``reason``, ``channel``, ``timeout``, …)."""
     return ApprovalRequest(
-        tool=call.tool, input=dict(call.args), agent=agent, tool_use_id=call.call_id, **fields
+        tool=call.tool,
+        input=dict(call.args),
+        agent=agent,
+        tool_use_id=call.call_id,
+        editable=call.editable,
+        **fields,
     )
 
 
@@ -106,7 +121,7 @@ async def decide(
     decisions = await asyncio.gather(
         *(approver.approve(approval_request(c, agent, **fields), signal=signal) for c in calls)
     )
-    return {c.call_id: Verdict(d) for c, d in zip(calls, decisions, strict=True)}
+    return {c.call_id: verdict(d) for c, d in zip(calls, decisions, strict=True)}
 
 
 def seam_approver(service: UserInteractionService, grants: GrantStore | None = None) -> Approver:
@@ -182,7 +197,7 @@ class RelayApprovals:
         decisions = await asyncio.gather(*(one(c) for c in calls))
         if any(d is None for d in decisions):
             return None
-        return {c.call_id: Verdict(d) for c, d in zip(calls, decisions, strict=True) if d}
+        return {c.call_id: verdict(d) for c, d in zip(calls, decisions, strict=True) if d}
 
     async def withdraw(self, tickets: Mapping[str, Mapping[str, str]]) -> None:
         """Withdraw pending approvals (each is then a deny), e.g. when the run is abandoned."""

@@ -9,8 +9,8 @@ send with ``runner.run_async(new_message=…)``.
 
 ADK tells the model only "This tool call is rejected."; add ``reason_to_model`` as the
 agent's ``after_tool_callback`` so it reads who denied the call and why (the reason travels
-in the confirmation's ``payload``). ADK has no field for edited arguments: once reviewers can
-edit (issue 40), an edited call is rejected with the reviewer's arguments in the reason.
+in the confirmation's ``payload``). ADK has no field for edited arguments, so reviewers are
+offered no *Edit…* (an edit reaching it anyway is rejected, the arguments in the reason).
 
 The paused run lives in ADK's session service, as ADK intends: with a persistent one
 (``SqliteSessionService``, ``DatabaseSessionService``), ``submit``, let the process go, and

@@ -6,8 +6,9 @@ Slack. Needs ``pip install 'slack-relay[langgraph]'``.
 a ``HITLRequest``) or one per call (``"per_call"``, a ``ToolApprovalRequest``). Each call
 becomes a relay approval, and ``Command(resume=…)``, keyed by interrupt id, carries the
 team's decisions back: ``{"type": "approve"}``, ``{"type": "reject", "message": …}`` (the
-model reads who denied it and their reason), or, once reviewers can edit (issue 40),
-``{"type": "edit", "edited_action": {"name": …, "args": …}}``.
+model reads who denied it and their reason), or, for a tool whose ``interrupt_on`` entry
+allows ``"edit"`` (reviewers are then offered *Edit…*), ``{"type": "edit",
+"edited_action": {"name": …, "args": …}}``.
 
 The paused run lives in the graph's checkpointer, as LangGraph intends: with a persistent
 one (``SqliteSaver``, ``PostgresSaver``), ``submit`` the approvals, let the process go, and
@@ -94,7 +95,10 @@ def pending_calls(interrupts: Sequence[Interrupt]) -> list[PendingCall]:
         args = action.get("args")
         calls.append(
             PendingCall(
-                call_id=_call_id(slot), tool=name, args=dict(args) if args is not None else {}
+                call_id=_call_id(slot),
+                tool=name,
+                args=dict(args) if args is not None else {},
+                editable="edit" in allowed,  # its edited_action runs the reviewer's edit
             )
         )
     return calls

@@ -10,9 +10,9 @@ who denied it and their reason); ``Runner.run(agent, state)`` then goes on.
 - Paused: ``submit`` posts the approvals to a hosted relay and returns tickets; store them
   with ``state.to_json()``; later, in any process, ``RunState.from_json`` and ``collect``.
 
-The SDK has no field for edited arguments: once reviewers can edit (issue 40), an edited
-call is rejected with the reviewer's arguments in the message, so the model calls again with
-them and that call is asked again; nothing runs with arguments nobody approved.
+The SDK has no field for edited arguments, so reviewers are offered no *Edit…*; an edited
+call reaching it anyway is rejected with the reviewer's arguments in the message, so the
+model calls again with them and that call is asked again: nothing runs unapproved.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ decided by the team in Slack. Needs ``pip install 'slack-relay[pydantic-ai]'``.
 A run whose model calls such a tool ends with ``DeferredToolRequests`` (put it in the
 agent's ``output_type``); its ``approvals`` become relay approvals, and the team's decisions
 come back as the ``DeferredToolResults`` the next run takes (``deferred_tool_results=``):
-``ToolApproved`` (with ``override_args`` once reviewers can edit, issue 40) or
+``ToolApproved`` (with ``override_args`` when a reviewer edited the call) or
 ``ToolDenied`` whose message, with the reviewer's reason, is what the model reads.
 
 - In this process: ``approve`` (or ``handler`` with ``HandleDeferredToolCalls``, which
@@ -39,6 +39,7 @@ def pending_calls(requests: DeferredToolRequests) -> list[PendingCall]:
             call_id=call.tool_call_id,
             tool=call.tool_name,
             args=requests.validated_args.get(call.tool_call_id) or call.args_as_dict(),
+            editable=True,  # ToolApproved(override_args=…) runs the edited call
         )
         for call in requests.approvals
     ]

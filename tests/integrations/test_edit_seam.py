@@ -1,4 +1,4 @@
-"""The seam for reviewers' edits (issue 40 makes them): a ``Verdict`` with ``edited_args``
+"""The seam for reviewers' edits: a ``Verdict`` with ``edited_args``
 becomes each framework's edit where it has one, and a deny carrying the new arguments where
 it has none, so nothing runs with arguments nobody approved."""
 
@@ -10,11 +10,13 @@ from langgraph.types import Interrupt
 from pydantic_ai.tools import ToolApproved, ToolDenied
 
 from relay.gate.approval import Decision
+from relay.gate.remote import approval_body
 from relay.integrations import google_adk as relay_adk
 from relay.integrations import langgraph as relay_lg
 from relay.integrations import pydantic_ai as relay_pai
-from relay.integrations.core import Verdict
+from relay.integrations.core import PendingCall, Verdict, approval_request, verdict
 from relay.parties import Responder
+from relay.questions import AgentRef
 
 ALLOWED = Decision(
     behavior="allow",
@@ -79,3 +81,16 @@ def test_adk_has_no_edit_so_the_edit_is_a_rejection_naming_the_new_arguments() -
     assert response.response["confirmed"] is False
     said = response.response["payload"]["relay"]["message"]
     assert json.dumps({"path": "/srv/a/tmp"}) in said
+
+
+def test_a_paused_run_asks_for_edits_where_its_framework_takes_them() -> None:
+    # RelayApprovals posts this body; the relay's decision's updated_input comes back as
+    # the verdict's edited_args.
+    agent = AgentRef("ops-bot", "Ops bot")
+    call = PendingCall("c1", "delete_file", {"path": "/srv/a"}, editable=True)
+    assert approval_body(approval_request(call, agent))["editable"] is True
+    plain = PendingCall("c1", "delete_file", {"path": "/srv/a"})
+    assert "editable" not in approval_body(approval_request(plain, agent))
+    edited = Decision.from_json({**ALLOWED.to_json(), "updated_input": {"path": "/srv/a/tmp"}})
+    assert verdict(edited).edited_args == {"path": "/srv/a/tmp"}
+    assert verdict(ALLOWED).edited_args is None

@@ -135,3 +135,49 @@ async def test_a_tool_relay_could_not_deny_is_refused_before_anyone_is_asked(
     with pytest.raises(RelayConfigError, match="allow both approve and reject"):
         relay_lg.pending_calls(first.interrupts)
     assert fake_slack.messages == []
+
+
+async def edit_path(slack: FakeSlack, path: str) -> None:
+    message = await slack.wait_for_message(timeout=15)
+    await slack.click(message, "Edit…", user="U0ALICE")
+    modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
+    modal.fill("path", path)
+    assert (await slack.submit_view(modal)).outcome == "closed"
+
+
+async def test_a_reviewers_edit_runs_as_the_middlewares_edited_action(
+    fake_slack: FakeSlack, slack_provider: SlackProvider
+) -> None:
+    DELETED.clear()
+    graph = build("/srv/app")
+    first = await graph.ainvoke(
+        {"messages": [{"role": "user", "content": "clean up"}]}, CONFIG, version="v2"
+    )
+    approver = slack_approver(slack_provider, MemoryGrants(), owner="local")
+    reviewing = asyncio.create_task(edit_path(fake_slack, "/srv/app/tmp"))
+    command = await relay_lg.approve(first.interrupts, approver, AGENT)
+    await reviewing
+    second = await graph.ainvoke(command, CONFIG, version="v2")
+    said = tool_results(second)["call-0"]
+    # The middleware tells the model the call was replaced, then what the tool returned.
+    assert "a human reviewer replaced this tool call" in said
+    assert said.endswith("deleted /srv/app/tmp")
+    assert DELETED == ["/srv/app/tmp"]
+
+
+async def test_a_tool_whose_entry_allows_no_edit_is_offered_none(
+    fake_slack: FakeSlack, slack_provider: SlackProvider
+) -> None:
+    graph = build("/srv/app", decisions={"allowed_decisions": ["approve", "reject"]})
+    first = await graph.ainvoke(
+        {"messages": [{"role": "user", "content": "clean up"}]}, CONFIG, version="v2"
+    )
+    approver = slack_approver(slack_provider, MemoryGrants(), owner="local")
+    deciding = asyncio.create_task(relay_lg.approve(first.interrupts, approver, AGENT))
+    message = await fake_slack.wait_for_message(timeout=15)
+    assert "Allow once" in str(message.blocks)
+    assert "Edit…" not in str(message.blocks)
+    await fake_slack.click(message, "Deny", user="U0ALICE")
+    command = await deciding
+    second = await graph.ainvoke(command, CONFIG, version="v2")
+    assert "alice denied this in Slack" in tool_results(second)["call-0"]

@@ -182,3 +182,39 @@ async def test_through_the_seams_registered_provider(
     await reviewing
     second = await agent.run(message_history=first.all_messages(), deferred_tool_results=results)
     assert json.loads(str(second.output)) == {"delete_file": "deleted a", "restart": "restarted a"}
+
+
+async def test_a_reviewers_edit_is_what_the_tool_runs(
+    fake_slack: FakeSlack, slack_provider: SlackProvider
+) -> None:
+    # ToolApproved(override_args=…) is pydantic-ai's edited call: reviewers get Edit…, and
+    # the tool runs with exactly the arguments they left in the form.
+    DELETED.clear()
+    calls = iter([[ToolCallPart("delete_file", {"path": "/srv/app"}, tool_call_id="c1")]])
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        step = next(calls, None)
+        if step is not None:
+            return ModelResponse(parts=step)
+        last = messages[-1].parts[0]
+        assert isinstance(last, ToolReturnPart)
+        return ModelResponse(parts=[TextPart(f"model saw: {last.content}")])
+
+    agent = build(FunctionModel(model))
+    first = await agent.run("tidy")
+    assert isinstance(first.output, DeferredToolRequests)
+    approver = slack_approver(slack_provider, MemoryGrants(), owner="local")
+
+    async def review() -> None:
+        message = await shown(fake_slack, "delete_file", 1)
+        await fake_slack.click(message, "Edit…", user="U0ALICE")
+        modal = await fake_slack.wait_for_modal(user="U0ALICE", timeout=10)
+        modal.fill("path", "/srv/app/tmp")
+        assert (await fake_slack.submit_view(modal)).outcome == "closed"
+
+    reviewing = asyncio.create_task(review())
+    results = await relay_pai.approve(first.output, approver, AGENT)
+    await reviewing
+    second = await agent.run(message_history=first.all_messages(), deferred_tool_results=results)
+    assert second.output == "model saw: deleted /srv/app/tmp"
+    assert DELETED == ["/srv/app/tmp"]
