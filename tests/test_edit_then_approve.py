@@ -26,9 +26,9 @@ from relay.questions import AskUserQuestionAnswerItem, Responder
 from relay.receipts.jcs import canonical
 from relay.receipts.payload import digest
 from relay.slack.edit_form import editable_fields
-from relay.testing import FakeSlack, ManualClock
+from relay.testing import FakeModal, FakeSlack, ManualClock
 from tests.mcp_env import http_client, result_text
-from tests.server_env import SECRET, relay_server
+from tests.server_env import SECRET, Relay, relay_server
 from tests.test_approvals_api import decided
 from tests.test_receipts_serve import chain_of, key_file, payload_of, raw
 
@@ -55,6 +55,24 @@ def people(slack: FakeSlack) -> None:
     slack.add_user("U0ALICE", name="alice")
     slack.add_user("U0BOB", name="bob")
     slack.add_user("U0EVE", name="eve")
+
+
+async def deploy_form(
+    slack: FakeSlack, relay: Relay, inputs: dict[str, Any], schema: dict[str, Any]
+) -> tuple[dict[str, Any], FakeModal]:
+    """An editable ``deploy`` approval posted with ``schema``, and bob's edit form for it."""
+    request = {
+        "tool": "deploy",
+        "input": inputs,
+        "agent": AGENT,
+        "editable": True,
+        "input_schema": schema,
+    }
+    status, created = await relay.request("POST", "/v1/approvals", json=request)
+    assert status == 201, created
+    message = await slack.wait_for_message(timeout=15)
+    await slack.click(message, "Edit…", user="U0BOB")
+    return created, await slack.wait_for_modal(user="U0BOB", timeout=10)
 
 
 async def test_an_edited_call_is_what_is_allowed_and_the_message_shows_the_edit() -> None:
@@ -94,18 +112,8 @@ async def test_an_invalid_value_is_refused_in_the_form_and_nothing_is_recorded()
     }
     async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
         people(slack)
-        request = {
-            "tool": "deploy",
-            "input": {"replicas": 3, "env": "prod", "force": False, "labels": {"a": "b"}},
-            "agent": AGENT,
-            "editable": True,
-            "input_schema": schema,
-        }
-        status, created = await relay.request("POST", "/v1/approvals", json=request)
-        assert status == 201, created
-        message = await slack.wait_for_message(timeout=15)
-        await slack.click(message, "Edit…", user="U0BOB")
-        modal = await slack.wait_for_modal(user="U0BOB", timeout=10)
+        inputs = {"replicas": 3, "env": "prod", "force": False, "labels": {"a": "b"}}
+        created, modal = await deploy_form(slack, relay, inputs, schema)
         assert modal.field("env").kind == "static_select"
         assert modal.field("force").kind == "checkboxes"
         modal.fill("replicas", "three")
@@ -114,7 +122,7 @@ async def test_an_invalid_value_is_refused_in_the_form_and_nothing_is_recorded()
         assert result.outcome == "errors", result
         assert set(result.errors) == {"f:replicas", "f:labels"}
         assert modal.is_open
-        status, pending = await relay.request("GET", f"/v1/approvals/{created['id']}")
+        _status, pending = await relay.request("GET", f"/v1/approvals/{created['id']}")
         assert pending["status"] == "pending"
         modal.fill("replicas", "5")
         modal.fill("labels", '{"a": "c"}')
@@ -366,18 +374,7 @@ async def test_over_socket_mode_the_form_answers_in_the_ack() -> None:
     ):
         people(slack)
         await slack.wait_for_socket(timeout=15)
-        request = {
-            "tool": "deploy",
-            "input": {"replicas": 3},
-            "agent": AGENT,
-            "editable": True,
-            "input_schema": schema,
-        }
-        status, created = await relay.request("POST", "/v1/approvals", json=request)
-        assert status == 201, created
-        message = await slack.wait_for_message(timeout=15)
-        await slack.click(message, "Edit…", user="U0BOB")
-        modal = await slack.wait_for_modal(user="U0BOB", timeout=10)
+        created, modal = await deploy_form(slack, relay, {"replicas": 3}, schema)
         modal.fill("replicas", "three")
         refused = await slack.submit_view(modal)
         assert (refused.outcome, set(refused.errors)) == ("errors", {"f:replicas"}), refused

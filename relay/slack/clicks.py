@@ -129,10 +129,7 @@ class ClickIntake:
             return
         existing = record.responses[click.index] if click.index < len(record.responses) else None
         if not record.pending or existing is not None:
-            if existing is not None:
-                notify(click, notices.already_answered(existing))
-            else:
-                notify(click, notices.no_longer_pending(record))
+            notify(click, notices.closed(record, existing))
             self._repair_if_stale(record, click.index, existing)
             return
         if not checked:  # (who may answer changes only by the clock: one look per click)
@@ -225,10 +222,7 @@ class ClickIntake:
         else:
             index = click.index
             existing = current.responses[index] if index < len(current.responses) else None
-            if existing is not None:
-                notify(click, notices.already_answered(existing))
-            else:
-                notify(click, notices.no_longer_pending(current))
+            notify(click, notices.closed(current, existing))
             self._repair_if_stale(current, click.index, existing)
         return True
 

@@ -102,10 +102,7 @@ class EditIntake:
             return
         existing = record.responses[click.index] if click.index < len(record.responses) else None
         if not record.pending or existing is not None:
-            if existing is not None:
-                notify(click, notices.already_answered(existing))
-            else:
-                notify(click, notices.no_longer_pending(record))
+            notify(click, notices.closed(record, existing))
             return
         refusal = await self._refusal(record, click)
         if refusal is not None:

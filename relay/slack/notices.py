@@ -97,6 +97,11 @@ def already_answered(item: AskUserQuestionAnswerItem) -> str:
     return f"{who} already answered this question; your click changed nothing."
 
 
+def closed(record: AskRecord | None, answer: AskUserQuestionAnswerItem | None) -> str:
+    """For a click on a question that is closed: who answered it, or that its ask ended."""
+    return already_answered(answer) if answer is not None else no_longer_pending(record)
+
+
 def no_longer_pending(record: AskRecord | None) -> str:
     """For a click on a question whose ask has ended, or that this relay does not know."""
     if record is None:

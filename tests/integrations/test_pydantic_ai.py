@@ -52,6 +52,21 @@ def build(model: Any = None, **kw: Any) -> Agent[None, str | DeferredToolRequest
     return agent
 
 
+def deletes(path: str) -> Any:
+    """A model that calls ``delete_file(path)`` once, then says what the tool returned."""
+    calls = iter([[ToolCallPart("delete_file", {"path": path}, tool_call_id="c1")]])
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        step = next(calls, None)
+        if step is not None:
+            return ModelResponse(parts=step)
+        last = messages[-1].parts[0]
+        assert isinstance(last, ToolReturnPart)
+        return ModelResponse(parts=[TextPart(f"model saw: {last.content}")])
+
+    return model
+
+
 async def shown(slack: FakeSlack, tool: str, count: int) -> Any:
     message = await slack.wait_for_message(count=count, timeout=15)
     assert f"{tool}: permission request" in str(message.blocks)
@@ -98,15 +113,7 @@ async def test_the_handler_keeps_the_run_going_and_a_plain_deny_reaches_the_mode
     fake_slack: FakeSlack, slack_provider: SlackProvider
 ) -> None:
     DELETED.clear()
-    calls = iter([[ToolCallPart("delete_file", {"path": "/etc/hosts"}, tool_call_id="c1")]])
-
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        step = next(calls, None)
-        if step is not None:
-            return ModelResponse(parts=step)
-        last = messages[-1].parts[0]
-        assert isinstance(last, ToolReturnPart)
-        return ModelResponse(parts=[TextPart(f"model saw: {last.content}")])
+    model = deletes("/etc/hosts")
 
     approver = slack_approver(slack_provider, MemoryGrants(), owner="local")
     handler = relay_pai.handler(approver, AGENT, context={"Host": "web-1"})
@@ -190,15 +197,7 @@ async def test_a_reviewers_edit_is_what_the_tool_runs(
     # ToolApproved(override_args=…) is pydantic-ai's edited call: reviewers get Edit…, and
     # the tool runs with exactly the arguments they left in the form.
     DELETED.clear()
-    calls = iter([[ToolCallPart("delete_file", {"path": "/srv/app"}, tool_call_id="c1")]])
-
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        step = next(calls, None)
-        if step is not None:
-            return ModelResponse(parts=step)
-        last = messages[-1].parts[0]
-        assert isinstance(last, ToolReturnPart)
-        return ModelResponse(parts=[TextPart(f"model saw: {last.content}")])
+    model = deletes("/srv/app")
 
     agent = build(FunctionModel(model))
     first = await agent.run("tidy")
