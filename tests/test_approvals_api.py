@@ -115,7 +115,6 @@ async def test_withdrawing_denies_and_updates_slack() -> None:
         ({"tool": "Bash", "agent": {"id": "a"}, "input": []}, "input must be an object"),
         ({"tool": "Bash"}, "agent is required"),
         ({**NPM, "colour": 1}, "colour is not a known field"),
-        ({**NPM, "pattern": {"command_regex": ["("]}}, "pattern:"),
         ({**NPM, "grant_minutes": 5000}, "grant_minutes must be a whole number"),
         ({**NPM, "slack": {"timeout_s": -1}}, "slack.timeout_s must be a positive number"),
         ({**NPM, "context": {"a": 1}}, "context must be an object of strings"),

@@ -1,9 +1,11 @@
-"""Issue 37, hole 1: ``POST /v1/approvals`` never offers a grant for what the reviewer is not
-shown. A ``pattern`` in the body is only a proposal, refused (``BAD_PATTERN``, nothing
-posted) unless it covers the very input shown; the option text says what a grant covers."""
+"""A grant's scope is the relay's alone. ``POST /v1/approvals`` refuses any ``pattern`` a
+client sends (``BAD_PATTERN``, nothing posted): a grant covers a scope derived from the
+operator's ask rule (its command or path globs, never a regex) when that covers the very
+input shown, else exactly this input; the option text says which, before the click."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,36 +26,45 @@ def body(command: str, pattern: Any = None) -> dict[str, Any]:
     return out
 
 
+def operator_rules(tmp: Path, text: str) -> str:
+    path = tmp / "operator.toml"
+    path.write_text(text)
+    return str(path)
+
+
 @pytest.mark.parametrize(
-    ("pattern", "why"),
+    "pattern",
     [
         # The reported attack: `ls -la` shown, a grant for the digest of `curl … | sh`.
-        ({"tools": ["Bash"], "digest": fingerprint("Bash", {"command": EVIL})}, "digest"),
-        ({}, "must name commands or paths"),
-        ({"tools": ["Bash"]}, "must name commands or paths"),
-        ({"tools": ["*"], "commands": ["ls*"]}, "pattern.tools"),
-        ({"tools": ["Write"], "commands": ["ls*"]}, "pattern.tools"),
-        ({"commands": ["curl*"]}, "does not cover this input"),
-        ({"paths": ["/etc/*"]}, "does not cover this input"),
+        {"tools": ["Bash"], "digest": fingerprint("Bash", {"command": EVIL})},
+        {},
+        {"tools": ["*"], "commands": ["ls*"]},
+        {"commands": ["ls*"]},  # even one that covers the input: the scope is not the client's
+        {"command_regex": ["."]},
+        {"command_regex": ["*"]},
+        {"command_regex": ["/^ls -la$|^/"]},
+        {"command_regex": ["^(a+)+$"]},  # never run on the event loop
     ],
 )
-async def test_a_grant_scope_the_reviewer_is_not_shown_is_refused(
-    pattern: dict[str, Any], why: str
+async def test_a_pattern_from_a_client_is_refused_and_nothing_is_posted(
+    pattern: dict[str, Any],
 ) -> None:
     async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
         status, answer = await relay.request("POST", "/v1/approvals", json=body("ls -la", pattern))
         assert status == 400, answer
         assert answer["error"]["code"] == "BAD_PATTERN"
-        assert why in answer["error"]["message"]
+        assert "derives a grant's scope from its own rules" in answer["error"]["message"]
         assert not slack.messages
 
 
-async def test_a_session_grant_covers_only_what_its_option_said() -> None:
-    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+async def test_a_session_grant_covers_what_the_operators_rule_says(tmp_path: Path) -> None:
+    rules = operator_rules(tmp_path, '[[rules]]\naction = "ask"\ncommands = ["git status*"]\n')
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RULES_FILE=rules) as relay,
+    ):
         slack.add_user("U0ALICE", name="alice")
-        status, created = await relay.request(
-            "POST", "/v1/approvals", json=body("git status", {"commands": ["git status*"]})
-        )
+        status, created = await relay.request("POST", "/v1/approvals", json=body("git status"))
         assert status == 201, created
         message = await slack.wait_for_message(timeout=15)
         shown = str(message.blocks)
@@ -68,6 +79,23 @@ async def test_a_session_grant_covers_only_what_its_option_said() -> None:
             status, asked = await relay.request("POST", "/v1/approvals", json=body(sneaky))
             assert status == 201, (sneaky, asked)
             assert asked["decision"] is None
+
+
+async def test_an_operators_regex_never_widens_a_grant(tmp_path: Path) -> None:
+    rules = operator_rules(tmp_path, '[[rules]]\naction = "ask"\ncommand_regex = ["^ls"]\n')
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RULES_FILE=rules) as relay,
+    ):
+        slack.add_user("U0ALICE", name="alice")
+        status, created = await relay.request("POST", "/v1/approvals", json=body("ls -la"))
+        assert status == 201, created
+        message = await slack.wait_for_message(timeout=15)
+        assert "exactly this Bash call" in str(message.blocks)
+        await slack.click(message, "Allow for this session", user="U0ALICE")
+        assert (await decided(relay, created["id"]))["decision"]["outcome"] == "granted"
+        status, again = await relay.request("POST", "/v1/approvals", json=body("ls /etc"))
+        assert (status, again["decision"]) == (201, None)
 
 
 async def test_without_a_pattern_the_grant_is_for_exactly_this_input() -> None:
@@ -86,8 +114,14 @@ async def test_without_a_pattern_the_grant_is_for_exactly_this_input() -> None:
         assert (status, again["decision"]["outcome"]) == (200, "allowed")
 
 
-async def test_the_verdict_in_slack_says_who_denied_why_and_who_allowed_what() -> None:
-    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+async def test_the_verdict_in_slack_says_who_denied_why_and_who_allowed_what(
+    tmp_path: Path,
+) -> None:
+    rules = operator_rules(tmp_path, '[[rules]]\naction = "ask"\ncommands = ["npm test*"]\n')
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RULES_FILE=rules) as relay,
+    ):
         slack.add_user("U0BOB", name="bob")
         status, created = await relay.request("POST", "/v1/approvals", json=body("make deploy"))
         assert status == 201
@@ -101,9 +135,7 @@ async def test_the_verdict_in_slack_says_who_denied_why_and_who_allowed_what() -
         assert "not on a Friday" in shown
         assert "Answered by" not in shown
 
-        status, created = await relay.request(
-            "POST", "/v1/approvals", json=body("npm test", {"commands": ["npm test*"]})
-        )
+        status, created = await relay.request("POST", "/v1/approvals", json=body("npm test"))
         assert status == 201
         await slack.wait_until(lambda: len(slack.messages) == 2, timeout=15)
         allowed = slack.messages[-1]

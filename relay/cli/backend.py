@@ -106,8 +106,12 @@ def id_list(raw: list[str] | str | None, flag: str) -> tuple[str, ...] | None:
     return ids
 
 
-async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Backend:
-    """Connect as configured by ``args`` and the environment; ``CommandError`` if unset."""
+async def open_backend(
+    args: argparse.Namespace, *, timeout: float | None, rules: Rules | None = None
+) -> Backend:
+    """Connect as configured by ``args`` and the environment; ``CommandError`` if unset.
+    ``rules``: the command's rules file, which a process asking Slack itself decides by
+    (its Decider and its Edit form), as a hosted relay decides by its operator's."""
     env = os.environ
     url = args.relay_url or env.get("RELAY_URL")
     users = id_list(args.allowed_users, "--allowed-users")
@@ -127,7 +131,7 @@ async def open_backend(args: argparse.Namespace, *, timeout: float | None) -> Ba
         )
     if not channel:
         raise CommandError(USAGE, "say where to ask: --channel C… (or RELAY_CHANNEL)")
-    return await _slack_backend(bot, app, channel, users, groups, timeout)
+    return await _slack_backend(bot, app, channel, users, groups, timeout, rules)
 
 
 async def _relay_backend(
@@ -163,10 +167,12 @@ async def _slack_backend(
     users: tuple[str, ...] | None,
     groups: tuple[str, ...] | None,
     timeout: float | None,
+    rules: Rules | None,
 ) -> Backend:
     from slack_sdk.web.async_client import AsyncWebClient
 
     from relay.config import TeamDefaults
+    from relay.gate.decider import Rulings
     from relay.gate.local import slack_approver
     from relay.grants import MemoryGrants
     from relay.service import UserInteractionService
@@ -174,6 +180,14 @@ async def _slack_backend(
 
     env = os.environ
     team = TeamDefaults.from_env(env)
+    if rules is not None:
+        rules = rules.filled(
+            channel=channel,
+            approvers=users,
+            approver_groups=groups,
+            approvals=team.approvals_required,
+        )
+    rulings = Rulings(rules=lambda _: rules, source=rules.source if rules else "the rules")
     slack = SlackProvider(
         client=AsyncWebClient(
             token=bot, base_url=env.get("SLACK_API_URL") or AsyncWebClient.BASE_URL
@@ -182,6 +196,7 @@ async def _slack_backend(
         timeout=timeout if timeout is not None else 900.0,
         allowed_users=users,
         allowed_groups=groups,
+        edit_review=rulings.edit_terms,
         **team.provider_kwargs(),
     )
     try:
@@ -192,7 +207,7 @@ async def _slack_backend(
     service = UserInteractionService()
     service.register_provider(slack)
     # Asking Slack directly, this process is the relay: its grants live (only) here.
-    approver = slack_approver(slack, MemoryGrants(), owner="local")
+    approver = slack_approver(slack, MemoryGrants(), owner="local", rules=rules)
     # Its approvals are built knowing the quorum (then no grants), as a hosted relay's are.
     return Backend(
         "slack", service, approver, slack.aclose, channel, users, groups, team.approvals_required

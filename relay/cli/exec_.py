@@ -119,7 +119,7 @@ async def _decide(args: argparse.Namespace, argv: list[str]) -> Decision:
             rules=tuple(dataclasses.replace(r, timeout=None) for r in rules.rules),
         )
     timeout = rules.timeout_for(verdict)
-    backend = await open_backend(args, timeout=timeout)
+    backend = await open_backend(args, timeout=timeout, rules=rules)
     controller = AbortController()
     loop = asyncio.get_running_loop()
     stopped: list[int] = []

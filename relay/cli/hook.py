@@ -131,7 +131,7 @@ async def _ask(
     # relay's to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
     confirm = verdict.action == "allow"
     timeout = rules.timeout_for(verdict)
-    backend = await open_backend(args, timeout=timeout)
+    backend = await open_backend(args, timeout=timeout, rules=rules)
     controller = AbortController()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

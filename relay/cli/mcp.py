@@ -20,10 +20,12 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from relay.abort import AbortSignal
 from relay.cli.backend import add_backend_flags, open_backend
 from relay.cli.common import Commands, plain
+from relay.gate.approval import Decision
 from relay.gate.context import requester
-from relay.gate.gate import Gate
+from relay.gate.gate import Gate, ToolUse
 from relay.gate.rules import Rules, load_rules
 from relay.questions import AgentRef
 
@@ -73,7 +75,7 @@ async def _serve(args: argparse.Namespace) -> None:
     rules = load_rules(args.rules) if args.rules else Rules()
     if args.timeout is not None and not args.rules:
         rules = dataclasses.replace(rules, timeout=args.timeout)  # approvals wait as long
-    backend = await open_backend(args, timeout=args.timeout)
+    backend = await open_backend(args, timeout=args.timeout, rules=rules)
     who = requester()
     # One relay mcp process is one agent session: its grants are not another's.
     session = f"mcp:{who}:{secrets.token_hex(6)}"
@@ -85,10 +87,15 @@ async def _serve(args: argparse.Namespace) -> None:
     )
     context = {"Asked by": who, "Directory": os.getcwd()}
 
+    async def approve(use: ToolUse, signal: AbortSignal) -> Decision:
+        decision = await gate.decide(use, signal=signal)
+        assert decision is not None  # (no pass: allow_pass is off)
+        return decision
+
     def toolbox(ctx: Context) -> Toolbox:
         name = client_name(ctx) or "an MCP client"
         agent = AgentRef(id=session, name=f"{name} ({who})")
-        return Toolbox(service=backend.service, gate=gate, agent=agent, context=context)
+        return Toolbox(service=backend.service, approve=approve, agent=agent, context=context)
 
     server = build_server(toolbox, progress_interval=args.progress_interval)
     try:

@@ -100,6 +100,8 @@ class ApprovalRequest:
     editable: bool = False
     # The tool's input JSON Schema when known (MCP tools carry one): the edit form's fields.
     input_schema: Mapping[str, Any] | None = None
+    # The working directory relative paths are read against (the hook's), if known.
+    cwd: str | None = None
 
     @property
     def quorum(self) -> int:

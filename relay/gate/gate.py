@@ -1,7 +1,9 @@
-"""The gate every harness shares: the team's rules first, then grants and a reviewer.
+"""The client's door: its own rules first (they may only make a decision stricter), then
+the Decider, in this process or a hosted relay's.
 
-``relay hook``, ``relay exec`` and the MCP server's ``approve_tool_use`` all call
-``Gate.decide``; they differ only in how they read the request and write the answer.
+``relay hook``, ``relay exec`` and ``relay mcp`` call ``Gate.decide``; they differ only in
+how they read the request and write the answer. The grant's scope, the approvers and the
+quorum are the Decider's (``relay.gate.decider``), never the client's to set.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from typing import Any
 
 from relay.abort import AbortSignal
 from relay.gate.approval import ApprovalRequest, Approver, Decision
-from relay.gate.core import grant_scope
-from relay.gate.match import Pattern, subject
+from relay.gate.match import subject
 from relay.gate.rules import Rules, Verdict
 from relay.questions import AgentRef
 
@@ -33,16 +34,6 @@ class ToolUse:
     # The harness runs an edited input if the reviewer makes one (see ``ApprovalRequest``).
     editable: bool = False
     input_schema: Mapping[str, Any] | None = None
-
-
-def _grant_scope(use: ToolUse, verdict: Verdict) -> Pattern | None:
-    """A narrow ask rule's commands or paths, for this tool only, when they cover this very
-    input (``relay.gate.core``); else ``None`` (exactly this input)."""
-    rule = verdict.rule
-    if rule is None or not rule.narrow:
-        return None
-    scope = grant_scope(use.tool, use.input, rule.pattern)
-    return None if scope.digest is not None else scope
 
 
 class Gate:
@@ -85,7 +76,6 @@ class Gate:
             agent=use.agent,
             tool_use_id=use.tool_use_id,
             context=dict(use.context or {}),
-            pattern=_grant_scope(use, verdict),
             session_grants=self.rules.session_grants,
             grant_minutes=self.rules.grant_minutes,
             reason=rule.reason if rule is not None else None,
@@ -110,5 +100,15 @@ class Gate:
             rules_allow=verdict.action == "allow",
             editable=use.editable,
             input_schema=use.input_schema,
+            cwd=use.cwd,
         )
-        return await self.approver.approve(request, signal=signal)
+        decision = await self.approver.approve(request, signal=signal)
+        if decision.allowed and decision.updated_input is not None:
+            # An edit is a new proposal: these rules may only make it stricter.
+            edited = self.rules.verdict(subject(use.tool, decision.updated_input, cwd=use.cwd))
+            if edited.action == "deny":
+                why = edited.reason(source)
+                return Decision.deny(
+                    f"a reviewer edited this call into one these rules deny: {why}"
+                )
+        return decision

@@ -1,41 +1,45 @@
-"""Approvals decided in this process: grants first, then a reviewer in Slack.
+"""Approvals decided in this process, by the Decider, and the channels it asks through.
 
-``LocalApprover`` serves ``relay mcp`` when it talks to Slack itself (grants live in the
-process's memory) and the ``/mcp`` endpoint of ``relay serve`` (grants live in the relay's
-store, shared with ``/v1/approvals``). ``SlackAsks`` is the seam provider both use to ask
-through a ``SlackProvider`` with an owner and a per-ask target.
+``LocalApprover`` serves ``relay mcp`` and ``relay hook`` when they talk to Slack themselves
+(grants live in the process's memory, the user's rules file is the relay's) and the
+framework integrations in process. ``SlackChannel`` is the Decider's channel over a
+``SlackProvider`` (``relay serve``'s ``/v1/approvals`` and ``/mcp`` use it too);
+``SlackAsks`` is the seam provider over a ``SlackProvider`` with an owner and a per-ask target.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from relay.abort import AbortSignal
-from relay.errors import ErrorCode, HarnessError, UserInteractionError, ask_aborted
-from relay.gate.approval import (
-    ApprovalRequest,
-    Approver,
-    Decision,
-    approval_question,
-    decide_answer,
-    decide_error,
-    offer_for,
-)
-from relay.gate.match import subject
+from relay.errors import ErrorCode, UserInteractionError, ask_aborted
+from relay.gate.approval import ApprovalRequest, Approver, Decision
+from relay.gate.decider import Decider, Proposal, Rulings
+from relay.gate.rules import Rules
 from relay.grants.base import GrantStore
 from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest
-from relay.slack.provider import UNSET, SlackProvider, SlackTarget
-from relay.store.record import AskStatus, utcnow
+from relay.slack.provider import SlackProvider, SlackTarget
+from relay.store.record import AskRecord, AskStatus
 
-__all__ = ["Approver", "LocalApprover", "SlackAsks", "slack_approver", "target_for"]
+__all__ = [
+    "Approver",
+    "LocalApprover",
+    "SeamChannel",
+    "SlackAsks",
+    "SlackChannel",
+    "slack_approver",
+    "target_for",
+]
 
 
-def target_for(request: ApprovalRequest) -> SlackTarget:
-    """Where ``request`` is asked and who may answer it (unset: the provider's defaults)."""
+def target_for(request: ApprovalRequest, base: SlackTarget | None = None) -> SlackTarget:
+    """Where ``request`` is asked and who may answer it: what the Decider settled, over the
+    client's own ``base`` settings (a thread, a requester); unset: the provider's defaults."""
+    current = base if base is not None else SlackTarget(channel="")
     escalation: dict[str, Any] = {}
     if request.escalate_after is not None:
         # The rules' escalation is one whole: nothing of the provider's defaults mixes in.
@@ -45,13 +49,18 @@ def target_for(request: ApprovalRequest) -> SlackTarget:
             "escalate_groups": request.escalate_groups,
             "escalate_channel": request.escalate_channel,
         }
-    return SlackTarget(
-        channel=request.channel or "",
-        allowed_users=request.approvers if request.approvers is not None else UNSET,
-        allowed_groups=request.approver_groups if request.approver_groups is not None else UNSET,
-        timeout=request.timeout if request.timeout is not None else UNSET,
-        remind_after=request.remind_after if request.remind_after is not None else UNSET,
-        reminders=request.reminders if request.reminders is not None else UNSET,
+    return replace(
+        current,
+        channel=request.channel or current.channel,
+        allowed_users=request.approvers if request.approvers is not None else current.allowed_users,
+        allowed_groups=request.approver_groups
+        if request.approver_groups is not None
+        else current.allowed_groups,
+        timeout=request.timeout if request.timeout is not None else current.timeout,
+        remind_after=request.remind_after
+        if request.remind_after is not None
+        else current.remind_after,
+        reminders=request.reminders if request.reminders is not None else current.reminders,
         **escalation,
     )
 
@@ -105,84 +114,76 @@ class SlackAsks:
         raise final.error.to_exception()
 
 
-Ask = Callable[[AskUserQuestionRequest, ApprovalRequest], Awaitable[AskUserQuestionAnswer]]
+class SlackChannel:
+    """The Decider's ``Channel`` over a ``SlackProvider``."""
+
+    def __init__(self, provider: SlackProvider) -> None:
+        self._provider = provider
+
+    async def ask(
+        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
+    ) -> AskUserQuestionAnswer:
+        """Post, wait, withdraw if aborted (``SlackAsks``)."""
+        asks = SlackAsks(self._provider, owner=proposal.owner)
+        return await asks.ask_at(question, target_for(request, proposal.target))
+
+    async def start(
+        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
+    ) -> AskRecord:
+        """Post; the pending record."""
+        target = target_for(request, proposal.target)
+        return await self._provider.start(question, target=target, owner=proposal.owner)
+
+
+class SeamChannel:
+    """The Decider's ``Channel`` over any seam provider (``ask`` only: it cannot post and
+    return, so it serves in-process approvals, not ``/v1/approvals``)."""
+
+    def __init__(self, ask: Callable[[AskUserQuestionRequest], Awaitable[AskUserQuestionAnswer]]):
+        self._ask = ask
+
+    async def ask(
+        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
+    ) -> AskUserQuestionAnswer:
+        """Ask through the seam."""
+        return await self._ask(question)
+
+    async def start(
+        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
+    ) -> AskRecord:
+        """Not possible over the seam."""
+        raise RuntimeError("a seam provider cannot post an approval and return")
 
 
 class LocalApprover:
-    """Grants first; else ask a reviewer through ``ask``; a reviewer's grant is recorded here."""
+    """An ``Approver`` deciding in this process through a ``Decider`` (grants, people, and
+    the rules it was given: a hosted relay's operator rules, or the user's own file when
+    this process asks Slack itself)."""
 
-    def __init__(self, *, ask: Ask, grants: GrantStore, owner: str = "local") -> None:
-        self._ask = ask
-        self.grants = grants
+    def __init__(self, decider: Decider, *, owner: str = "local") -> None:
+        self.decider = decider
+        self.grants = decider.grants
         self._owner = owner
 
     async def approve(
         self, request: ApprovalRequest, *, signal: AbortSignal | None = None
     ) -> Decision:
         """Allow or deny ``request`` (a grant, a reviewer, or a deny when neither answers)."""
-        if request.rules_allow:
-            # No operator's rules in this process: the caller's allow stands.
-            return Decision(behavior="allow", message="allowed by the rules", outcome="allowed")
-        try:
-            grant = await self.grants.find(
-                owner=self._owner,
-                agent=request.agent.id,
-                use=subject(request.tool, request.input),
-                now=utcnow(),
-            )
-        except Exception as exc:  # a store that is down must not allow anything
-            return decide_error(exc)
-        if grant is not None:
-            return Decision(
-                behavior="allow",
-                message=grant.describe(),
-                outcome="allowed",
-                by=grant.granted_by,
-                at=grant.granted_at,
-                grant=grant,
-            )
-        question = approval_question(request)
-        question = AskUserQuestionRequest(question.questions, agent=question.agent, signal=signal)
-        try:
-            answer = await self._ask(question, request)
-        except HarnessError as exc:
-            return decide_error(exc, timeout=request.timeout)
-        except Exception as exc:
-            return decide_error(exc)
-        session, minutes = request.grants_offered
-        decision, kind = decide_answer(
-            answer.answers[0], session=session, minutes=minutes, editable=request.editable
-        )
-        offer = offer_for(request.offer(self._owner), request.tool, decision)
-        if kind is None or decision.by is None or decision.at is None:
-            return decision
-        made = offer.grant(
-            ask_id=secrets.token_urlsafe(12), kind=kind, by=decision.by, at=decision.at
-        )
-        try:
-            await self.grants.add(grant=made)
-        except Exception:
-            return decision  # allowed once all the same; the grant is just not kept
-        return Decision(
-            behavior="allow",
-            message=f"{decision.message}; {made.describe()}",
-            outcome="granted",
-            by=decision.by,
-            at=decision.at,
-            grant=made,
-        )
+        proposal = Proposal(request, owner=self._owner)
+        return await self.decider.decide(proposal, signal=signal)
 
     async def aclose(self) -> None:
         """Nothing to release (the grant store belongs to whoever made it)."""
 
 
-def slack_approver(provider: SlackProvider, grants: GrantStore, *, owner: str) -> LocalApprover:
-    """A ``LocalApprover`` asking through ``provider`` on behalf of ``owner``."""
-    asks = SlackAsks(provider, owner=owner)
-
-    async def ask(
-        question: AskUserQuestionRequest, request: ApprovalRequest
-    ) -> AskUserQuestionAnswer:
-        return await asks.ask_at(question, target_for(request))
-
-    return LocalApprover(ask=ask, grants=grants, owner=owner)
+def slack_approver(
+    provider: SlackProvider, grants: GrantStore, *, owner: str, rules: Rules | None = None
+) -> LocalApprover:
+    """A ``LocalApprover`` asking through ``provider`` on behalf of ``owner``; ``rules``: the
+    rules this process decides by (asking Slack itself, the user's file is the relay's)."""
+    decider = Decider(
+        rulings=Rulings(rules=lambda _: rules, source=rules.source if rules else "the rules"),
+        grants=grants,
+        channel=SlackChannel(provider),
+    )
+    return LocalApprover(decider, owner=owner)

@@ -37,8 +37,6 @@ def approval_body(request: ApprovalRequest) -> dict[str, Any]:
         body["tool_use_id"] = request.tool_use_id
     if request.context:
         body["context"] = dict(request.context)
-    if request.pattern is not None:
-        body["pattern"] = request.pattern.to_json()
     if request.reason:
         body["reason"] = request.reason
     if request.editable:

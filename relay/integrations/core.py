@@ -27,11 +27,12 @@ from typing import Any
 from relay.abort import AbortSignal
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError
 from relay.gate.approval import ApprovalRequest, Approver, Decision, decide_error
-from relay.gate.local import LocalApprover
+from relay.gate.decider import Decider, Rulings
+from relay.gate.local import LocalApprover, SeamChannel
 from relay.gate.remote import ApprovalsAPI, approval_body
 from relay.grants.base import GrantStore
 from relay.grants.memory import MemoryGrants
-from relay.questions import AgentRef, AskUserQuestionAnswer, AskUserQuestionRequest
+from relay.questions import AgentRef
 from relay.replies import RETRYABLE, Retry
 from relay.service import UserInteractionService
 
@@ -130,10 +131,12 @@ def seam_approver(service: UserInteractionService, grants: GrantStore | None = N
     The provider's own channel and timeout apply; grants a reviewer makes are kept in
     ``grants`` (this process's memory unless given)."""
 
-    async def ask(question: AskUserQuestionRequest, _: ApprovalRequest) -> AskUserQuestionAnswer:
-        return await service.ask(question)
-
-    return LocalApprover(ask=ask, grants=grants if grants is not None else MemoryGrants())
+    decider = Decider(
+        rulings=Rulings(rules=lambda _: None),
+        grants=grants if grants is not None else MemoryGrants(),
+        channel=SeamChannel(service.ask),
+    )
+    return LocalApprover(decider)
 
 
 _CREATE_TRIES = 5  # posting an approval: ~3 s of backoff in all before the run is told

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
@@ -25,10 +24,11 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from relay.gate.gate import Gate
-from relay.gate.local import SlackAsks, slack_approver
-from relay.gate.rules import Rules
-from relay.grants.base import GrantStore
+from relay.abort import AbortSignal
+from relay.gate.approval import ApprovalRequest, Decision
+from relay.gate.decider import Decider, Proposal
+from relay.gate.gate import ToolUse
+from relay.gate.local import SlackAsks
 from relay.mcp.asgi import GONE_KEY, serve_asgi
 from relay.mcp.origins import OriginPolicy
 from relay.mcp.server import Context, Toolbox, build_server, client_name, note_asked
@@ -50,12 +50,7 @@ _RESULTS_GRACE = 2.0
 
 
 def _toolbox_for(
-    provider: SlackProvider,
-    grants: GrantStore,
-    rules: Callable[[str], Rules],
-    sessions: Sessions,
-    *,
-    receipts: bool,
+    provider: SlackProvider, decider: Decider, sessions: Sessions, *, receipts: bool
 ) -> Any:
     def toolbox(ctx: Context) -> Toolbox:
         request = ctx.request
@@ -72,25 +67,34 @@ def _toolbox_for(
         agent = AgentRef(id=f"mcp:{session_id or name}", name=name)
         service = UserInteractionService()
         service.register_provider(SlackAsks(provider, owner=owner))
-        own = rules(owner)  # the operator's rules for this token
-        policy = own if session_id else replace(own, session_grants=False, grant_minutes=0)
-        gate = Gate(rules=policy, approver=slack_approver(provider, grants, owner=owner))
-        return Toolbox(service=service, gate=gate, agent=agent, receipts=receipts)
+
+        async def approve(use: ToolUse, signal: AbortSignal) -> Decision:
+            request = ApprovalRequest(
+                tool=use.tool,
+                input=use.input,
+                agent=use.agent,
+                tool_use_id=use.tool_use_id,
+                context=dict(use.context or {}),
+                session_grants=session_id is not None,
+                grant_minutes=30 if session_id is not None else 0,
+                editable=use.editable,
+                input_schema=use.input_schema,
+            )
+            # No rules of the client's own: the operator's decide (ask without any).
+            proposal = Proposal(request, owner=owner, client="pass")
+            return await decider.decide(proposal, signal=signal)
+
+        return Toolbox(service=service, approve=approve, agent=agent, receipts=receipts)
 
     return toolbox
-
-
-def _no_rules(owner: str) -> Rules:
-    return Rules()
 
 
 def mount_mcp(
     app: web.Application,
     *,
     provider: SlackProvider,
-    grants: GrantStore,
+    decider: Decider,
     auth: Authenticator,
-    rules: Callable[[str], Rules] | None = None,
     progress_interval: float = 10.0,
     receipts: bool = False,
     limiter: Limiter | None = None,
@@ -99,13 +103,13 @@ def mount_mcp(
     read_timeout: float = 10.0,
 ) -> None:
     """Serve the MCP server at ``/mcp`` of ``app`` for the life of the application;
-    ``rules`` gives ``approve_tool_use`` the operator's rules for a token's fingerprint;
+    ``approve_tool_use`` is decided by ``decider`` (the relay's, as for ``/v1/approvals``);
     ``receipts``: the relay signs them, so a tool result names its ask's receipt."""
     if receipts:
         provider.events.subscribe(note_asked)
     sessions = Sessions(session_limits or SessionLimits())
     server = build_server(
-        _toolbox_for(provider, grants, rules or _no_rules, sessions, receipts=receipts),
+        _toolbox_for(provider, decider, sessions, receipts=receipts),
         progress_interval=progress_interval,
     )
     manager: StreamableHTTPSessionManager = SessionsManager(

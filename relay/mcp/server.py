@@ -31,7 +31,7 @@ from relay import __version__
 from relay.abort import AbortController, AbortSignal
 from relay.events import AskEvent
 from relay.gate.approval import Decision, decide_error
-from relay.gate.gate import Gate, ToolUse
+from relay.gate.gate import ToolUse
 from relay.mcp.asgi import GONE_KEY
 from relay.mcp.tools import (
     APPROVE_TOOL_USE,
@@ -58,10 +58,12 @@ _WITHDRAW_WITHIN = 20.0
 
 @dataclass(frozen=True, slots=True)
 class Toolbox:
-    """What a tool call works with: the seam, the gate, who asks, and what to show."""
+    """What a tool call works with: the seam, the approvals door, who asks, what to show."""
 
     service: UserInteractionService
-    gate: Gate
+    # The door into the Decider for ``approve_tool_use`` (a client's ``Gate`` on stdio, the
+    # relay's own Decider on ``/mcp``).
+    approve: Callable[[ToolUse, AbortSignal], Coroutine[Any, Any, Decision]]
     agent: AgentRef
     context: Mapping[str, str] = field(default_factory=dict)
     receipts: bool = False
@@ -158,11 +160,9 @@ async def _approve(box: Toolbox, args: ApproveArguments, signal: AbortSignal) ->
         editable=True,
     )
     try:
-        decision = await box.gate.decide(use, signal=signal)
+        return await box.approve(use, signal)
     except Exception as exc:
         return decide_error(exc)
-    assert decision is not None
-    return decision
 
 
 def _with_receipt(result: ToolResult, receipt: str) -> ToolResult:

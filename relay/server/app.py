@@ -6,7 +6,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -14,6 +13,8 @@ from aiohttp import web
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from relay.config_mcp import McpSettings
+from relay.gate.decider import Decider, Rulings
+from relay.gate.local import SlackChannel
 from relay.gate.policy import Policy
 from relay.gate.rules import Rules
 from relay.grants import GrantStore, MemoryGrants
@@ -143,6 +144,7 @@ def build_app(
     receipts: ReceiptWriter | None = None,
     mcp: McpSettings | None = None,
     policy: Policy | None = None,
+    rulings: Rulings | None = None,
 ) -> web.Application:
     """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
@@ -150,7 +152,8 @@ def build_app(
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
     ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it).
     ``mcp`` bounds ``/mcp``'s sessions and lists the origins and hosts it answers.
-    ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals.
+    ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals, or
+    ``rulings`` when the provider's Edit form holds edits to them (``operator_rulings``).
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -176,9 +179,12 @@ def build_app(
         webhooks=webhooks,
     )
     grant_store = grants if grants is not None else MemoryGrants()
-    approvals = ApprovalApi(
-        asks=api, grants=grant_store, min_approvals=min_approvals, policy=policy
-    )
+    # The one Decider behind /v1/approvals and /mcp (the Edit form holds edits to the same
+    # rulings: relay serve gives the provider rulings.edit_terms).
+    if rulings is None:
+        rulings = operator_rulings(policy, min_approvals)
+    decider = Decider(rulings=rulings, grants=grant_store, channel=SlackChannel(provider))
+    approvals = ApprovalApi(asks=api, decider=decider)
     receipt_api = ReceiptApi(asks=api, approvals=approvals, writer=receipts)
 
     @web.middleware
@@ -271,10 +277,8 @@ def build_app(
     mount_mcp(
         app,
         provider=provider,
-        grants=grant_store,
+        decider=decider,
         auth=auth,
-        # approve_tool_use on /mcp: an approval needing several people, as on /v1/approvals.
-        rules=_mcp_rules(policy, min_approvals),
         progress_interval=mcp_progress_interval,
         receipts=receipts is not None,
         **_mcp_bounds(mcp or McpSettings()),
@@ -299,18 +303,15 @@ def _mcp_bounds(settings: McpSettings) -> dict[str, Any]:
     }
 
 
-def _mcp_rules(policy: Policy | None, min_approvals: int | None) -> Callable[[str], Rules]:
-    """``approve_tool_use``'s rules on ``/mcp`` for a token's fingerprint: the operator's
-    (its token section's, else the global ones), and at least ``min_approvals`` people, as
-    on ``/v1/approvals``."""
+def operator_rulings(policy: Policy | None, min_approvals: int | None) -> Rulings:
+    """The relay's rulings: the operator's rules for a token's fingerprint (its token
+    section's, else the global ones; none without ``RELAY_RULES_FILE``) and at least
+    ``min_approvals`` people for any tool approval."""
 
-    def rules_for(owner: str) -> Rules:
-        rules = policy.for_owner(owner) if policy is not None else Rules()
-        if (min_approvals or 1) > (rules.team.approvals or 1):
-            rules = replace(rules, team=replace(rules.team, approvals=min_approvals))
-        return rules
+    def rules_for(owner: str) -> Rules | None:
+        return policy.for_owner(owner) if policy is not None else None
 
-    return rules_for
+    return Rulings(rules=rules_for, min_approvals=min_approvals)
 
 
 def _hung_up(request: web.Request) -> bool:

@@ -1,53 +1,36 @@
-"""``/v1/approvals``: ask a reviewer whether an agent may use a tool; grants live here.
+"""``/v1/approvals``: a door into the Decider (``relay.gate.decider``), which decides.
 
-``POST /v1/approvals`` answers at once when one of the token's grants covers the use, else
-posts the approval question (rendered here, from the tool and its input, so the reviewer
-sees exactly what will run) and returns its id. ``GET /v1/approvals/{id}?wait=S`` long-polls
-for the decision; reading a decided approval whose reviewer chose a grant records that
-grant (once, whichever replica reads first), with who chose it and when from the signed
-click. No endpoint creates a grant from what a client says: a coding agent holds its own
-API token, so anything the token alone could do, the agent could forge. A ``pattern`` in the
-body is only a proposal, checked by ``relay.gate.core.checked_scope``: no digest, no
-pattern for every use of a tool, none that does not cover the very input shown
-(``BAD_PATTERN``); the option text then says exactly what the grant would cover.
+``POST /v1/approvals`` turns its body into a proposal: the Decider answers at once (the
+operator's rules, a grant) or posts the approval question (rendered from the tool and its
+input, so the reviewer sees exactly what will run) and the route returns its id.
+``GET /v1/approvals/{id}?wait=S`` long-polls; reading a decided approval asks the Decider
+for its decision, which records the grant a reviewer chose (once, whichever replica reads
+first). No endpoint creates a grant from what a client says, and a client never sets a
+grant's scope: a ``pattern`` in the body is refused (``BAD_PATTERN``); the scope is derived
+from the operator's rules, or is exactly the input shown.
 """
 
 from __future__ import annotations
 
-import logging
-import re
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
 
 from relay.errors import HarnessError
-from relay.gate.approval import (
-    QUESTION_ID,
-    ApprovalRequest,
-    Decision,
-    approval_question,
-    decide_answer,
-    decide_error,
-    offer_for,
-)
-from relay.gate.core import ScopeError, checked_scope, grant_scope
-from relay.gate.match import Pattern, subject
-from relay.gate.policy import Policy, combine
-from relay.gate.rules import Verdict
-from relay.grants.base import GrantStore
+from relay.gate.approval import QUESTION_ID, ApprovalRequest, Decision
+from relay.gate.core import BAD_PATTERN
+from relay.gate.decider import Decider, Proposal
 from relay.questions import MAX_APPROVALS, AgentRef
 from relay.records import iso_time
 from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
 from relay.server.idempotency import read_key
-from relay.slack.provider import SlackProvider, SlackTarget
-from relay.store.record import AskRecord, AskStatus, utcnow
+from relay.slack.provider import UNSET, SlackProvider, SlackTarget
+from relay.store.record import AskRecord
 
 __all__ = ["ApprovalApi", "approval_json"]
 
-_log = logging.getLogger("relay.server")
 _KEYS = frozenset(
     {
         "tool",
@@ -69,8 +52,6 @@ _KEYS = frozenset(
         "input_schema",
     }
 )
-# How long an offer outlives its ask's timeout, so a late read can still record the grant.
-_OFFER_GRACE = 24 * 3600.0
 
 
 def approval_json(
@@ -90,24 +71,12 @@ def approval_json(
 class ApprovalApi:
     """Handlers for ``/v1/approvals``; requests arrive authenticated (``request[OWNER]``)."""
 
-    def __init__(
-        self,
-        *,
-        asks: AskApi,
-        grants: GrantStore,
-        min_approvals: int | None = None,
-        policy: Policy | None = None,
-    ) -> None:
+    def __init__(self, *, asks: AskApi, decider: Decider) -> None:
         # Approvals are asks: read, limited and long-polled exactly as /v1/asks reads them.
         self._asks = asks
         self._provider: SlackProvider = asks.provider
-        self.grants = grants
-        # The operator's RELAY_APPROVALS_REQUIRED: a body may ask for more people, not fewer
-        # (a coding agent holds its own token, so it must not lower its own quorum).
-        self._min_approvals = min_approvals
-        # The operator's RELAY_RULES_FILE: what is allowed or denied without a person, and
-        # the scope of a grant, decided where the agent cannot write.
-        self._policy = policy
+        self.decider = decider
+        self.grants = decider.grants
 
     def routes(self) -> list[web.RouteDef]:
         """The routes to add to the application."""
@@ -118,21 +87,17 @@ class ApprovalApi:
         ]
 
     async def create(self, request: web.Request) -> web.Response:
-        """``POST /v1/approvals``: a grant's decision at once (200), or a pending ask (201)."""
+        """``POST /v1/approvals``: a decision at once (200), or a pending ask (201)."""
         owner: str = request[OWNER]
         wait = self._asks.wait_param(request)
         read_key(request)  # a malformed key is refused even where the rules decide at once
         body = await self._asks.json_body(request, hint="send less of the tool input")
         approval, target = _read_approval(body)
-        client = body.get("client_verdict") if isinstance(body, Mapping) else None
-        ruled = self._by_rules(approval, owner, client or "ask")
-        if isinstance(ruled, Decision):
-            return web.json_response(approval_json(None, ruled))  # nothing was posted
-        approval = ruled
-        target = self._who_approves(target, owner, approval)
+        proposal = Proposal(approval, owner=owner, target=target)
+        judged = self.decider.judge(proposal)
+        if isinstance(judged, Decision):
+            return web.json_response(approval_json(None, judged))  # nothing was posted
         subscription = self._asks.callback(body)  # checked before anything is posted
-        if self._min_approvals is not None and self._min_approvals > (approval.approvals or 1):
-            approval = replace(approval, approvals=self._min_approvals)
         headers: dict[str, str] = {}
         async with self._asks.keys.create(
             request, owner=owner, route="approvals", body=body
@@ -141,10 +106,14 @@ class ApprovalApi:
                 record = await self._asks.replayed(request, slot.replay)
                 headers[REPLAYED] = "true"
             else:
-                started = await self._start(approval, target, owner)
-                if not isinstance(started, AskRecord):
-                    return started  # a grant answered at once: nothing was posted
-                record = started
+                try:
+                    opened = await self.decider.open(proposal)
+                except HarnessError as exc:
+                    raise ApiError.of(exc) from None
+                if isinstance(opened, Decision):
+                    # A grant answered at once: nothing was posted.
+                    return web.json_response(approval_json(None, opened))
+                record = opened
                 if slot is not None:
                     slot.bind(record.id)
         webhooks = self._asks.webhooks
@@ -153,91 +122,12 @@ class ApprovalApi:
             await webhooks.subscribe(record, subscription)
         if wait > 0 and record.pending:
             record = await self._asks.long_poll(request, record.id, wait)
-        decision = await self._decision(record)
+        decision = await self.decider.conclude(record)
         return web.json_response(
             approval_json(record.id, decision, record),
             status=201,
             headers={"Location": f"/v1/approvals/{record.id}", **headers},
         )
-
-    def _by_rules(
-        self, approval: ApprovalRequest, owner: str, client: object
-    ) -> ApprovalRequest | Decision:
-        """The operator's rules and the client's verdict, the stricter deciding: a deny or an
-        allow at once, else the approval to post (with the operator's rule's grant scope)."""
-        if client not in ("allow", "ask"):
-            raise _bad('client_verdict must be "allow" or "ask": what the client\'s rules say')
-        rules = self._policy.for_owner(owner) if self._policy is not None else None
-        use = subject(approval.tool, approval.input)
-        operator = rules.verdict(use) if rules is not None else Verdict("pass")
-        action = combine(str(client), operator)
-        source = "the relay's rules (RELAY_RULES_FILE)"
-        if action == "deny":
-            return Decision.deny(operator.reason(source))
-        if action == "allow":
-            why = operator.reason(source) if operator.action == "allow" else "allowed by the"
-            if operator.action != "allow":
-                why += " client's rules (the relay has no rules file)"
-            return Decision(behavior="allow", message=why, outcome="allowed")
-        rule = operator.rule
-        if approval.pattern is None and rule is not None and rule.action == "ask" and rule.narrow:
-            scope = grant_scope(approval.tool, approval.input, rule.pattern)
-            if scope.digest is None:
-                approval = replace(approval, pattern=scope)
-        return approval
-
-    def _who_approves(
-        self, target: SlackTarget | None, owner: str, approval: ApprovalRequest
-    ) -> SlackTarget | None:
-        """The operator's approvers for this use (its ask rule's, else the file's): a body may
-        name fewer of them, never others."""
-        if self._policy is None:
-            return target
-        rules = self._policy.for_owner(owner)
-        rule = rules.verdict(subject(approval.tool, approval.input)).rule
-        users = rule.approvers if rule is not None and rule.approvers is not None else None
-        groups = rule.approver_groups if rule is not None else None
-        users = users if users is not None else rules.approvers
-        groups = groups if groups is not None else rules.approver_groups
-        if users is None and groups is None:
-            return target
-        current = target if target is not None else SlackTarget(channel="")
-        return replace(
-            current,
-            allowed_users=_within(current.allowed_users, users),
-            allowed_groups=_within(current.allowed_groups, groups),
-        )
-
-    async def _start(
-        self, approval: ApprovalRequest, target: Any, owner: str
-    ) -> AskRecord | web.Response:
-        """A grant's decision at once, or the posted approval ask (with its offer stored)."""
-        grant = await self.grants.find(
-            owner=owner,
-            agent=approval.agent.id,
-            use=subject(approval.tool, approval.input),
-            now=utcnow(),
-        )
-        if grant is not None:
-            allowed = Decision(
-                behavior="allow",
-                message=grant.describe(),
-                outcome="allowed",
-                by=grant.granted_by,
-                at=grant.granted_at,
-                grant=grant,
-            )
-            return web.json_response(approval_json(None, allowed))
-        question = approval_question(approval)
-        try:
-            record = await self._provider.start(question, target=target, owner=owner)
-        except HarnessError as exc:
-            raise ApiError.of(exc) from None
-        offer = approval.offer(owner)
-        ttl = (record.target.timeout or 7 * 24 * 3600.0) + _OFFER_GRACE
-        # Stored even when no grant is offered: it marks the ask as an approval.
-        await self.grants.put_offer(ask_id=record.id, offer=offer, ttl=ttl)
-        return record
 
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/approvals/{id}``: the approval; with ``?wait=S`` long-polls while pending."""
@@ -245,56 +135,17 @@ class ApprovalApi:
         record = await self._owned(request)
         if record.pending and wait > 0:
             record = await self._asks.long_poll(request, record.id, wait)
-        return web.json_response(approval_json(record.id, await self._decision(record), record))
+        return web.json_response(
+            approval_json(record.id, await self.decider.conclude(record), record)
+        )
 
     async def delete(self, request: web.Request) -> web.Response:
         """``DELETE /v1/approvals/{id}``: withdraw a pending approval (a deny); the final state."""
         record = await self._owned(request)
         if record.pending:
             record = await self._provider.abort(record.id) or record
-        return web.json_response(approval_json(record.id, await self._decision(record), record))
-
-    async def _decision(self, record: AskRecord) -> Decision | None:
-        """The decision of a finished approval (recording its grant); ``None`` while pending."""
-        if record.pending:
-            return None
-        if record.status is not AskStatus.ANSWERED:
-            error = record.error.to_exception() if record.error is not None else None
-            return decide_error(
-                error or RuntimeError(f"the approval ended as {record.status.value}"),
-                timeout=record.target.timeout,
-            )
-        offer = await self.grants.get_offer(ask_id=record.id)
-        item = record.answer().answers[0]
-        question = record.request.questions[0]
-        intent = question.intent
-        decision, kind = decide_answer(
-            item,
-            session=offer.session if offer else False,
-            minutes=offer.minutes if offer else 0,
-            # Edits were offered only if the client said it runs an edited input.
-            editable=intent is not None and intent.edit is not None,
-        )
-        if kind is None or offer is None or decision.by is None or decision.at is None:
-            return decision
-        if intent is not None and intent.edit is not None:
-            offer = offer_for(offer, intent.edit.tool, decision)
-        grant = offer.grant(ask_id=record.id, kind=kind, by=decision.by, at=decision.at)
-        if await self.grants.add(grant=grant):
-            _log.info(
-                "grant %s recorded: %s for agent %s by %s",
-                grant.id,
-                grant.pattern.describe(),
-                grant.agent,
-                grant.granted_by.id,
-            )
-        return Decision(
-            behavior="allow",
-            message=f"{decision.message}; {grant.describe()}",
-            outcome="granted",
-            by=decision.by,
-            at=decision.at,
-            grant=grant,
+        return web.json_response(
+            approval_json(record.id, await self.decider.conclude(record), record)
         )
 
     async def owned(self, request: web.Request) -> AskRecord:
@@ -313,15 +164,6 @@ class ApprovalApi:
                 " to another token)",
             )
         return record
-
-
-def _within(asked: object, operator: tuple[str, ...] | None) -> Any:
-    """The body's list if it names only the operator's ids, else the operator's."""
-    if operator is None:
-        return asked
-    if isinstance(asked, list | tuple | frozenset | set) and set(asked) <= set(operator):
-        return asked
-    return operator
 
 
 def _bad(message: str) -> ApiError:
@@ -362,21 +204,12 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
         raise _bad("context must be an object of strings")
     if len(context) > 20:
         raise _bad("context may have at most 20 entries")
-    pattern = None
-    raw_pattern = opt("pattern", None)
-    if raw_pattern is not None:
-        if not isinstance(raw_pattern, Mapping):
-            raise _bad("pattern must be an object")
-        try:
-            pattern = Pattern.from_json({k: v for k, v in raw_pattern.items() if v is not None})
-        except (ValueError, re.error) as exc:
-            raise _bad(f"pattern: {exc}") from None
-        if isinstance(tool, str) and isinstance(tool_input, Mapping):
-            try:
-                # Never a scope for what the reviewer is not shown (relay.gate.core).
-                pattern = checked_scope(tool, tool_input, pattern)
-            except ScopeError as exc:
-                raise ApiError(exc.code, str(exc)) from None
+    if body.get("pattern") is not None:
+        raise ApiError(
+            BAD_PATTERN,
+            "pattern is not accepted: the relay derives a grant's scope from its own rules"
+            " (RELAY_RULES_FILE), else a grant covers exactly the input shown; leave pattern out",
+        )
     for key in ("tool_use_id", "reason"):
         value = body.get(key)
         if value is not None and not isinstance(value, str):
@@ -419,7 +252,6 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
         agent=agent,
         tool_use_id=body.get("tool_use_id"),
         context=dict(context),
-        pattern=pattern,
         session_grants=session,
         grant_minutes=minutes,
         reason=body.get("reason"),
@@ -427,5 +259,39 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
         deny_vetoes=vetoes,
         editable=editable,
         input_schema=dict(schema) if schema is not None else None,
+        rules_allow=_client_verdict(body) == "allow",
+        **(_asked_of(target) if target is not None else {}),
     )
     return approval, target
+
+
+def _client_verdict(body: Mapping[str, Any]) -> str:
+    verdict = body.get("client_verdict")
+    if verdict is None:
+        return "ask"
+    if verdict not in ("allow", "ask"):
+        raise _bad('client_verdict must be "allow" or "ask": what the client\'s rules say')
+    return str(verdict)
+
+
+def _asked_of(target: SlackTarget) -> dict[str, Any]:
+    """What the body's ``slack`` section asks of the approval, as the Decider reads it (who
+    may answer, where, how long): the operator's requirements then override it."""
+
+    def given(value: Any) -> bool:
+        return value is not UNSET and value is not None
+
+    asked: dict[str, Any] = {}
+    if target.channel:
+        asked["channel"] = target.channel
+    if given(target.allowed_users):
+        asked["approvers"] = tuple(target.allowed_users)  # type: ignore[arg-type]
+    if given(target.allowed_groups):
+        asked["approver_groups"] = tuple(target.allowed_groups)  # type: ignore[arg-type]
+    if given(target.timeout):
+        asked["timeout"] = target.timeout
+    if given(target.remind_after):
+        asked["remind_after"] = target.remind_after
+    if given(target.reminders):
+        asked["reminders"] = target.reminders
+    return asked

@@ -22,7 +22,7 @@ from relay.gate.policy import Policy, load_policy
 from relay.gate.rules import RulesError
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter, SigningKey
-from relay.server.app import CONNECTIONS, build_app
+from relay.server.app import CONNECTIONS, build_app, operator_rulings
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
 from relay.server.limits import limits_of
 from relay.server.logs import LogFormatter, OneLineFilter, ProtocolLog
@@ -209,6 +209,9 @@ async def serve(
     page does); the relay's own routes are unchanged. ``receipt_key`` signs receipts when
     ``RELAY_RECEIPT_KEY_FILE`` names none (the sandbox's generated key)."""
     store = await _store(settings)
+    # The operator's rules, decided in one place: the Decider behind /v1 and /mcp, and the
+    # Edit form holding each edit to them before it is recorded.
+    rulings = operator_rulings(_policy(settings), settings.team.approvals_required)
     client = AsyncWebClient(
         token=settings.bot_token, base_url=settings.slack_api_url or AsyncWebClient.BASE_URL
     )
@@ -231,6 +234,7 @@ async def serve(
         store=store,
         sweep_interval=1.0 if store.durable else None,
         max_timeout=settings.max_timeout,
+        edit_review=rulings.edit_terms,
         **settings.team.provider_kwargs(),
     )
     grants = _grants(settings)
@@ -253,8 +257,7 @@ async def serve(
         idempotency_window=settings.idempotency_window,
         webhooks=webhooks,
         receipts=receipts,
-        min_approvals=settings.team.approvals_required,
-        policy=_policy(settings),
+        rulings=rulings,
         **limits_of(settings),
     )
     if extend is not None:

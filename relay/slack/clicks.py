@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
+from relay.asks.edit_review import EditReview
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.rules import REPAIR_AFTER, needs_repair, widened
 from relay.errors import UserInteractionError
@@ -53,6 +54,7 @@ class ClickIntake:
         gatekeeper: Gatekeeper,
         background: Background,
         installation: Callable[[], Awaitable[Installation]],
+        edit_review: EditReview | None = None,
     ) -> None:
         self._life = life
         self._messages = messages
@@ -61,7 +63,12 @@ class ClickIntake:
         self._installation = installation
         self.repair_after: timedelta = REPAIR_AFTER
         self._edits = EditIntake(
-            life=life, messages=messages, background=background, judge=self.judge
+            life=life,
+            messages=messages,
+            background=background,
+            judge=self.judge,
+            review=edit_review,
+            gatekeeper=gatekeeper,
         )
         self._votes = VoteIntake(life=life, messages=messages, background=background)
 

@@ -10,6 +10,7 @@ come back under their fields (``response_action: errors``) and nothing is record
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -18,6 +19,7 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
+from relay.asks.edit_review import EditReview
 from relay.asks.lifecycle import AskLifecycle
 from relay.edits import Edit, edit_custom, read_edit
 from relay.errors import UserInteractionError
@@ -30,13 +32,18 @@ from relay.slack.failures import SLACK_FAILURES
 from relay.slack.final import answered_of
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
+from relay.slack.people import Gatekeeper
 from relay.slack.text import cut
 from relay.store import AskRecord, MessageRef, utcnow
+from relay.store.record import Target
 
 __all__ = ["EditIntake", "allow_choices"]
 
 _log = logging.getLogger("relay.slack")
 _DENY = "Deny"  # relay.gate.approval's deny label (the gate sits above this module)
+_FIELD_ERROR = 2000  # a field error's text, as Slack shows it under a block
+# A submit is answered within Slack's 3 s: a membership lookup gets at most this much of it.
+_MEMBERSHIP_WITHIN = 2.0
 
 
 def allow_choices(question: AskUserQuestionItem) -> tuple[str, ...]:
@@ -79,6 +86,8 @@ class EditIntake:
         messages: SlackMessages,
         background: Background,
         judge: Callable[[AskRecord, Click], Awaitable[str | None]],
+        review: EditReview | None = None,
+        gatekeeper: Gatekeeper | None = None,
     ) -> None:
         self._life = life
         self._messages = messages
@@ -86,6 +95,10 @@ class EditIntake:
         # ClickIntake.judge: an edit is judged by exactly the rules a click is (the
         # installation, the question's own message, who may answer), events included.
         self._refusal = judge
+        # An edit is a new proposal: the relay's rules decide it again (``review``, the
+        # Decider's), and who they let allow it is checked as any click's answerer is.
+        self._review = review
+        self._gatekeeper = gatekeeper
 
     async def open(self, click: Click) -> None:
         """Open the edit form for ``click`` (an "Edit…" click), or say privately why not."""
@@ -174,6 +187,10 @@ class EditIntake:
         if not isinstance(read, tuple):
             return read
         edited, choice = read
+        if edited != dict(edit.input):
+            held = await self._held(record, index, edited, choice, user_id)
+            if held is not None:
+                return {first: held}
         by = Responder(id=user_id, name=click.user_name, team=click.team_id)
         custom = None
         selected: tuple[str, ...] = (choice,)
@@ -220,6 +237,9 @@ class EditIntake:
         )
         revise = edited != dict(edit.input)
         if revise:
+            held = await self._held(record, index, edited, choice, click.user_id)
+            if held is not None:
+                return {first: held}
             custom = edit_custom(Edit(edited, choice, version + 1, click.user_id))
             item = replace(item, selected=(), custom=custom)
         elif (current := read_edit(revision)) is not None and choice == current.choice:
@@ -250,6 +270,50 @@ class EditIntake:
             return {first: "You already voted on this version; a vote cannot be changed."}
         winner = result.record.responses[index] if result.record is not None else None
         return {first: _decided(winner)}
+
+    async def _held(
+        self, record: AskRecord, index: int, edited: Mapping[str, Any], choice: str, user: str
+    ) -> str | None:
+        """Why the relay's rules do not let ``user`` allow the edited call as chosen (shown
+        under the form's field; nothing is recorded), or ``None``."""
+        if self._review is None:
+            return None
+        terms = self._review(record, index, edited)
+        if terms.refusal is not None:
+            return cut(
+                f"The relay's rules do not allow this edited call: {terms.refusal}. Change"
+                " it, or close this form and deny.",
+                _FIELD_ERROR,
+            )
+        if terms.quorum > record.request.questions[index].quorum:
+            return (
+                f"The relay's rules need {terms.quorum} people to allow this edited call, more"
+                " than this question asks: deny it, and let the agent ask for the edited call."
+            )
+        if terms.choices is not None and choice not in terms.choices:
+            return (
+                f"The relay's rules offer no '{choice}' for this edited call: choose"
+                f" {' or '.join(repr(c) for c in terms.choices)}."
+            )
+        if terms.restricted and self._gatekeeper is not None:
+            needed = Target(
+                channel="",
+                allowed_users=frozenset(terms.approvers) if terms.approvers is not None else None,
+                allowed_groups=frozenset(terms.approver_groups)
+                if terms.approver_groups is not None
+                else None,
+            )
+            try:
+                async with asyncio.timeout(_MEMBERSHIP_WITHIN):
+                    refused = await self._gatekeeper.refusal(needed, user)
+            except TimeoutError:
+                return "relay could not check who may allow this edited call in time; submit again."
+            if refused is not None:
+                return (
+                    "The relay's rules name other approvers for this edited call, so you cannot"
+                    " allow it: close this form and deny, or ask one of them to edit it."
+                )
+        return None
 
     def _message_of(self, record: AskRecord, index: int, click: Click) -> MessageRef:
         known = record.messages[index] if index < len(record.messages) else None

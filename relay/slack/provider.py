@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from relay.asks.edit_review import EditReview
 from relay.asks.expiry import Settling
 from relay.asks.lifecycle import AskLifecycle, known
 from relay.asks.rules import LONGEST_TIMEOUT, QuestionDefaults, answer_of, capped, check_timeout
@@ -69,6 +70,8 @@ class SlackProvider:
     and ``veto``: each question's, where it sets none and offers those labels.
     ``settling``: when a message whose final update did not land is retried (``Settling``).
     ``names``: the channels and groups an ask's own ``target`` may name (``NamePolicy``).
+    ``edit_review``: what the relay's rules require of an edited call (the Decider's
+    ``Rulings.edit_terms``); the Edit form refuses, under its field, an edit they refuse.
     """
 
     def __init__(
@@ -102,6 +105,7 @@ class SlackProvider:
         veto: Collection[str] | None = None,
         settling: Settling | None = None,
         names: NamePolicy | None = None,
+        edit_review: EditReview | None = None,
     ) -> None:
         check_credentials(client, token, signing_secret)
         if channel is None and route is None:
@@ -169,6 +173,7 @@ class SlackProvider:
             gatekeeper=self.gatekeeper,
             background=self._background,
             installation=self.installation,
+            edit_review=edit_review,
         )
         self._poster = AskPoster(life=self._life, messages=self._messages)
         self._finished = False

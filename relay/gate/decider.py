@@ -1,0 +1,412 @@
+"""The Decider: the one place a tool use is decided, whichever door it came through.
+
+Every door (``/v1/approvals``, the ``/mcp`` approve tool, ``relay mcp`` and ``relay hook``
+asking Slack themselves, the frameworks, the Edit form) turns its input into a
+``Proposal`` and its decision into its own output. The Decider:
+
+1. computes the canonical subject once (``relay.gate.match.subject``, one rule for ``cwd``);
+2. combines the operator's rules with the client's verdict: the client may only make the
+   decision stricter (``relay.gate.policy.combine``);
+3. puts what is left to people with the approvers, quorum, timeout and team settings the
+   operator's rules require (a client may ask for more people or fewer grants, never less);
+4. derives any grant's scope from the operator's rules alone (a client's pattern never
+   reaches a grant), looks grants up, asks, reads the answer and records the grant;
+5. decides an edit again as a new proposal, as the reviewer who made it: an edit into what
+   the rules deny is refused, one needing other approvers or more people cannot be allowed
+   by this reviewer alone, a grant is made only where the rules offer one for the edited
+   call, and the outcome carries the edited input whatever the reviewer chose next.
+
+The asking itself is behind ``Asks`` (start, wait, abort), not a channel.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol
+
+from relay.abort import AbortSignal
+from relay.asks.edit_review import EditTerms
+from relay.errors import HarnessError
+from relay.gate.approval import (
+    ALLOW_ONCE,
+    ALLOW_SESSION,
+    ApprovalRequest,
+    Decision,
+    allow_minutes_label,
+    approval_question,
+    decide_answer,
+    decide_error,
+)
+from relay.gate.core import grant_scope
+from relay.gate.match import Pattern, Subject, subject
+from relay.gate.policy import combine
+from relay.gate.rules import Rules, Verdict
+from relay.grants.base import GrantStore
+from relay.grants.record import Offer
+from relay.questions import (
+    AgentRef,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+)
+from relay.store.record import AskRecord, AskStatus, utcnow
+
+__all__ = ["Channel", "Decider", "Proposal", "RulesFor", "Rulings"]
+
+_log = logging.getLogger("relay.gate")
+
+# How long an offer outlives its ask's timeout, so a late read can still record the grant.
+_OFFER_GRACE = 24 * 3600.0
+_OPERATOR = "the relay's rules (RELAY_RULES_FILE)"
+
+RulesFor = Callable[[str], "Rules | None"]
+"""The operator's rules for an owner (a token's fingerprint); ``None``: the relay has none."""
+
+
+class Channel(Protocol):
+    """How the Decider asks people (a seam ``Protocol``): ``relay.gate.local.SlackChannel``
+    over a ``SlackProvider``, ``SeamChannel`` over any seam provider."""
+
+    async def ask(
+        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
+    ) -> AskUserQuestionAnswer:
+        """Ask ``question`` (for ``request``, the approval as decided) and wait for the
+        answer; withdraw it if ``question.signal`` aborts."""
+        ...
+
+    async def start(
+        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
+    ) -> AskRecord:
+        """Post ``question`` and return its pending record (a door that polls reads it later)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """A tool use a door puts to the Decider: the request as the client reads it (its own
+    rules applied: ``request.rules_allow`` when they allow), whose token asks, and where."""
+
+    request: ApprovalRequest
+    owner: str
+    # What the client's own rules say when they do not allow: ``ask`` (a client that has
+    # rules and asks), or ``pass`` (a door with no rules of its own: the operator's decide).
+    client: Literal["ask", "pass"] = "ask"
+    # The client's own channel settings (a thread, a requester...), which the operator's
+    # requirements then override: opaque to the Decider, read by its ``Channel``.
+    target: Any = None
+
+    @property
+    def subject(self) -> Subject:
+        """The canonical form the rules and grants look at."""
+        return subject(self.request.tool, self.request.input, cwd=self.request.cwd)
+
+
+class Rulings:
+    """The rules' part of deciding, pure: the operator's ``rules`` for an owner (``None``: no
+    rules file, then the client's verdict stands, as documented) and ``min_approvals``
+    (``RELAY_APPROVALS_REQUIRED``)."""
+
+    def __init__(
+        self,
+        *,
+        rules: RulesFor,
+        min_approvals: int | None = None,
+        source: str = _OPERATOR,
+    ) -> None:
+        self._rules = rules
+        self._min_approvals = min_approvals
+        self._source = source
+
+    def judge(self, proposal: Proposal) -> Decision | ApprovalRequest:
+        """A decision the rules make at once, or the approval to put to people (with the
+        operator's approvers, quorum, timeout and grant scope)."""
+        request = proposal.request
+        rules = self._rules(proposal.owner)
+        verdict = rules.verdict(proposal.subject) if rules is not None else Verdict("pass")
+        client = "allow" if request.rules_allow else proposal.client
+        action = combine(client, verdict)
+        if action == "deny":
+            return Decision.deny(verdict.reason(self._source))
+        if action == "allow":
+            if verdict.action == "allow":
+                why = verdict.reason(self._source)
+            else:
+                why = "allowed by the client's rules (the relay has no rules for it)"
+            return Decision(behavior="allow", message=why, outcome="allowed")
+        return self._tightened(replace(request, rules_allow=False, pattern=None), rules, verdict)
+
+    def _tightened(
+        self, request: ApprovalRequest, rules: Rules | None, verdict: Verdict
+    ) -> ApprovalRequest:
+        """``request`` with the operator's requirements: the client may only add to them."""
+        floor = self._min_approvals or 1
+        if rules is None:
+            return replace(request, approvals=_most(request.approvals, floor))
+        rule = verdict.rule
+        team = rules.team_for(verdict)
+        approvers = rule.approvers if rule and rule.approvers is not None else rules.approvers
+        groups = (
+            rule.approver_groups
+            if rule and rule.approver_groups is not None
+            else rules.approver_groups
+        )
+        escalation: dict[str, Any] = {}
+        if team.escalate_after is not None:
+            escalation = {
+                "escalate_after": team.escalate_after,
+                "escalate_users": team.escalate_users,
+                "escalate_groups": team.escalate_groups,
+                "escalate_channel": team.escalate_channel,
+            }
+        approvals = _most(request.approvals, _most(team.approvals, floor))
+        return replace(
+            request,
+            pattern=_scope(request, rule),
+            reason=rule.reason if rule is not None and rule.reason else request.reason,
+            channel=rules.channel or request.channel,
+            approvers=_within(request.approvers, approvers),
+            approver_groups=_within(request.approver_groups, groups),
+            timeout=_least(request.timeout, rules.timeout_for(verdict)),
+            session_grants=request.session_grants and rules.session_grants,
+            grant_minutes=min(request.grant_minutes, rules.grant_minutes),
+            remind_after=team.remind_after
+            if team.remind_after is not None
+            else request.remind_after,
+            reminders=team.reminders if team.reminders is not None else request.reminders,
+            approvals=approvals if approvals > 1 else request.approvals,
+            # One deny deciding is the stricter reading: the client may ask for it.
+            deny_vetoes=True
+            if request.deny_vetoes or team.deny_vetoes
+            else (team.deny_vetoes if team.deny_vetoes is not None else request.deny_vetoes),
+            **escalation,
+        )
+
+    def edit_terms(self, record: AskRecord, index: int, edited: Mapping[str, Any]) -> EditTerms:
+        """What the rules require of an edited call in question ``index`` of ``record`` (a
+        new proposal, decided again): a refusal, or the approvers, quorum and grants under
+        which its reviewer may allow it."""
+        question = record.request.questions[index]
+        edit = question.intent.edit if question.intent is not None else None
+        if edit is None:
+            return EditTerms(refusal="this question offers no edits")
+        return self.terms_of(edit.tool, edited, record.owner or "local", record.request.agent)
+
+    def terms_of(
+        self, tool: str, edited: Mapping[str, Any], owner: str, agent: AgentRef | None
+    ) -> EditTerms:
+        """The terms for ``tool`` with the ``edited`` input, proposed by ``owner``'s agent."""
+        request = ApprovalRequest(
+            tool=tool, input=dict(edited), agent=agent or AgentRef(id="unknown"), editable=True
+        )
+        judged = self.judge(Proposal(request, owner=owner))
+        if isinstance(judged, Decision):
+            return EditTerms() if judged.allowed else EditTerms(refusal=judged.message)
+        session, minutes = judged.grants_offered
+        choices = (ALLOW_ONCE, *((ALLOW_SESSION,) if session else ()))
+        if minutes:
+            choices += (allow_minutes_label(minutes),)
+        return EditTerms(
+            approvers=judged.approvers,
+            approver_groups=judged.approver_groups,
+            quorum=judged.quorum,
+            session_grants=session,
+            grant_minutes=minutes,
+            choices=choices,
+        )
+
+
+class Decider:
+    """Decides proposals by ``rulings``, the grants in ``grants``, and people asked through
+    ``channel``: the one decision behind every door."""
+
+    def __init__(
+        self, *, rulings: Rulings, grants: GrantStore, channel: Channel | None = None
+    ) -> None:
+        self.rulings = rulings
+        self.grants = grants
+        self._channel = channel
+
+    def judge(self, proposal: Proposal) -> Decision | ApprovalRequest:
+        """What the rules decide at once, or the approval to put to people (``Rulings``)."""
+        return self.rulings.judge(proposal)
+
+    async def _granted(self, proposal: Proposal, request: ApprovalRequest) -> Decision | None:
+        """The allow of a live grant covering this use, if one does."""
+        grant = await self.grants.find(
+            owner=proposal.owner, agent=request.agent.id, use=proposal.subject, now=utcnow()
+        )
+        if grant is None:
+            return None
+        return Decision(
+            behavior="allow",
+            message=grant.describe(),
+            outcome="allowed",
+            by=grant.granted_by,
+            at=grant.granted_at,
+            grant=grant,
+        )
+
+    def _channel_or_fail(self) -> Channel:
+        if self._channel is None:
+            raise RuntimeError("this Decider has no channel to ask people through")
+        return self._channel
+
+    async def open(self, proposal: Proposal) -> Decision | AskRecord:
+        """A decision at once (the rules, a grant), or the posted approval ask, for a door
+        that reads the decision later (``conclude``). A store that is down raises."""
+        judged = self.judge(proposal)
+        if isinstance(judged, Decision):
+            return judged
+        granted = await self._granted(proposal, judged)
+        if granted is not None:
+            return granted
+        question = approval_question(judged)
+        record = await self._channel_or_fail().start(question, proposal, judged)
+        ttl = (record.target.timeout or 7 * 24 * 3600.0) + _OFFER_GRACE
+        # Stored even when no grant is offered: it marks the ask as an approval.
+        await self.grants.put_offer(ask_id=record.id, offer=judged.offer(proposal.owner), ttl=ttl)
+        return record
+
+    async def decide(self, proposal: Proposal, *, signal: AbortSignal | None = None) -> Decision:
+        """The decision, waiting for people if the rules ask them (withdrawing the question
+        if ``signal`` aborts); never raises for a failure (it denies instead)."""
+        judged = self.judge(proposal)
+        if isinstance(judged, Decision):
+            return judged
+        try:
+            granted = await self._granted(proposal, judged)
+        except Exception as exc:  # a store that is down must not allow anything
+            return decide_error(exc)
+        if granted is not None:
+            return granted
+        asked = approval_question(judged)
+        question = AskUserQuestionRequest(asked.questions, agent=asked.agent, signal=signal)
+        try:
+            answer = await self._channel_or_fail().ask(question, proposal, judged)
+        except HarnessError as exc:
+            return decide_error(exc, timeout=judged.timeout)
+        except Exception as exc:
+            return decide_error(exc)
+        return await self._decided(
+            answer.answers[0],
+            question.questions[0],
+            offer=judged.offer(proposal.owner),
+            owner=proposal.owner,
+            ask_id=secrets.token_urlsafe(12),
+        )
+
+    async def conclude(self, record: AskRecord) -> Decision | None:
+        """The decision of an ended approval ask (recording the grant its reviewer chose,
+        once, whichever replica reads first); ``None`` while it is pending."""
+        if record.pending:
+            return None
+        if record.status is not AskStatus.ANSWERED:
+            error = record.error.to_exception() if record.error is not None else None
+            return decide_error(
+                error or RuntimeError(f"the approval ended as {record.status.value}"),
+                timeout=record.target.timeout,
+            )
+        offer = await self.grants.get_offer(ask_id=record.id)
+        return await self._decided(
+            record.answer().answers[0],
+            record.request.questions[0],
+            offer=offer,
+            owner=record.owner or "local",
+            ask_id=record.id,
+            agent=record.request.agent,
+        )
+
+    async def _decided(
+        self,
+        item: AskUserQuestionAnswerItem,
+        question: AskUserQuestionItem,
+        *,
+        offer: Offer | None,
+        owner: str,
+        ask_id: str,
+        agent: AgentRef | None = None,
+    ) -> Decision:
+        """What a reviewer's answer decides, an edit decided again, the grant recorded."""
+        edit = question.intent.edit if question.intent is not None else None
+        decision, kind = decide_answer(
+            item,
+            session=offer.session if offer else False,
+            minutes=offer.minutes if offer else 0,
+            # Edits were offered only if the client said it runs an edited input.
+            editable=edit is not None,
+        )
+        if decision.updated_input is not None and edit is not None:
+            # An edit is a new proposal, decided again (the form refused what the rules
+            # refuse; this holds if the rules changed since, and for every door).
+            terms = self.rulings.terms_of(edit.tool, decision.updated_input, owner, agent)
+            if terms.refusal is not None:
+                return Decision(
+                    behavior="deny",
+                    message=f"the edited call is not allowed: {terms.refusal}",
+                    outcome="denied",
+                    by=decision.by,
+                    at=decision.at,
+                )
+            if kind is not None and not terms.offers(kind):
+                kind = None  # the rules offer no such grant for the edited call: allow once
+            if offer is not None:
+                offer = replace(offer, pattern=Pattern.exact(edit.tool, decision.updated_input))
+        if kind is None or offer is None or decision.by is None or decision.at is None:
+            return decision
+        grant = offer.grant(ask_id=ask_id, kind=kind, by=decision.by, at=decision.at)
+        try:
+            if await self.grants.add(grant=grant):
+                _log.info(
+                    "grant %s recorded: %s for agent %s by %s",
+                    grant.id,
+                    grant.pattern.describe(),
+                    grant.agent,
+                    grant.granted_by.id,
+                )
+        except Exception:
+            _log.exception("grant %s could not be recorded; allowed once", grant.id)
+            return decision
+        # The edited input, if any, stays: a grant never turns an edit back into the original.
+        return replace(
+            decision,
+            message=f"{decision.message}; {grant.describe()}",
+            outcome="granted",
+            grant=grant,
+        )
+
+
+def _scope(request: ApprovalRequest, rule: Any) -> Pattern | None:
+    """A grant's scope: the operator's ask rule's commands or paths (globs, never a regex)
+    when they cover this very input, else ``None`` (exactly this input)."""
+    if rule is None or rule.action != "ask" or not rule.narrow:
+        return None
+    pattern: Pattern = rule.pattern
+    if pattern.command_regex or pattern.path_regex:
+        return None
+    scope = grant_scope(request.tool, request.input, pattern)
+    return None if scope.digest is not None else scope
+
+
+def _most(a: int | None, b: int | None) -> int:
+    return max(a or 1, b or 1)
+
+
+def _least(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _within(asked: tuple[str, ...] | None, operator: tuple[str, ...] | None) -> Any:
+    """The client's list if it names only the operator's ids, else the operator's."""
+    if operator is None:
+        return asked
+    if asked is not None and set(asked) <= set(operator):
+        return asked
+    return operator
