@@ -56,9 +56,9 @@ def approval_schemas(slack: dict[str, Any]) -> dict[str, Any]:
                 },
                 "pattern": {
                     "anyOf": [{"$ref": "#/components/schemas/Pattern"}, {"type": "null"}],
-                    "description": "A proposed grant scope, refused (400 BAD_PATTERN) unless it"
-                    " names commands or paths, no digest, and covers this very input; the"
-                    " relay's own rule's scope wins. Leave it out: exactly this input.",
+                    "description": "Not accepted: any value but null is refused (400"
+                    " BAD_PATTERN). A grant's scope is the relay's: its operator's ask rule's"
+                    " command or path globs when they cover this very input, else exactly it.",
                 },
                 "client_verdict": {
                     "type": ["string", "null"],

@@ -63,15 +63,11 @@ class SlackProvider:
     ``SlackTarget`` may replace; ``policy_users``/``policy_groups`` are a ceiling no ask can
     lift (``relay serve`` sets both from ``RELAY_ALLOWED_USERS``/``RELAY_ALLOWED_GROUPS``).
     ``max_timeout`` is a ceiling on every ask's timeout (a longer one, or none, becomes it).
-    ``remind_after``/``reminders``: each ask's default reminders (a thread reply mentioning
-    who may answer, ``remind_after`` seconds apart, at most ``reminders`` of them).
-    ``escalate_after``/``escalate_users``/``escalate_groups``/``escalate_channel``: each
-    ask's default escalation (see ``SlackTarget``). ``default_option``, ``approvals_required``
-    and ``veto``: each question's, where it sets none and offers those labels.
-    ``settling``: when a message whose final update did not land is retried (``Settling``).
-    ``names``: the channels and groups an ask's own ``target`` may name (``NamePolicy``).
-    ``edit_review``: what the relay's rules require of an edited call (the Decider's
-    ``Rulings.edit_terms``); the Edit form refuses, under its field, an edit they refuse.
+    ``remind_after``/``reminders`` and ``escalate_*``: each ask's default reminders and
+    escalation (see ``SlackTarget``). ``default_option``, ``approvals_required`` and
+    ``veto``: each question's, where it sets none. ``settling``: when a final update that
+    did not land is retried. ``names``: what an ask's ``target`` may name (``NamePolicy``).
+    ``edit_review``: the relay's rules for an edited call (``Rulings.edit_terms``).
     """
 
     def __init__(

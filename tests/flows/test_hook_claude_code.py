@@ -119,7 +119,11 @@ async def test_failures_deny_with_a_reason_claude_sees(tmp_path: Path) -> None:
 
 async def test_a_reviewer_decides_and_a_session_grant_is_the_sessions_only(tmp_path: Path) -> None:
     rules = write_rules(tmp_path, RULES)
-    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+    # The grant's scope is the relay's: its operator's ask rule (the same npm rule here).
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RULES_FILE=rules) as relay,
+    ):
         slack.add_user("U0ALICE", name="alice")
         env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         npm = {"command": "npm install left-pad"}

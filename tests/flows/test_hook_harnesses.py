@@ -77,7 +77,11 @@ async def hook(harness: str, stdin: str, env: dict[str, str], *args: str) -> Any
 
 async def test_the_team_decides_for_codex_copilot_and_cursor(tmp_path: Path) -> None:
     rules = write_rules(tmp_path, RULES)
-    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+    # The grant's scope is the relay's: its operator's ask rule (the same npm rule here).
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_RULES_FILE=rules) as relay,
+    ):
         slack.add_user("U0ALICE", name="alice")
         env = clean_env(RELAY_URL=relay.url, RELAY_TOKEN=TOKEN)
         # Codex: the reviewer sees Codex and the command, and allows once.
