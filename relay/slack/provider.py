@@ -65,9 +65,8 @@ class SlackProvider:
     ``max_timeout`` is a ceiling on every ask's timeout (a longer one, or none, becomes it).
     ``remind_after``/``reminders`` and ``escalate_*``: each ask's default reminders and
     escalation (see ``SlackTarget``). ``default_option``, ``approvals_required`` and
-    ``veto``: each question's, where it sets none. ``settling``: when a final update that
-    did not land is retried. ``names``: what an ask's ``target`` may name (``NamePolicy``).
-    ``edit_review``: the relay's rules for an edited call (``Rulings.edit_terms``).
+    ``veto``: each question's, where it sets none. ``settling``: when a final update is
+    retried; ``names``: what a ``target`` may name; ``edit_review``: rules for an edit.
     """
 
     def __init__(
