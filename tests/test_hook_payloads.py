@@ -206,3 +206,24 @@ async def test_the_team_sees_each_recorded_payloads_tool_input(tmp_path: Path) -
             await slack.click(message, "Deny", user="U0ALICE")
             run = await finish(pending)
             assert is_deny(harness, run.out, run.code), (name, run.out)
+
+
+def test_the_copilot_page_names_the_fields_relay_reads() -> None:
+    from relay.hooks.copilot import FIELDS
+
+    page = (Path(__file__).parent.parent / "docs" / "harnesses" / "copilot.md").read_text()
+    table = page.split("<!-- fields: copilot -->\n", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1:-1] for line in table.splitlines()[2:]]
+    documented = {
+        _first_code(event): (_first_code(tool_input), _first_code(tool), _first_code(session))
+        for event, tool_input, tool, session, _ in rows
+    }
+    assert documented == {
+        event: (fields.input, fields.tool, fields.session[0])
+        for event, fields in FIELDS.items()
+        if event != "PermissionRequest"  # not sent by 1.0.102: the same as permissionRequest
+    }
+
+
+def _first_code(cell: str) -> str:
+    return cell.split("`")[1]
