@@ -27,7 +27,7 @@ from relay.cli.backend import add_backend_flags
 from relay.cli.common import Commands, plain
 from relay.hooks import ADAPTERS, Adapter, BadHookInput, HookCall, Reply
 from relay.hooks.claude_code import CLAUDE_CODE, EVENTS, claude_code_output
-from relay.hooks.common import Decided, RulesDecision
+from relay.hooks.common import Decided, RulesDecision, one_line
 from relay.hooks.intake import MAX_BYTES, load_event
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ def _reply(adapter: Adapter, args: argparse.Namespace, raw: bytes) -> Reply:
         code = getattr(exc, "code", type(exc).__name__)
         decision = RulesDecision(
             "deny",
-            f"relay could not decide this tool use ({code}: {_one_line(exc)}), so it is denied"
+            f"relay could not decide this tool use ({code}: {one_line(str(exc))}), so it is denied"
             " (relay fails closed)",
         )
     if (
@@ -258,8 +258,3 @@ def _reply(adapter: Adapter, args: argparse.Namespace, raw: bytes) -> Reply:
     if isinstance(decision, Deferred):
         return CLAUDE_CODE.deferred(decision.message)
     return adapter.reply(call, decision)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).splitlines()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:299] + "…"

@@ -48,7 +48,7 @@ def _pre_tool_use(decision: Decided | None) -> Reply:
 
 
 # Recorded from Codex 0.169.0 (tests/payloads/hooks/codex-*.json). PermissionRequest has no
-# tool_use_id: its turn_id stands in, as before.
+# tool_use_id: its turn_id stands in for one.
 FIELDS: dict[str, EventFields] = {
     "PermissionRequest": EventFields(
         input="tool_input",

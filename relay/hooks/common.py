@@ -123,7 +123,7 @@ class Adapter(Protocol):
 def shown(value: object, limit: int = 60) -> str:
     """``value``'s ``repr`` cut to ``limit`` characters: part of a one-line reason, whatever
     size or characters the input had."""
-    text = repr(value)
+    text = repr(value[:limit] if isinstance(value, str) else value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

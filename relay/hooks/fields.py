@@ -69,7 +69,7 @@ def _tool_input(
     value = data.get(key)
     if value is None:
         # Asking with an empty input would have the team approve a call it cannot see.
-        others = sorted(k for k in data if k not in _KNOWN and _looks_like_input(k))
+        others = sorted(k for k in data if _looks_like_input(k))
         seen = f"; it has {', '.join(shown(k) for k in others[:3])}" if others else ""
         raise BadHookInput(
             f"the {event} input has no {key}, where {harness} sends the tool's input"
@@ -86,13 +86,8 @@ def _tool_input(
     return dict(value)
 
 
-# Keys every harness sends beside the tool input: not worth naming in the deny.
-_KNOWN = frozenset(
-    {"session_id", "sessionId", "cwd", "timestamp", "hook_event_name", "hookName", "tool_name"}
-)
-
-
 def _looks_like_input(key: str) -> bool:
+    """Whether ``key`` may be where a harness moved the tool input (named in the deny)."""
     lowered = key.lower()
     return any(part in lowered for part in ("input", "arg", "param"))
 
