@@ -156,14 +156,15 @@ COPILOT_PRE_TOOL_USE = {
 }
 
 
-def copilot_event(tool: str, args: Any) -> dict[str, Any]:
-    return {
-        "sessionId": "s-1",
-        "timestamp": 1704614400000,
-        "cwd": "/repo",
-        "toolName": tool,
-        "toolArgs": args,
-    }
+PAYLOADS = Path(__file__).parent / "payloads" / "hooks"
+
+
+def copilot_event(tool: str, args: Any, event: str = "permissionRequest") -> dict[str, Any]:
+    """Copilot CLI 1.0.102's input for ``event`` (recorded), with this tool and input."""
+    data: dict[str, Any] = json.loads((PAYLOADS / f"copilot-{event}.json").read_text())
+    data["toolName"] = tool
+    data["toolInput" if event == "permissionRequest" else "toolArgs"] = args
+    return data
 
 
 @pytest.mark.parametrize("as_string", [False, True])
@@ -173,7 +174,7 @@ async def test_copilot_answers_each_event_in_its_documented_fields(
     rules = write_rules(tmp_path, RULES)
 
     def args(value: dict[str, Any]) -> Any:
-        return json.dumps(value) if as_string else value  # toolArgs may come as a JSON string
+        return json.dumps(value) if as_string else value  # a JSON string is read too
 
     allowed = await hook(
         "copilot", copilot_event("bash", args({"command": "git status"})), "--rules", rules
@@ -184,16 +185,12 @@ async def test_copilot_answers_each_event_in_its_documented_fields(
         "copilot", copilot_event("bash", args({"command": "rm -rf /"})), "--rules", rules
     )
     assert denied.json() == {"behavior": "deny", "message": "recursive deletes are never allowed"}
-    pre = await hook(
-        "copilot",
-        copilot_event("bash", args({"command": "rm -rf /"})),
-        "--rules",
-        rules,
-        "--event",
-        "preToolUse",
-    )
-    jsonschema.validate(pre.json(), COPILOT_PRE_TOOL_USE)
-    assert pre.json()["permissionDecision"] == "deny"
+    # preToolUse names no event: its input is read as preToolUse's, --event or not.
+    pre_tool_use = copilot_event("bash", args({"command": "rm -rf /"}), "preToolUse")
+    for flags in ((), ("--event", "preToolUse")):
+        pre = await hook("copilot", pre_tool_use, "--rules", rules, *flags)
+        jsonschema.validate(pre.json(), COPILOT_PRE_TOOL_USE)
+        assert pre.json()["permissionDecision"] == "deny"
     viewed = await hook(
         "copilot", copilot_event("view", args({"path": "README.md"})), "--rules", rules
     )
@@ -222,7 +219,7 @@ async def test_copilot_fails_closed(tmp_path: Path) -> None:
     jsonschema.validate(run.json(), COPILOT_PERMISSION)
     assert run.json()["behavior"] == "deny"
     assert "cannot reach the relay" in run.json()["message"]
-    run = await hook("copilot", npm, "--event", "preToolUse")
+    run = await hook("copilot", copilot_event("bash", {"command": "npm publish"}, "preToolUse"))
     jsonschema.validate(run.json(), COPILOT_PRE_TOOL_USE)
     assert run.json()["permissionDecision"] == "deny"
     bad_rules = write_rules(tmp_path, "timeout = -1\n")

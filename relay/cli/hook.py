@@ -4,10 +4,11 @@ Reads the harness's hook JSON on stdin, decides by the rules file (allow or deny
 or ask the team in Slack), and writes the decision the way that harness reads it (the
 adapters in ``relay.hooks``). It fails closed: a missing or broken configuration, an
 unreachable relay, a timeout or a crash all deny, with a reason the agent sees; input that
-is not a tool event gets the harness's own deny (exit 2 where that blocks). Harnesses
-that let a hook time out let the call through (Claude Code unless ``"onFailure":
-"block"``, Copilot, Cursor unless ``failClosed``), so this one decides before its own
-deadline (the rules' timeout plus a margin) and withdraws the question if it is stopped.
+is not a tool event (or not JSON, too deep, not UTF-8: ``relay.hooks.intake``) gets the
+harness's own deny (exit 2 where that blocks) and one line on stderr, never a traceback.
+Harnesses that let a hook time out let the call through (Claude Code unless ``"onFailure":
+"block"``, Copilot, Cursor unless ``failClosed``), so this one answers within the rules'
+timeout plus ``DECISION_GRACE``, whatever the relay does, withdrawing the question first.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from relay.cli.backend import add_backend_flags
 from relay.cli.common import Commands, plain
-from relay.hooks import ADAPTERS, Adapter, BadHookInput, HookCall
+from relay.hooks import ADAPTERS, Adapter, BadHookInput, HookCall, Reply
 from relay.hooks.claude_code import CLAUDE_CODE, EVENTS, claude_code_output
-from relay.hooks.common import Decided, RulesDecision, load_event
+from relay.hooks.common import Decided, RulesDecision, one_line
+from relay.hooks.intake import MAX_BYTES, load_event
 
 if TYPE_CHECKING:
     from relay.gate.approval import Decision
@@ -47,8 +49,6 @@ answered in time) it denies, with a reason the agent sees.
 Run `relay hook HARNESS --help` for a harness's options.
 """
 
-# Seconds past the reviewer's time for the hook to withdraw the question and answer.
-_MARGIN = 15.0
 # Claude Code's, kept under its old name for callers of this module.
 hook_output = claude_code_output
 
@@ -104,15 +104,24 @@ def _decide(
 
 
 async def _ask(
-    args: argparse.Namespace, adapter: Adapter, call: HookCall, rules: Rules, cwd: str
+    args: argparse.Namespace,
+    adapter: Adapter,
+    call: HookCall,
+    rules: Rules,
+    cwd: str,
+    *,
+    grace: float | None = None,
 ) -> Decision | Deferred | None:
+    """The team's decision, within the rules' timeout plus ``grace`` (``DECISION_GRACE``)
+    from here, whatever the relay does: past it, a deny."""
     import asyncio
 
     from relay.abort import AbortController
     from relay.cli.backend import open_backend
-    from relay.gate.approval import Decision
+    from relay.gate.approval import DECISION_GRACE, gave_up
     from relay.gate.context import requester, who_asks
     from relay.gate.gate import Gate, ToolUse
+    from relay.gate.remote import WITHDRAW_WITHIN, RemoteApprover
     from relay.questions import AgentRef
 
     who = requester()
@@ -131,24 +140,31 @@ async def _ask(
     # relay's to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
     confirm = verdict.action == "allow"
     timeout = rules.timeout_for(verdict)
-    backend = await open_backend(args, timeout=timeout, rules=rules)
-    controller = AbortController()
+    bound = timeout + (DECISION_GRACE if grace is None else grace)
     loop = asyncio.get_running_loop()
+    # One deadline for the whole approval, not a timeout per call (those add up): the
+    # decision is awaited until the time kept for withdrawing the question, which
+    # RemoteApprover bounds by WITHDRAW_WITHIN.
+    ends = loop.time() + bound
+    controller = AbortController()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         # The harness stops a hook it no longer needs: withdraw the question, then deny.
-        with contextlib.suppress(NotImplementedError, RuntimeError):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, controller.abort, "stopped")
-    defer_after = getattr(args, "defer_after", None)
-    if defer_after is not None and call.event == "PreToolUse" and backend.mode == "relay":
-        from relay.gate.remote import RemoteApprover
-
-        if isinstance(backend.approver, RemoteApprover):
-            # Claude Code's defer: the question stays open for the run's --resume.
-            backend.approver.reattach = True
-            loop.call_later(defer_after, controller.abort, "deferred")
+    backend = None
     try:
-        gate = Gate(rules=backend.fill(rules), approver=backend.approver)
-        async with asyncio.timeout(timeout + _MARGIN):
+        async with asyncio.timeout_at(ends - WITHDRAW_WITHIN):
+            backend = await open_backend(args, timeout=timeout, rules=rules)
+            defer_after = getattr(args, "defer_after", None)
+            if (
+                defer_after is not None
+                and call.event == "PreToolUse"
+                and isinstance(backend.approver, RemoteApprover)
+            ):
+                # Claude Code's defer: the question stays open for the run's --resume.
+                backend.approver.reattach = True
+                loop.call_later(defer_after, controller.abort, "deferred")
+            gate = Gate(rules=backend.fill(rules), approver=backend.approver)
             decision = await gate.decide(
                 use, signal=controller.signal, allow_pass=True, confirm_allow=confirm
             )
@@ -159,13 +175,15 @@ async def _ask(
             )
         return decision
     except TimeoutError:
-        return Decision.deny(
-            f"relay got no decision within {timeout + _MARGIN:g} s, so this is denied (it"
-            " fails closed)",
-            "timed_out",
-        )
+        return gave_up(bound)
     finally:
-        await backend.close()
+        if backend is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(max(ends, loop.time() + 0.1)):
+                    await backend.close()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,37 +210,51 @@ def _handler(adapter: Adapter) -> Callable[[argparse.Namespace], int]:
 
 def _run(adapter: Adapter, args: argparse.Namespace) -> int:
     try:
-        call = adapter.read(load_event(sys.stdin.read()), args)
-    except BadHookInput as exc:
-        reply = adapter.refuse(str(exc))
+        raw = sys.stdin.buffer.read(MAX_BYTES + 1)
+    except (OSError, ValueError) as exc:
+        reply = adapter.refuse(f"relay could not read the hook input ({type(exc).__name__})")
     else:
-        try:
-            decision = _decide(args, adapter, call)
-        except (Exception, KeyboardInterrupt) as exc:  # an interrupted hook denies too
-            code = getattr(exc, "code", type(exc).__name__)
-            decision = RulesDecision(
-                "deny",
-                f"relay could not decide this tool use ({code}: {exc}), so it is denied"
-                " (relay fails closed)",
-            )
-        if (
-            decision is not None
-            and not isinstance(decision, Deferred)
-            and decision.updated_input is not None
-            and not adapter.edits
-        ):  # never allow a call other than the one this harness will run
-            decision = RulesDecision(
-                "deny",
-                f"a reviewer edited this call, but {adapter.label} cannot run an edited call,"
-                " so it is denied; ask again",
-            )
-        if isinstance(decision, Deferred):
-            reply = CLAUDE_CODE.deferred(decision.message)
-        else:
-            reply = adapter.reply(call, decision)
-    if reply.stderr:
-        sys.stderr.write(reply.stderr)
-    if reply.output is not None:
-        sys.stdout.write(json.dumps(reply.output) + "\n")
-        sys.stdout.flush()
+        reply = _reply(adapter, args, raw)
+    try:
+        if reply.stderr:
+            sys.stderr.write(reply.stderr)
+            sys.stderr.flush()
+        if reply.output is not None:
+            sys.stdout.write(json.dumps(reply.output) + "\n")
+            sys.stdout.flush()
+    except OSError:  # the harness stopped listening: nothing left to tell it
+        pass
     return reply.code
+
+
+def _reply(adapter: Adapter, args: argparse.Namespace, raw: bytes) -> Reply:
+    """The answer to hook input ``raw``: never raises, whatever ``raw`` holds."""
+    try:
+        call = adapter.read(load_event(raw), args)
+    except BadHookInput as exc:
+        return adapter.refuse(str(exc))
+    except Exception as exc:  # a reader's own failure is still a deny, on one line
+        return adapter.refuse(f"relay could not read the hook input ({type(exc).__name__})")
+    try:
+        decision = _decide(args, adapter, call)
+    except (Exception, KeyboardInterrupt) as exc:  # an interrupted hook denies too
+        code = getattr(exc, "code", type(exc).__name__)
+        decision = RulesDecision(
+            "deny",
+            f"relay could not decide this tool use ({code}: {one_line(str(exc))}), so it is denied"
+            " (relay fails closed)",
+        )
+    if (
+        decision is not None
+        and not isinstance(decision, Deferred)
+        and decision.updated_input is not None
+        and not adapter.edits
+    ):  # never allow a call other than the one this harness will run
+        decision = RulesDecision(
+            "deny",
+            f"a reviewer edited this call, but {adapter.label} cannot run an edited call,"
+            " so it is denied; ask again",
+        )
+    if isinstance(decision, Deferred):
+        return CLAUDE_CODE.deferred(decision.message)
+    return adapter.reply(call, decision)

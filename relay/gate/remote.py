@@ -21,7 +21,11 @@ from relay.gate.approval import ApprovalRequest, Decision, decide_error
 from relay.gate.match import fingerprint
 from relay.replies import RETRYABLE, RelayError, Retry, read_reply
 
-__all__ = ["ApprovalsAPI", "RemoteApprover", "approval_body"]
+__all__ = ["WITHDRAW_WITHIN", "ApprovalsAPI", "RemoteApprover", "approval_body"]
+
+WITHDRAW_WITHIN = 3.0
+"""Seconds an approval that ends unanswered (aborted, cancelled, failed) spends withdrawing
+its question: a caller bounding the whole approval keeps this much of its time for it."""
 
 
 def approval_body(request: ApprovalRequest) -> dict[str, Any]:
@@ -251,7 +255,7 @@ class RemoteApprover:
                 await asyncio.sleep(backoff * (0.5 + random.random() / 2))  # noqa: S311
 
     async def _delete(self, approval_id: str) -> None:
-        await self._api.call("DELETE", f"/v1/approvals/{approval_id}", timeout=10)
+        await self._api.call("DELETE", f"/v1/approvals/{approval_id}", timeout=WITHDRAW_WITHIN)
 
     async def aclose(self) -> None:
         """Close the HTTP session."""

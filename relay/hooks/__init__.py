@@ -1,9 +1,11 @@
 """Permission hooks for coding agents: one small adapter per harness.
 
 Each adapter (``relay.hooks.claude_code``, ``codex``, ``copilot``, ``cursor``) reads its
-harness's hook JSON into a ``relay.hooks.common.HookCall`` (the tool use under review) and
-writes a decision back in that harness's documented shape; ``relay hook HARNESS``
-(``relay.cli.hook``) runs the same rules, grants and team decision for all of them. The
+harness's hook JSON (loaded within ``relay.hooks.intake``'s bounds) into a
+``relay.hooks.common.HookCall``, the tool use under review, by a table of where each event
+keeps what (``relay.hooks.fields``), and writes a decision back in that event's shape;
+``relay hook HARNESS`` (``relay.cli.hook``) runs the same rules, grants and team decision
+for all of them. The
 adapters are pure and import only the standard library, so a hook the rules decide starts
 as fast as the interpreter allows.
 """

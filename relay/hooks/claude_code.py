@@ -16,11 +16,10 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, object_input, text_field
+from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, refusal, shown
+from relay.hooks.fields import EventFields, read_call
 
-__all__ = ["CLAUDE_CODE", "EVENTS", "ClaudeCode", "claude_code_output"]
-
-EVENTS = ("PreToolUse", "PermissionRequest")
+__all__ = ["CLAUDE_CODE", "EVENTS", "FIELDS", "ClaudeCode", "claude_code_output"]
 
 
 def claude_code_output(event: str, decision: Decided | None) -> dict[str, Any] | None:
@@ -43,6 +42,33 @@ def claude_code_output(event: str, decision: Decided | None) -> dict[str, Any] |
     if edited is not None:
         out["updatedInput"] = dict(edited)
     return {"hookSpecificOutput": out}
+
+
+def _pre_tool_use(decision: Decided | None) -> Reply:
+    return Reply(claude_code_output("PreToolUse", decision))
+
+
+def _permission_request(decision: Decided | None) -> Reply:
+    return Reply(claude_code_output("PermissionRequest", decision))
+
+
+# Recorded from Claude Code 2.1.332 (tests/payloads/hooks/claude-code-*.json).
+FIELDS: dict[str, EventFields] = {
+    "PreToolUse": EventFields(
+        input="tool_input",
+        answer=_pre_tool_use,
+        session=("session_id",),
+        cwd=("cwd",),
+        tool_use_id=("tool_use_id",),
+    ),
+    "PermissionRequest": EventFields(
+        input="tool_input",
+        answer=_permission_request,
+        session=("session_id",),
+        cwd=("cwd",),
+    ),
+}
+EVENTS = tuple(FIELDS)
 
 
 class ClaudeCode:
@@ -68,26 +94,16 @@ class ClaudeCode:
     def read(self, data: Mapping[str, Any], args: argparse.Namespace) -> HookCall:
         """Claude Code's hook input."""
         event = data.get("hook_event_name")
-        if event not in EVENTS:
+        if not isinstance(event, str) or event not in FIELDS:
             raise BadHookInput(
-                f"hook_event_name is {event!r}; relay hook claude-code handles"
+                f"hook_event_name is {shown(event)}; relay hook claude-code handles"
                 f" {' and '.join(EVENTS)} (check the event in .claude/settings.json)"
             )
-        tool = data.get("tool_name")
-        if not isinstance(tool, str) or not isinstance(data.get("tool_input", {}), Mapping):
-            raise BadHookInput("the hook input has no tool_name and tool_input")
-        return HookCall(
-            event=event,
-            tool=tool,
-            input=object_input(data.get("tool_input"), "tool_input"),
-            session=text_field(data, "session_id"),
-            cwd=text_field(data, "cwd"),
-            tool_use_id=text_field(data, "tool_use_id"),
-        )
+        return read_call(data, event, FIELDS[event], self.label)
 
     def reply(self, call: HookCall, decision: Decided | None) -> Reply:
         """``hookSpecificOutput`` for the event, exit 0."""
-        return Reply(claude_code_output(call.event, decision))
+        return FIELDS[call.event].answer(decision)
 
     def deferred(self, message: str) -> Reply:
         """``defer`` (``PreToolUse`` in ``-p`` only): the run ends, the call waits for
@@ -104,7 +120,7 @@ class ClaudeCode:
 
     def refuse(self, message: str) -> Reply:
         """Exit 2 blocks the call and shows Claude the line: still closed, and says why."""
-        return Reply(None, 2, f"relay: error: BAD_HOOK_INPUT: {message}\n")
+        return Reply(None, 2, refusal(message))
 
 
 CLAUDE_CODE = ClaudeCode()

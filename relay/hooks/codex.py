@@ -18,11 +18,54 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, object_input, text_field
+from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, refusal, shown
+from relay.hooks.fields import EventFields, read_call
 
-__all__ = ["CODEX", "EVENTS", "Codex"]
+__all__ = ["CODEX", "EVENTS", "FIELDS", "Codex"]
 
-EVENTS = ("PermissionRequest", "PreToolUse")
+
+def _permission_request(decision: Decided | None) -> Reply:
+    if decision is None:
+        return Reply()
+    body: dict[str, Any] = {"behavior": decision.behavior}
+    if not decision.allowed:
+        body["message"] = decision.message
+    return Reply({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": body}})
+
+
+def _pre_tool_use(decision: Decided | None) -> Reply:
+    if decision is None or decision.allowed:
+        return Reply()  # PreToolUse cannot allow: Codex's own policy goes on
+    return Reply(
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": decision.message,
+            }
+        }
+    )
+
+
+# Recorded from Codex 0.169.0 (tests/payloads/hooks/codex-*.json). PermissionRequest has no
+# tool_use_id: its turn_id stands in for one.
+FIELDS: dict[str, EventFields] = {
+    "PermissionRequest": EventFields(
+        input="tool_input",
+        answer=_permission_request,
+        session=("session_id",),
+        cwd=("cwd",),
+        tool_use_id=("turn_id",),
+    ),
+    "PreToolUse": EventFields(
+        input="tool_input",
+        answer=_pre_tool_use,
+        session=("session_id",),
+        cwd=("cwd",),
+        tool_use_id=("tool_use_id", "turn_id"),
+    ),
+}
+EVENTS = tuple(FIELDS)
 
 
 class Codex:
@@ -39,47 +82,20 @@ class Codex:
     def read(self, data: Mapping[str, Any], args: argparse.Namespace) -> HookCall:
         """Codex's hook input."""
         event = data.get("hook_event_name")
-        if event not in EVENTS:
+        if not isinstance(event, str) or event not in FIELDS:
             raise BadHookInput(
-                f"hook_event_name is {event!r}; relay hook codex handles"
+                f"hook_event_name is {shown(event)}; relay hook codex handles"
                 f" {' and '.join(EVENTS)} (check the event in Codex's hooks.json)"
             )
-        tool = data.get("tool_name")
-        if not isinstance(tool, str) or not tool:
-            raise BadHookInput("the hook input has no tool_name")
-        return HookCall(
-            event=event,
-            tool=tool,
-            input=object_input(data.get("tool_input"), "tool_input"),
-            session=text_field(data, "session_id"),
-            cwd=text_field(data, "cwd"),
-            tool_use_id=text_field(data, "tool_use_id", "turn_id"),
-        )
+        return read_call(data, event, FIELDS[event], self.label)
 
     def reply(self, call: HookCall, decision: Decided | None) -> Reply:
         """The event's ``hookSpecificOutput``; nothing for no opinion or a PreToolUse allow."""
-        if decision is None:
-            return Reply()
-        if call.event == "PermissionRequest":
-            body: dict[str, Any] = {"behavior": decision.behavior}
-            if not decision.allowed:
-                body["message"] = decision.message
-            return Reply({"hookSpecificOutput": {"hookEventName": call.event, "decision": body}})
-        if decision.allowed:
-            return Reply()  # PreToolUse cannot allow: Codex's own policy goes on
-        return Reply(
-            {
-                "hookSpecificOutput": {
-                    "hookEventName": "PreToolUse",
-                    "permissionDecision": "deny",
-                    "permissionDecisionReason": decision.message,
-                }
-            }
-        )
+        return FIELDS[call.event].answer(decision)
 
     def refuse(self, message: str) -> Reply:
         """Exit 2 with the reason on stderr: a deny for either event."""
-        return Reply(None, 2, f"relay: error: BAD_HOOK_INPUT: {message}\n")
+        return Reply(None, 2, refusal(message))
 
 
 CODEX = Codex()

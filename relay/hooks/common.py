@@ -1,4 +1,4 @@
-"""What every hook adapter shares: the tool use under review, the reply, the input readers.
+"""What every hook adapter shares: the tool use under review, the reply, one-line reasons.
 
 Pure and standard-library only: the hook's start-up is paid on every tool call a harness
 sends it, so nothing here may pull in the clients a question to the team needs.
@@ -6,7 +6,6 @@ sends it, so nothing here may pull in the clients a question to the team needs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -21,9 +20,9 @@ __all__ = [
     "HookCall",
     "Reply",
     "RulesDecision",
-    "load_event",
-    "object_input",
-    "text_field",
+    "one_line",
+    "refusal",
+    "shown",
 ]
 
 
@@ -121,36 +120,18 @@ class Adapter(Protocol):
         ...
 
 
-def load_event(text: str) -> Mapping[str, Any]:
-    """The hook's stdin as a JSON object; raises ``BadHookInput`` otherwise."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise BadHookInput(f"the hook input is not JSON ({exc})") from None
-    if not isinstance(data, Mapping):
-        raise BadHookInput("the hook input is not a JSON object")
-    return data
+def shown(value: object, limit: int = 60) -> str:
+    """``value``'s ``repr`` cut to ``limit`` characters: part of a one-line reason, whatever
+    size or characters the input had."""
+    text = repr(value[:limit] if isinstance(value, str) else value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def text_field(data: Mapping[str, Any], *keys: str) -> str | None:
-    """The first of ``keys`` holding a non-empty string."""
-    for key in keys:
-        value = data.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+def one_line(message: str) -> str:
+    """``message`` on one line (line breaks of any kind become spaces)."""
+    return " ".join(message.splitlines())
 
 
-def object_input(value: Any, what: str) -> dict[str, Any]:
-    """A tool's arguments as an object: harnesses send them as an object or as a JSON
-    string (Copilot's ``toolArgs``, Cursor's MCP ``tool_input``); missing means none."""
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value) if value.strip() else {}
-        except ValueError:
-            raise BadHookInput(f"{what} is a string that is not JSON") from None
-    if not isinstance(value, Mapping):
-        raise BadHookInput(f"{what} is not a JSON object")
-    return dict(value)
+def refusal(message: str) -> str:
+    """The stderr line of a hook that denies input it cannot read."""
+    return f"relay: error: BAD_HOOK_INPUT: {one_line(message)}\n"

@@ -1,18 +1,20 @@
 """GitHub Copilot's ``permissionRequest`` and ``preToolUse`` command hooks (CLI and cloud
 agent; ``.github/hooks/*.json``, ``version: 1``).
 
-GitHub's CLI hooks reference (docs.github.com, "GitHub Copilot CLI hooks reference"): the
-camelCase events get ``sessionId``, ``timestamp``, ``cwd``, ``toolName`` and ``toolArgs``
-(an object, or the arguments as a JSON string); the VS Code compatible PascalCase events get
-``hook_event_name``, ``session_id``, ``tool_name`` and ``tool_input``. ``permissionRequest``
-answers ``{behavior: allow|deny, message}`` and short-circuits the permission flow (empty
-output falls through to it; exit 2 denies); ``preToolUse`` answers ``{permissionDecision:
-allow|deny|ask, permissionDecisionReason}``. A hook that fails or times out (``timeoutSec``,
-30 s by default) is skipped, so this one always decides before its own deadline.
+What Copilot CLI 1.0.102 sends (recorded, ``tests/payloads/hooks/copilot-*.json``):
+``permissionRequest`` gets ``hookName``, ``sessionId``, ``timestamp``, ``cwd``, ``toolName``
+(``bash``) and the tool's input as ``toolInput``, also when configured under the PascalCase
+name; camelCase ``preToolUse`` gets no event name and the input as ``toolArgs`` (an object, or
+the arguments as a JSON string); PascalCase ``PreToolUse`` gets the VS Code compatible
+``hook_event_name``, ``session_id``, ``tool_name`` (``Bash``) and ``tool_input``. GitHub's
+CLI hooks reference: ``permissionRequest`` answers ``{behavior: allow|deny, message}`` and
+short-circuits the permission flow (empty output falls through to it; exit 2 denies);
+``preToolUse`` answers ``{permissionDecision: allow|deny|ask, permissionDecisionReason}``
+and a failing hook there is skipped, so a deny is always JSON. A hook that times out
+(``timeoutSec``, 30 s by default) is skipped, so this one decides before its own deadline.
 
-The camelCase input does not name its event: ``--event`` says which one the hook is
-configured for (``permissionRequest`` unless told). Copilot's shell tool ``bash`` is
-``Bash`` to the rules, as in every other harness.
+The event is the input's ``hook_event_name`` or ``hookName``; an input naming none is
+``preToolUse``'s (``--event`` says otherwise, for a Copilot that sends another).
 """
 
 from __future__ import annotations
@@ -21,14 +23,67 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, object_input, text_field
+from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, one_line, refusal, shown
+from relay.hooks.fields import EventFields, read_call
 
-__all__ = ["COPILOT", "EVENTS", "Copilot"]
+__all__ = ["COPILOT", "EVENTS", "FIELDS", "Copilot"]
 
+
+def _permission_request(decision: Decided | None) -> Reply:
+    if decision is None:
+        return Reply()
+    body: dict[str, Any] = {"behavior": decision.behavior}
+    if not decision.allowed:
+        body["message"] = decision.message
+    return Reply(body)
+
+
+def _pre_tool_use(decision: Decided | None) -> Reply:
+    if decision is None:
+        return Reply()
+    return Reply(
+        {"permissionDecision": decision.behavior, "permissionDecisionReason": decision.message}
+    )
+
+
+# Copilot's shell tool is ``Bash`` to the rules, as in every other harness.
+_RENAMES = {"bash": "Bash"}
+FIELDS: dict[str, EventFields] = {
+    "permissionRequest": EventFields(
+        input="toolInput",
+        answer=_permission_request,
+        tool="toolName",
+        session=("sessionId",),
+        cwd=("cwd",),
+        renames=_RENAMES,
+    ),
+    "preToolUse": EventFields(
+        input="toolArgs",
+        answer=_pre_tool_use,
+        tool="toolName",
+        session=("sessionId",),
+        cwd=("cwd",),
+        renames=_RENAMES,
+    ),
+    "PreToolUse": EventFields(
+        input="tool_input",
+        answer=_pre_tool_use,
+        session=("session_id",),
+        cwd=("cwd",),
+        renames=_RENAMES,
+    ),
+    # Not sent by 1.0.102 (its PascalCase PermissionRequest gets the camelCase input): the
+    # VS Code compatible names, as for every other PascalCase event.
+    "PermissionRequest": EventFields(
+        input="tool_input",
+        answer=_permission_request,
+        session=("session_id",),
+        cwd=("cwd",),
+        renames=_RENAMES,
+    ),
+}
 EVENTS = ("permissionRequest", "preToolUse")
-_PASCAL = {"PermissionRequest": "permissionRequest", "PreToolUse": "preToolUse"}
-# Copilot's tool names the rules know by another name (the shell is ``Bash`` everywhere).
-_TOOLS = {"bash": "Bash"}
+_NAMED_BY = {"hook_event_name": ("PreToolUse", "PermissionRequest"), "hookName": EVENTS}
 
 
 class Copilot:
@@ -40,62 +95,44 @@ class Copilot:
     help = "GitHub Copilot's permissionRequest and preToolUse hooks (CLI and cloud agent)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """``--event``: the camelCase input does not say which event it is."""
+        """``--event``: for an input that does not name its event."""
         parser.add_argument(
             "--event",
             choices=EVENTS,
-            default="permissionRequest",
-            help="the event this hook is configured for (default: permissionRequest)",
+            help="the event this hook is configured for, when the input does not name it"
+            " (default: preToolUse, the one event Copilot CLI sends without its name)",
         )
 
     def read(self, data: Mapping[str, Any], args: argparse.Namespace) -> HookCall:
         """Copilot's hook input, camelCase or VS Code compatible."""
-        named = data.get("hook_event_name")
-        if named is not None and named not in _PASCAL:
-            raise BadHookInput(
-                f"hook_event_name is {named!r}; relay hook copilot handles permissionRequest"
-                " and preToolUse (check the event in .github/hooks/)"
-            )
-        event = _PASCAL[named] if named is not None else str(args.event)
-        tool = text_field(data, "toolName", "tool_name")
-        if tool is None:
-            raise BadHookInput("the hook input has no toolName")
-        raw = data["toolArgs"] if "toolArgs" in data else data.get("tool_input")
-        return HookCall(
-            event=event,
-            tool=_TOOLS.get(tool, tool),
-            input=object_input(raw, "toolArgs"),
-            session=text_field(data, "sessionId", "session_id"),
-            cwd=text_field(data, "cwd"),
-        )
+        event = getattr(args, "event", None) or "preToolUse"
+        for key, known in _NAMED_BY.items():
+            if key in data:
+                named = data[key]
+                if not isinstance(named, str) or named not in known:
+                    raise BadHookInput(
+                        f"{key} is {shown(named)}; relay hook copilot handles permissionRequest"
+                        " and preToolUse (check the event in .github/hooks/)"
+                    )
+                event = named
+                break
+        return read_call(data, event, FIELDS[event], self.label)
 
     def reply(self, call: HookCall, decision: Decided | None) -> Reply:
         """The event's decision fields, exit 0; nothing for no opinion."""
-        if decision is None:
-            return Reply()
-        if call.event == "preToolUse":
-            return Reply(
-                {
-                    "permissionDecision": decision.behavior,
-                    "permissionDecisionReason": decision.message,
-                }
-            )
-        body: dict[str, Any] = {"behavior": decision.behavior}
-        if not decision.allowed:
-            body["message"] = decision.message
-        return Reply(body)
+        return FIELDS[call.event].answer(decision)
 
     def refuse(self, message: str) -> Reply:
-        """A deny both events read (the event is unknown): each takes its own fields."""
-        reason = f"relay: BAD_HOOK_INPUT: {message}"
-        return Reply(
-            {
-                "behavior": "deny",
-                "message": reason,
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }
-        )
+        """A deny both events read (whichever it was for): each takes its own fields. Not
+        exit 2, which ``preToolUse`` skips as a failed hook."""
+        reason = f"relay: BAD_HOOK_INPUT: {one_line(message)}"
+        output = {
+            "behavior": "deny",
+            "message": reason,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+        return Reply(output, 0, refusal(message))
 
 
 COPILOT = Copilot()

@@ -47,13 +47,16 @@ def codex(command: str, session: str = "thread-1") -> str:
 
 
 def copilot(command: str) -> str:
+    """Copilot CLI 1.0.102's permissionRequest input (tests/payloads/hooks/)."""
     return json.dumps(
         {
+            "hookName": "permissionRequest",
             "sessionId": "cp-1",
             "timestamp": 1,
             "cwd": "/repo",
             "toolName": "bash",
-            "toolArgs": json.dumps({"command": command}),
+            "toolInput": {"command": command},
+            "permissionSuggestions": [],
         }
     )
 
