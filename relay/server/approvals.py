@@ -254,6 +254,10 @@ class ApprovalApi:
             record = await self._provider.abort(record.id) or record
         return web.json_response(approval_json(record.id, await self._decision(record), record))
 
+    async def decision(self, record: AskRecord) -> Decision | None:
+        """The decision of a finished approval (recording its grant); ``None`` while pending."""
+        return await self._decision(record)
+
     async def _decision(self, record: AskRecord) -> Decision | None:
         """The decision of a finished approval (recording its grant); ``None`` while pending."""
         if record.pending:
