@@ -149,3 +149,21 @@ async def test_a_create_is_sent_again_under_one_key_then_fails_with_a_code() -> 
         message = await submit_error(url)
     assert "could not take the approval in 5 tries" in message
     assert "check that relay serve and its store are up" in message
+
+
+async def test_a_use_whose_reply_is_lost_is_sent_again_as_the_same_use() -> None:
+    # The relay records an allow's first use; a use sent again under another key would be
+    # refused as a second use, so the client keeps one key for all its tries.
+    seen: list[tuple[str, str | None]] = []
+    replies = (ALLOWED, refusal(503, "UNAVAILABLE"), ALLOWED)
+    async with (
+        scripted(*replies, seen=seen) as url,
+        RelayApprovals(url, TOKEN, poll=1) as approvals,
+    ):
+        tickets = {CALL.call_id: {"id": "a1", "digest": CALL.digest, "run": RUN}}
+        verdicts = await asyncio.wait_for(approvals.collect([CALL], AGENT, tickets, run=RUN), 10)
+    assert verdicts is not None
+    assert verdicts[CALL.call_id].allowed
+    assert [method for method, _ in seen] == ["GET", "POST", "POST"]
+    assert seen[1][1] is not None
+    assert seen[1][1] == seen[2][1]

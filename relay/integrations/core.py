@@ -188,8 +188,9 @@ class RelayApprovals:
         ``wait`` is false: then ``None`` while any is pending). A call with no ticket, or
         whose input differs from what its ticket was asked for, is asked afresh and its new
         ticket written into ``tickets`` (store them again if this returns ``None``). A ticket
-        of another run is denied; an allow runs its call once (the relay records the use),
-        so the same ticket collected again is denied."""
+        of another ``run`` is denied. Each allow is used only once every call is decided,
+        and runs its call once: the relay records the use, so the same ticket collected
+        again is denied."""
 
         async def read(call: PendingCall) -> tuple[Decision | None, str | None]:
             """The call's decision (``None`` while pending), and the approval to use."""
@@ -201,24 +202,26 @@ class RelayApprovals:
             if not approval_id or asked_for is None or ticket.get("digest") != call.digest:
                 created = await self._create(call, agent, run)
                 approval_id = created.get("id")
-                found = _decision(created)
-                if found is not None or not isinstance(approval_id, str):
-                    return found or decide_error(
-                        RuntimeError("the relay gave no approval id")
-                    ), None
+                if not isinstance(approval_id, str):
+                    # A grant or the relay's rules answered at once: no approval to use.
+                    found = _decision(created)
+                    return found or decide_error(RuntimeError("the relay gave no decision")), None
                 tickets[call.call_id] = _ticket(approval_id, call, run)
             return await self._read(approval_id, wait=wait), approval_id
 
+        async def settle(
+            call: PendingCall, decision: Decision, approval_id: str | None
+        ) -> Decision:
+            if decision.allowed and approval_id is not None:
+                return await self._use(call, approval_id, run)
+            return decision
+
         read_all = await asyncio.gather(*(read(c) for c in calls))
-        if any(d is None for d, _ in read_all):
+        decided = [(c, d, a) for c, (d, a) in zip(calls, read_all, strict=True) if d is not None]
+        if len(decided) < len(calls):
             return None  # nothing is used until every call is decided
-        decisions = await asyncio.gather(
-            *(
-                self._use(call, approval_id, run) if d and d.allowed and approval_id else _same(d)
-                for call, (d, approval_id) in zip(calls, read_all, strict=True)
-            )
-        )
-        return {c.call_id: verdict(d) for c, d in zip(calls, decisions, strict=True) if d}
+        decisions = await asyncio.gather(*(settle(c, d, a) for c, d, a in decided))
+        return {c.call_id: verdict(d) for c, d in zip(calls, decisions, strict=True)}
 
     async def withdraw(self, tickets: Mapping[str, Mapping[str, str]]) -> None:
         """Withdraw pending approvals (each is then a deny), e.g. when the run is abandoned."""
@@ -324,10 +327,6 @@ def _other_run(asked_for: str, run: str) -> Decision:
         f"this call's ticket was submitted for run {asked_for!r}, not for run {run!r}, so it is"
         " denied; submit this run's calls to ask for them"
     )
-
-
-async def _same(decision: Decision | None) -> Decision | None:
-    return decision
 
 
 def _decision(approval: Mapping[str, Any]) -> Decision | None:
