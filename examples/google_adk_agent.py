@@ -91,7 +91,7 @@ async def start(runner: Runner, approvals: RelayApprovals) -> int:
     await runner.session_service.create_session(app_name=APP, user_id=USER, session_id=SESSION)
     ask = types.Content(role="user", parts=[types.Part(text="Delete the stale branch.")])
     events = [e async for e in runner.run_async(user_id=USER, session_id=SESSION, new_message=ask)]
-    tickets = await relay_adk.submit(events, approvals, ME)
+    tickets = await relay_adk.submit(events, approvals, ME, run=SESSION)
     save(tickets)
     asked = len(relay_adk.pending_in(events))
     print(f"paused: {asked} approval(s) asked in Slack; run `resume` later")
@@ -103,7 +103,7 @@ async def resume(runner: Runner, approvals: RelayApprovals) -> int:
         app_name=APP, user_id=USER, session_id=SESSION
     )
     assert session is not None
-    message = await relay_adk.collect(session.events, approvals, ME, load())
+    message = await relay_adk.collect(session.events, approvals, ME, load(), run=SESSION)
     events = [
         e async for e in runner.run_async(user_id=USER, session_id=SESSION, new_message=message)
     ]

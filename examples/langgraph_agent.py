@@ -37,6 +37,7 @@ ME = AgentRef("cleanup-bot", "Cleanup bot")
 RUN_FILE = Path(os.environ.get("RUN_FILE", "langgraph-run.sqlite"))
 TICKETS = RUN_FILE.with_suffix(".tickets.json")
 THREAD: Any = {"configurable": {"thread_id": "cleanup-1"}}
+RUN = THREAD["configurable"]["thread_id"]  # its tickets answer no other thread
 
 
 class ScriptedChat(BaseChatModel):
@@ -96,7 +97,7 @@ async def start(graph: Any, approvals: RelayApprovals) -> int:
     if not result.interrupts:
         print(result.value["messages"][-1].content)
         return 0
-    save(await relay_lg.submit(result.interrupts, approvals, ME))
+    save(await relay_lg.submit(result.interrupts, approvals, ME, run=RUN))
     calls = relay_lg.pending_calls(result.interrupts)
     print(f"paused: {len(calls)} approval(s) asked in Slack; run `resume` later")
     return 3
@@ -104,7 +105,7 @@ async def start(graph: Any, approvals: RelayApprovals) -> int:
 
 async def resume(graph: Any, approvals: RelayApprovals) -> int:
     interrupts = (await graph.aget_state(THREAD)).interrupts
-    command = await relay_lg.collect(interrupts, approvals, ME, load())
+    command = await relay_lg.collect(interrupts, approvals, ME, load(), run=RUN)
     result = await graph.ainvoke(command, THREAD, version="v2")
     print(result.value["messages"][-1].content)
     return 0

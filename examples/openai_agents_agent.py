@@ -44,6 +44,7 @@ from relay.integrations.core import RelayApprovals
 
 ME = AgentRef("cleanup-bot", "Cleanup bot")
 RUN_FILE = Path(os.environ.get("RUN_FILE", "openai-agents-run.json"))
+RUN = RUN_FILE.name  # names the paused run: its tickets answer no other
 
 
 class ScriptedModel(Model):
@@ -99,7 +100,7 @@ async def start(approvals: RelayApprovals) -> int:
     if not result.interruptions:
         print(result.final_output)
         return 0
-    tickets = await relay_oa.submit(result, approvals, ME)
+    tickets = await relay_oa.submit(result, approvals, ME, run=RUN)
     save({"state": result.to_state().to_json(), "tickets": tickets})
     print(f"paused: {len(result.interruptions)} approval(s) asked in Slack; run `resume` later")
     return 3
@@ -108,7 +109,7 @@ async def start(approvals: RelayApprovals) -> int:
 async def resume(approvals: RelayApprovals) -> int:
     saved = load()
     state = await RunState.from_json(agent, saved["state"])
-    await relay_oa.collect(state, approvals, ME, saved["tickets"])
+    await relay_oa.collect(state, approvals, ME, saved["tickets"], run=RUN)
     result = await Runner.run(agent, state)
     RUN_FILE.unlink()  # noqa: ASYNC240 - the run is over; a small local file
     print(result.final_output)

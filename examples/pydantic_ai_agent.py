@@ -31,6 +31,7 @@ from relay.integrations.core import RelayApprovals
 
 ME = AgentRef("cleanup-bot", "Cleanup bot")
 RUN_FILE = Path(os.environ.get("RUN_FILE", "pydantic-ai-run.json"))
+RUN = RUN_FILE.name  # names the paused run: its tickets answer no other
 REQUESTS = TypeAdapter(DeferredToolRequests)
 
 agent: Agent[None, str | DeferredToolRequests] = Agent(
@@ -57,7 +58,7 @@ async def start(approvals: RelayApprovals) -> int:
     if not isinstance(result.output, DeferredToolRequests):
         print(result.output)
         return 0
-    tickets = await relay_pai.submit(result.output, approvals, ME)
+    tickets = await relay_pai.submit(result.output, approvals, ME, run=RUN)
     save(
         {
             "messages": json.loads(result.all_messages_json()),
@@ -72,7 +73,7 @@ async def start(approvals: RelayApprovals) -> int:
 async def resume(approvals: RelayApprovals) -> int:
     saved = load()
     requests = REQUESTS.validate_python(saved["requests"])
-    results = await relay_pai.collect(requests, approvals, ME, saved["tickets"])
+    results = await relay_pai.collect(requests, approvals, ME, saved["tickets"], run=RUN)
     assert results is not None  # it waits for every decision
     history = ModelMessagesTypeAdapter.validate_python(saved["messages"])
     result = await agent.run(message_history=history, deferred_tool_results=results)

@@ -25,6 +25,7 @@ from tests.served import served
 
 AGENT = AgentRef("ops-bot", "Ops bot")
 CALL = PendingCall("c1", "deploy", {"env": "prod"})
+RUN = "run-1"
 TOKEN = "t" * 20
 PENDING = (201, {"id": "a1", "status": "pending", "decision": None})
 ALLOWED = (
@@ -76,7 +77,7 @@ async def hook_decision(url: str) -> str:
 async def submit_error(url: str) -> str:
     async with RelayApprovals(url, TOKEN, poll=1) as approvals:
         with pytest.raises(UserInteractionError) as caught:
-            await asyncio.wait_for(approvals.submit([CALL], AGENT), 10)
+            await asyncio.wait_for(approvals.submit([CALL], AGENT, run=RUN), 10)
     assert caught.value.code == "PROVIDER_FAILED"
     return str(caught.value)
 
@@ -101,9 +102,12 @@ async def test_a_rate_limited_poll_waits_for_a_paused_run_and_denies_the_hook() 
     withdrawn = (200, {"id": "a1", "status": "withdrawn"})
     async with scripted(PENDING, limited, withdrawn) as url:
         assert "RATE_LIMITED: the relay says RATE_LIMITED" in await hook_decision(url)
-    async with scripted(limited, ALLOWED) as url, RelayApprovals(url, TOKEN, poll=1) as approvals:
-        tickets = {CALL.call_id: {"id": "a1", "digest": CALL.digest}}
-        verdicts = await asyncio.wait_for(approvals.collect([CALL], AGENT, tickets), 10)
+    async with (
+        scripted(limited, ALLOWED, ALLOWED) as url,
+        RelayApprovals(url, TOKEN, poll=1) as approvals,
+    ):
+        tickets = {CALL.call_id: {"id": "a1", "digest": CALL.digest, "run": RUN}}
+        verdicts = await asyncio.wait_for(approvals.collect([CALL], AGENT, tickets, run=RUN), 10)
     assert verdicts is not None
     assert verdicts[CALL.call_id].allowed
 
@@ -119,11 +123,11 @@ async def test_both_poll_again_while_the_relay_restarts() -> None:
             await approver.aclose()
     assert decision.allowed, decision.message
     async with (
-        scripted(unavailable, ALLOWED) as url,
+        scripted(unavailable, ALLOWED, ALLOWED) as url,
         RelayApprovals(url, TOKEN, poll=1) as approvals,
     ):
-        tickets = {CALL.call_id: {"id": "a1", "digest": CALL.digest}}
-        verdicts = await asyncio.wait_for(approvals.collect([CALL], AGENT, tickets), 10)
+        tickets = {CALL.call_id: {"id": "a1", "digest": CALL.digest, "run": RUN}}
+        verdicts = await asyncio.wait_for(approvals.collect([CALL], AGENT, tickets, run=RUN), 10)
     assert verdicts is not None
     assert verdicts[CALL.call_id].allowed
 
@@ -135,8 +139,8 @@ async def test_a_create_is_sent_again_under_one_key_then_fails_with_a_code() -> 
     seen: list[tuple[str, str | None]] = []
     replies = (refusal(503, "UNAVAILABLE"), refusal(429, "RATE_LIMITED"), PENDING)
     async with scripted(*replies, seen=seen) as url, RelayApprovals(url, TOKEN) as approvals:
-        tickets = await asyncio.wait_for(approvals.submit([CALL], AGENT), 20)
-    assert tickets == {CALL.call_id: {"id": "a1", "digest": CALL.digest}}
+        tickets = await asyncio.wait_for(approvals.submit([CALL], AGENT, run=RUN), 20)
+    assert tickets == {CALL.call_id: {"id": "a1", "digest": CALL.digest, "run": RUN}}
     assert [method for method, _ in seen] == ["POST"] * 3
     keys = {key for _, key in seen}
     assert len(keys) == 1
@@ -145,3 +149,21 @@ async def test_a_create_is_sent_again_under_one_key_then_fails_with_a_code() -> 
         message = await submit_error(url)
     assert "could not take the approval in 5 tries" in message
     assert "check that relay serve and its store are up" in message
+
+
+async def test_a_use_whose_reply_is_lost_is_sent_again_as_the_same_use() -> None:
+    # The relay records an allow's first use; a use sent again under another key would be
+    # refused as a second use, so the client keeps one key for all its tries.
+    seen: list[tuple[str, str | None]] = []
+    replies = (ALLOWED, refusal(503, "UNAVAILABLE"), ALLOWED)
+    async with (
+        scripted(*replies, seen=seen) as url,
+        RelayApprovals(url, TOKEN, poll=1) as approvals,
+    ):
+        tickets = {CALL.call_id: {"id": "a1", "digest": CALL.digest, "run": RUN}}
+        verdicts = await asyncio.wait_for(approvals.collect([CALL], AGENT, tickets, run=RUN), 10)
+    assert verdicts is not None
+    assert verdicts[CALL.call_id].allowed
+    assert [method for method, _ in seen] == ["GET", "POST", "POST"]
+    assert seen[1][1] is not None
+    assert seen[1][1] == seen[2][1]

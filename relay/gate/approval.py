@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from relay.edits import read_edit
 from relay.errors import ErrorCode, HarnessError, UserInteractionError
 from relay.gate.describe import describe_tool_use, safe
-from relay.gate.match import Pattern
+from relay.gate.match import Pattern, fingerprint
 from relay.grants.record import SESSION_HOURS, Grant, GrantKind, Offer
 from relay.questions import (
     AgentRef,
@@ -139,6 +139,8 @@ class ApprovalRequest:
             pattern=self.scope,
             session=session,
             minutes=minutes,
+            call=fingerprint(self.tool, self.input),
+            tool_use_id=self.tool_use_id,
         )
 
 

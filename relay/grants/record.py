@@ -27,13 +27,18 @@ GrantKind = Literal["session", "minutes"]
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """What an approval ask offers besides "Allow once", and what a grant would cover."""
+    """What an approval ask offers besides "Allow once", and what a grant would cover; also
+    which call it was asked for, which its allow runs once (``relay.store.uses``)."""
 
     owner: str
     agent: str
     pattern: Pattern
     session: bool = True
     minutes: int = 30
+    call: str | None = None
+    """The tool use the reviewer was shown (``relay.gate.match.fingerprint``)."""
+    tool_use_id: str | None = None
+    """The client's id of that tool use (a paused run's id and call id), if it sent one."""
 
     def grant(self, *, ask_id: str, kind: GrantKind, by: Responder, at: datetime) -> Grant:
         """The grant the reviewer ``by`` made at ``at`` by choosing ``kind``."""
@@ -59,6 +64,8 @@ class Offer:
             "pattern": self.pattern.to_json(),
             "session": self.session,
             "minutes": self.minutes,
+            "call": self.call,
+            "tool_use_id": self.tool_use_id,
         }
 
     @classmethod
@@ -70,6 +77,9 @@ class Offer:
             pattern=Pattern.from_json(data["pattern"]),
             session=bool(data["session"]),
             minutes=int(data["minutes"]),
+            # An offer an older relay stored has neither: its approval then runs no call.
+            call=_text(data.get("call")),
+            tool_use_id=_text(data.get("tool_use_id")),
         )
 
 
@@ -132,3 +142,7 @@ class Grant:
             granted_at=datetime.fromisoformat(data["granted_at"]),
             expires_at=datetime.fromisoformat(data["expires_at"]),
         )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None

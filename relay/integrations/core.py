@@ -6,8 +6,11 @@
   ``relay.gate.remote.RemoteApprover`` through a hosted relay) for every call at once.
 - A paused run: ``RelayApprovals.submit`` posts the calls to a hosted relay's
   ``/v1/approvals`` and returns tickets (approval ids) to store with the run's state; any
-  process later calls ``RelayApprovals.collect`` with the same calls and tickets, so an
-  approval that takes an hour needs no process to stay up meanwhile.
+  process later calls ``RelayApprovals.collect`` with the same calls, tickets and run id, so
+  an approval that takes an hour needs no process to stay up meanwhile. Whoever can write the
+  run's state can swap or copy its tickets, so the relay decides what one runs
+  (``POST /v1/approvals/{id}/consume``): only the call its reviewers were shown, in the run it
+  was asked for, once.
 
 Quorum, reminders, escalation, timeouts and grants are the relay's, as for any approval.
 Anything but a reviewer's allow (or a grant, or the relay's allow rule) is a deny.
@@ -21,7 +24,7 @@ import json
 import random
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from relay.abort import AbortSignal
@@ -47,7 +50,8 @@ __all__ = [
     "verdict",
 ]
 
-# call id -> {"id": approval id, "digest": what was asked}: JSON, stored with the run.
+# call id -> {"id": approval id, "digest": what was asked, "run": the run it was asked for}:
+# JSON, stored with the run.
 Tickets = dict[str, dict[str, str]]
 
 
@@ -139,15 +143,17 @@ def seam_approver(service: UserInteractionService, grants: GrantStore | None = N
     return LocalApprover(decider)
 
 
-_CREATE_TRIES = 5  # posting an approval: ~3 s of backoff in all before the run is told
+_POST_TRIES = 5  # posting an approval or its use: ~3 s of backoff in all before giving up
 
 
 class RelayApprovals:
     """Approvals on a hosted relay (``relay serve`` at ``url``, bearer ``token``) that a run
     can be paused on: post them, store the tickets, collect the decisions from any process.
 
-    ``fields`` are ``ApprovalRequest`` fields for every approval (``context``, ``reason``,
-    ``timeout``, ``channel``, …). Close it with ``aclose()`` or use ``async with``.
+    ``run`` names the paused run (a LangGraph thread id, an ADK session id, an id of your
+    own): a ticket answers only the run it was submitted for. ``fields`` are
+    ``ApprovalRequest`` fields for every approval (``context``, ``reason``, ``timeout``,
+    ``channel``, …). Close it with ``aclose()`` or use ``async with``.
     """
 
     def __init__(self, url: str, token: str, *, poll: float = 30.0, **fields: Any) -> None:
@@ -160,16 +166,16 @@ class RelayApprovals:
         self._poll = poll
         self._fields = fields
 
-    async def submit(self, calls: Sequence[PendingCall], agent: AgentRef) -> Tickets:
-        """Post an approval per call, all at once; the tickets of those still pending (a call
-        a grant answered at once is simply posted again by ``collect``). Raises
-        ``UserInteractionError`` when the relay cannot take them: nothing is paused then."""
-        created = await asyncio.gather(*(self._create(call, agent) for call in calls))
+    async def submit(self, calls: Sequence[PendingCall], agent: AgentRef, *, run: str) -> Tickets:
+        """Post an approval per call of ``run``, all at once; the tickets of those still
+        pending (a call a grant answered at once is simply posted again by ``collect``).
+        Raises ``UserInteractionError`` when the relay cannot take them: nothing is paused."""
+        created = await asyncio.gather(*(self._create(call, agent, run) for call in calls))
         tickets: Tickets = {}
         for call, approval in zip(calls, created, strict=True):
             approval_id = approval.get("id")
             if isinstance(approval_id, str) and approval.get("status") == "pending":
-                tickets[call.call_id] = {"id": approval_id, "digest": call.digest}
+                tickets[call.call_id] = _ticket(approval_id, call, run)
         return tickets
 
     async def collect(
@@ -178,29 +184,47 @@ class RelayApprovals:
         agent: AgentRef,
         tickets: Tickets,
         *,
+        run: str,
         wait: bool = True,
     ) -> dict[str, Verdict] | None:
         """Every call's verdict, reading each ticket's approval (waiting for it unless
         ``wait`` is false: then ``None`` while any is pending). A call with no ticket, or
         whose input differs from what its ticket was asked for, is asked afresh and its new
-        ticket written into ``tickets`` (store them again if this returns ``None``)."""
+        ticket written into ``tickets`` (store them again if this returns ``None``). A ticket
+        of another ``run`` is denied. Each allow is used only once every call is decided,
+        and runs its call once: the relay records the use, so the same ticket collected
+        again is denied."""
 
-        async def one(call: PendingCall) -> Decision | None:
+        async def read(call: PendingCall) -> tuple[Decision | None, str | None]:
+            """The call's decision (``None`` while pending), and the approval to use."""
             ticket = tickets.get(call.call_id) or {}
             approval_id = ticket.get("id")
-            if not approval_id or ticket.get("digest") != call.digest:
-                created = await self._create(call, agent)
+            asked_for = ticket.get("run")
+            if approval_id and asked_for is not None and asked_for != run:
+                return _other_run(asked_for, run), None
+            if not approval_id or asked_for is None or ticket.get("digest") != call.digest:
+                created = await self._create(call, agent, run)
                 approval_id = created.get("id")
-                found = _decision(created)
-                if found is not None or not isinstance(approval_id, str):
-                    return found or decide_error(RuntimeError("the relay gave no approval id"))
-                tickets[call.call_id] = {"id": approval_id, "digest": call.digest}
-            return await self._read(approval_id, wait=wait)
+                if not isinstance(approval_id, str):
+                    # A grant or the relay's rules answered at once: no approval to use.
+                    found = _decision(created)
+                    return found or decide_error(RuntimeError("the relay gave no decision")), None
+                tickets[call.call_id] = _ticket(approval_id, call, run)
+            return await self._read(approval_id, wait=wait), approval_id
 
-        decisions = await asyncio.gather(*(one(c) for c in calls))
-        if any(d is None for d in decisions):
-            return None
-        return {c.call_id: verdict(d) for c, d in zip(calls, decisions, strict=True) if d}
+        async def settle(
+            call: PendingCall, decision: Decision, approval_id: str | None
+        ) -> Decision:
+            if decision.allowed and approval_id is not None:
+                return await self._use(call, approval_id, run)
+            return decision
+
+        read_all = await asyncio.gather(*(read(c) for c in calls))
+        decided = [(c, d, a) for c, (d, a) in zip(calls, read_all, strict=True) if d is not None]
+        if len(decided) < len(calls):
+            return None  # nothing is used until every call is decided
+        decisions = await asyncio.gather(*(settle(c, d, a) for c, d, a in decided))
+        return {c.call_id: verdict(d) for c, d in zip(calls, decisions, strict=True)}
 
     async def withdraw(self, tickets: Mapping[str, Mapping[str, str]]) -> None:
         """Withdraw pending approvals (each is then a deny), e.g. when the run is abandoned."""
@@ -208,24 +232,53 @@ class RelayApprovals:
             if ticket.get("id"):
                 await self._api.call("DELETE", f"/v1/approvals/{ticket['id']}")
 
-    async def _create(self, call: PendingCall, agent: AgentRef) -> dict[str, Any]:
-        """Post one approval, sent again while the relay restarts, is overloaded (503, 429)
-        or the reply is lost: under one ``Idempotency-Key``, so that it is posted once."""
-        body = approval_body(approval_request(call, agent, **self._fields))
+    async def _create(self, call: PendingCall, agent: AgentRef, run: str) -> dict[str, Any]:
+        """Post one approval for ``call`` of ``run`` (its ``tool_use_id``: the relay runs the
+        approval for this run's call only), sent again while the relay restarts, is
+        overloaded (503, 429) or the reply is lost: under one ``Idempotency-Key``, so that it
+        is posted once."""
+        request = replace(
+            approval_request(call, agent, **self._fields), tool_use_id=_use_id(call, run)
+        )
+        body = approval_body(request)
+        last = await self._post("/v1/approvals", body)
+        if isinstance(last, dict):
+            return last
+        raise UserInteractionError(
+            ErrorCode.PROVIDER_FAILED,
+            f"the relay could not take the approval in {_POST_TRIES} tries ({last}); check"
+            " that relay serve and its store are up, then run the agent again",
+        )
+
+    async def _use(self, call: PendingCall, approval_id: str, run: str) -> Decision:
+        """Use the allow of ``approval_id`` to run ``call``: the relay answers it only for the
+        call and run it was asked for, and only once; anything else is a deny."""
+        body = {"tool": call.tool, "input": dict(call.args), "tool_use_id": _use_id(call, run)}
+        try:
+            used = await self._post(f"/v1/approvals/{approval_id}/consume", body)
+        except UserInteractionError as exc:
+            return Decision.deny(f"relay did not let this call run ({exc}), so it is denied")
+        if not isinstance(used, dict):
+            return decide_error(used)
+        decision = _decision(used)
+        if decision is None:
+            return decide_error(RuntimeError("the relay answered a decided approval as pending"))
+        return decision
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any] | Exception:
+        """The relay's reply to ``POST path``, sent again while the relay restarts, is
+        overloaded or the reply is lost (under one ``Idempotency-Key``: the relay acts
+        once); the last failure if every try failed."""
         headers = {"Idempotency-Key": f"relay-{uuid.uuid4()}"}
-        last: Exception | None = None
-        for attempt in range(_CREATE_TRIES):
+        last: Exception = RuntimeError("not sent")
+        for attempt in range(_POST_TRIES):
             if attempt:
                 await asyncio.sleep(min(5.0, 0.2 * 2**attempt) * (0.5 + random.random() / 2))  # noqa: S311
             try:
-                return await self._api.call("POST", "/v1/approvals", json=body, headers=headers)
+                return await self._api.call("POST", path, json=body, headers=headers)
             except (Retry, *RETRYABLE) as exc:
                 last = exc
-        raise UserInteractionError(
-            ErrorCode.PROVIDER_FAILED,
-            f"the relay could not take the approval in {_CREATE_TRIES} tries ({last}); check"
-            " that relay serve and its store are up, then run the agent again",
-        )
+        return last
 
     async def _read(self, approval_id: str, *, wait: bool) -> Decision | None:
         attempt = 0
@@ -261,6 +314,22 @@ class RelayApprovals:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _use_id(call: PendingCall, run: str) -> str:
+    """The approval's ``tool_use_id``: the run and the call, which the relay binds it to."""
+    return f"{run}/{call.call_id}"
+
+
+def _ticket(approval_id: str, call: PendingCall, run: str) -> dict[str, str]:
+    return {"id": approval_id, "digest": call.digest, "run": run}
+
+
+def _other_run(asked_for: str, run: str) -> Decision:
+    return Decision.deny(
+        f"this call's ticket was submitted for run {asked_for!r}, not for run {run!r}, so it is"
+        " denied; submit this run's calls to ask for them"
+    )
 
 
 def _decision(approval: Mapping[str, Any]) -> Decision | None:

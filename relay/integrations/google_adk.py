@@ -136,9 +136,12 @@ async def approve(
     return resume_message(await decide(calls, approver, agent, signal=signal, **fields))
 
 
-async def submit(events: Sequence[Event], approvals: RelayApprovals, agent: AgentRef) -> Tickets:
-    """Post the pending confirmations to the relay; the tickets to keep with the session id."""
-    return await approvals.submit(pending_in(events), agent)
+async def submit(
+    events: Sequence[Event], approvals: RelayApprovals, agent: AgentRef, *, run: str
+) -> Tickets:
+    """Post the pending confirmations of ``run`` (the session id) to the relay; the tickets
+    to keep with the session id."""
+    return await approvals.submit(pending_in(events), agent, run=run)
 
 
 async def collect(
@@ -147,6 +150,7 @@ async def collect(
     agent: AgentRef,
     tickets: Tickets,
     *,
+    run: str,
     wait: bool = True,
 ) -> types.Content | None:
     """The message to resume with once every confirmation is decided (``None`` while any is
@@ -154,5 +158,5 @@ async def collect(
     calls = pending_in(events)
     if not calls:
         return None
-    verdicts = await approvals.collect(calls, agent, tickets, wait=wait)
+    verdicts = await approvals.collect(calls, agent, tickets, run=run, wait=wait)
     return None if verdicts is None else resume_message(verdicts)

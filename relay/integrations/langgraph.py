@@ -152,10 +152,11 @@ async def approve(
 
 
 async def submit(
-    interrupts: Sequence[Interrupt], approvals: RelayApprovals, agent: AgentRef
+    interrupts: Sequence[Interrupt], approvals: RelayApprovals, agent: AgentRef, *, run: str
 ) -> Tickets:
-    """Post the held calls to the relay; the tickets to keep with the thread id."""
-    return await approvals.submit(pending_calls(interrupts), agent)
+    """Post the held calls of ``run`` (the thread id) to the relay; the tickets to keep
+    with the thread id."""
+    return await approvals.submit(pending_calls(interrupts), agent, run=run)
 
 
 async def collect(
@@ -164,9 +165,11 @@ async def collect(
     agent: AgentRef,
     tickets: Tickets,
     *,
+    run: str,
     wait: bool = True,
 ) -> Command[Any] | None:
     """The ``Command`` to resume with once every approval is decided (``None`` while any is
     pending and ``wait`` is false)."""
-    verdicts = await approvals.collect(pending_calls(interrupts), agent, tickets, wait=wait)
+    calls = pending_calls(interrupts)
+    verdicts = await approvals.collect(calls, agent, tickets, run=run, wait=wait)
     return None if verdicts is None else resume(interrupts, verdicts)

@@ -102,10 +102,16 @@ async def approve(
 
 
 async def submit(
-    run: RunResult | RunResultStreaming | State, approvals: RelayApprovals, agent: AgentRef
+    result: RunResult | RunResultStreaming | State,
+    approvals: RelayApprovals,
+    agent: AgentRef,
+    *,
+    run: str,
 ) -> Tickets:
-    """Post the interruptions to the relay; the tickets to store with ``state.to_json()``."""
-    return await approvals.submit(pending_calls(_state(run).get_interruptions()), agent)
+    """Post the interruptions of ``run`` (an id of yours) to the relay; the tickets to store
+    with ``state.to_json()``."""
+    calls = pending_calls(_state(result).get_interruptions())
+    return await approvals.submit(calls, agent, run=run)
 
 
 async def collect(
@@ -114,12 +120,13 @@ async def collect(
     agent: AgentRef,
     tickets: Tickets,
     *,
+    run: str,
     wait: bool = True,
 ) -> bool:
     """Apply the team's decisions to ``state`` once all are made; ``False`` (nothing applied)
     while any is pending and ``wait`` is false."""
     calls = pending_calls(state.get_interruptions())
-    verdicts = await approvals.collect(calls, agent, tickets, wait=wait)
+    verdicts = await approvals.collect(calls, agent, tickets, run=run, wait=wait)
     if verdicts is None:
         return False
     apply(state, verdicts)

@@ -90,10 +90,11 @@ def handler(
 
 
 async def submit(
-    requests: DeferredToolRequests, approvals: RelayApprovals, agent: AgentRef
+    requests: DeferredToolRequests, approvals: RelayApprovals, agent: AgentRef, *, run: str
 ) -> Tickets:
-    """Post the pending approvals to the relay; the tickets to store with the run."""
-    return await approvals.submit(pending_calls(requests), agent)
+    """Post the pending approvals of ``run`` (an id of yours) to the relay; the tickets to
+    store with the run."""
+    return await approvals.submit(pending_calls(requests), agent, run=run)
 
 
 async def collect(
@@ -102,9 +103,11 @@ async def collect(
     agent: AgentRef,
     tickets: Tickets,
     *,
+    run: str,
     wait: bool = True,
 ) -> DeferredToolResults | None:
-    """The results to resume with, once every approval is decided (``None`` while any is
-    pending and ``wait`` is false)."""
-    verdicts = await approvals.collect(pending_calls(requests), agent, tickets, wait=wait)
+    """The results to resume ``run`` with, once every approval is decided (``None`` while
+    any is pending and ``wait`` is false)."""
+    calls = pending_calls(requests)
+    verdicts = await approvals.collect(calls, agent, tickets, run=run, wait=wait)
     return None if verdicts is None else results(verdicts)

@@ -23,6 +23,7 @@ from relay.mcp.origins import OriginPolicy
 from relay.mcp.sessions import SessionLimits
 from relay.receipts import ReceiptWriter
 from relay.server.api import OWNER, AskApi
+from relay.server.approval_use import ApprovalUseApi
 from relay.server.approvals import ApprovalApi
 from relay.server.auth import Authenticator
 from relay.server.bodies import ClientGone
@@ -36,6 +37,7 @@ from relay.slack.app import slack_handler
 from relay.slack.identity import TOKEN_REFUSALS
 from relay.slack.provider import SlackProvider
 from relay.store.base import StoreUnavailable
+from relay.store.uses import ApprovalUses
 from relay.webhooks.sender import Webhooks
 
 __all__ = ["CONNECTIONS", "build_app"]
@@ -186,6 +188,12 @@ def build_app(
     decider = Decider(rulings=rulings, grants=grant_store, channel=SlackChannel(provider))
     approvals = ApprovalApi(asks=api, decider=decider)
     receipt_api = ReceiptApi(asks=api, approvals=approvals, writer=receipts)
+    store = provider.store
+    uses = (
+        ApprovalUseApi(asks=api, approvals=approvals, grants=grant_store, uses=store).routes()
+        if isinstance(store, ApprovalUses)
+        else []  # a store that records no uses: no /consume, so no ticket runs a call
+    )
 
     @web.middleware
     async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -271,6 +279,7 @@ def build_app(
             web.get("/openapi.json", openapi),
             *api.routes(),
             *approvals.routes(),
+            *uses,
             *receipt_api.routes(),
         ]
     )

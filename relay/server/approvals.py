@@ -148,6 +148,10 @@ class ApprovalApi:
             approval_json(record.id, await self.decider.conclude(record), record)
         )
 
+    async def decision(self, record: AskRecord) -> Decision | None:
+        """The decision of a finished approval (recording its grant); ``None`` while pending."""
+        return await self.decider.conclude(record)
+
     async def owned(self, request: web.Request) -> AskRecord:
         """The approval named in the path if this request's token asked it, else
         ``NOT_FOUND`` (an ordinary ask too)."""

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import relay
-from relay.server.openapi_approvals import approval_paths, approval_schemas
+from relay.server.openapi_approvals import (
+    APPROVAL_ERROR_CODES,
+    approval_paths,
+    approval_schemas,
+)
 from relay.server.openapi_operators import OPERATOR_ERROR_CODES, with_operator_features
 from relay.server.openapi_receipts import with_receipts
 from relay.server.openapi_schemas import (
@@ -37,6 +41,7 @@ ERROR_CODES = [
     "UNAVAILABLE",
     "INTERNAL",
     *OPERATOR_ERROR_CODES,  # (issue 16: idempotency, audit, webhooks; openapi_operators)
+    *APPROVAL_ERROR_CODES,  # (issue 49: a paused run's ticket used once; openapi_approvals)
 ]
 
 

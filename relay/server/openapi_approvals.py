@@ -6,7 +6,10 @@ from typing import Any
 
 from relay.questions import MAX_APPROVALS
 
-__all__ = ["approval_paths", "approval_schemas"]
+__all__ = ["APPROVAL_ERROR_CODES", "approval_paths", "approval_schemas"]
+
+# POST /v1/approvals/{id}/consume (relay.server.approval_use): a use the relay refuses.
+APPROVAL_ERROR_CODES = ["NOT_THIS_CALL", "CONSUMED"]
 
 _STRINGS = {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}}
 _PATTERN = {
@@ -137,6 +140,22 @@ def approval_schemas(slack: dict[str, Any]) -> dict[str, Any]:
                 },
             },
         },
+        "ApprovalUse": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["tool"],
+            "description": "The call about to run, as it was sent to POST /v1/approvals: the"
+            " approval answers only if it was asked for exactly this tool, input (compared"
+            " canonically, key order ignored) and tool_use_id.",
+            "properties": {
+                "tool": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                "input": {"type": ["object", "null"], "description": "The tool's input."},
+                "tool_use_id": {
+                    "type": ["string", "null"],
+                    "description": "The approval's tool_use_id (null or absent if it had none).",
+                },
+            },
+        },
         "Approval": {
             "type": "object",
             "required": ["id", "status", "decision"],
@@ -211,6 +230,48 @@ def approval_paths(
                     "200": _approval("The approval after the withdrawal"),
                     **common,
                     "404": missing,
+                    "503": down,
+                },
+            },
+        },
+        "/v1/approvals/{ask_id}/consume": {
+            "parameters": [ask_id],
+            "post": {
+                "operationId": "consumeApproval",
+                "summary": "Use an approval to run the one call it was asked for, once.",
+                "description": "For a client that keeps approval ids where others can write"
+                " them (a paused run's tickets): name the call about to run. An allow is used"
+                " once, atomically across replicas; a deny or a pending approval (?wait="
+                " long-polls) is answered as GET answers it and uses nothing. Send the same"
+                " Idempotency-Key again after a lost reply: it is the same use. A grant the"
+                " reviewer chose still covers later identical calls at POST /v1/approvals.",
+                "parameters": [
+                    wait,
+                    {
+                        "name": "Idempotency-Key",
+                        "in": "header",
+                        "required": False,
+                        "description": "This use's key: sent again, it answers as the first"
+                        " time did (1 to 255 printable ASCII characters, no spaces).",
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+                    },
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/ApprovalUse"}}
+                    },
+                },
+                "responses": {
+                    "200": _approval("The approval; an allow is now used by this call"),
+                    "400": error("Malformed request (BAD_REQUEST)"),
+                    **common,
+                    "404": missing,
+                    "409": error(
+                        "The approval was asked for another call, tool_use_id or run"
+                        " (NOT_THIS_CALL), or its allow was used already (CONSUMED): ask again"
+                    ),
+                    "413": error("Body over the size cap (TOO_LARGE)"),
                     "503": down,
                 },
             },

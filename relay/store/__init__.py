@@ -18,6 +18,7 @@ callers check with ``isinstance``. Which part to open for which question:
   ``redis_pipelined``, ``redis_listener``. What a store provides as a whole? ``base``.
 - How every ended ask's signed receipt is chained, with no fork across replicas?
   ``receipts`` (the signing is ``relay.receipts``').
+- How an approval's allow runs its call once, whoever resumes the paused run? ``uses``.
 
 A new part is one ``Protocol`` module and one module per backend, added to the bases of
 ``MemoryStore`` and ``RedisStore`` (its state in the backend's ``base``, its scripts as

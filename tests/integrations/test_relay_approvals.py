@@ -15,6 +15,7 @@ from tests.server_env import SECRET, TOKEN, Relay, relay_server
 
 AGENT = AgentRef("ops-bot", "Ops bot")
 CALL = PendingCall("c1", "delete_file", {"path": "/srv/a"})
+RUN = "run-1"
 
 
 @pytest.fixture
@@ -30,14 +31,14 @@ async def test_collect_without_waiting_reports_pending_then_the_decision(
 ) -> None:
     slack, relay = hosted
     async with RelayApprovals(relay.url, TOKEN) as approvals:
-        tickets = await approvals.submit([CALL], AGENT)
+        tickets = await approvals.submit([CALL], AGENT, run=RUN)
     assert set(tickets) == {"c1"}
     # Another client (another process) reads the same tickets.
     async with RelayApprovals(relay.url, TOKEN) as later:
-        assert await later.collect([CALL], AGENT, tickets, wait=False) is None
+        assert await later.collect([CALL], AGENT, tickets, run=RUN, wait=False) is None
         message = await slack.wait_for_message(timeout=15)
         await slack.click(message, "Allow once", user="U0ALICE")
-        verdicts = await later.collect([CALL], AGENT, tickets)
+        verdicts = await later.collect([CALL], AGENT, tickets, run=RUN)
     assert verdicts is not None
     verdict = verdicts["c1"]
     assert verdict.allowed
@@ -50,8 +51,8 @@ async def test_collect_without_waiting_reports_pending_then_the_decision(
 async def test_the_relays_timeout_denies_and_says_so(hosted: tuple[FakeSlack, Relay]) -> None:
     _, relay = hosted
     async with RelayApprovals(relay.url, TOKEN, timeout=1.0) as approvals:
-        tickets = await approvals.submit([CALL], AGENT)
-        verdicts = await approvals.collect([CALL], AGENT, tickets)
+        tickets = await approvals.submit([CALL], AGENT, run=RUN)
+        verdicts = await approvals.collect([CALL], AGENT, tickets, run=RUN)
     assert verdicts is not None
     decision = verdicts["c1"].decision
     assert (decision.behavior, decision.outcome) == ("deny", "timed_out")
@@ -61,15 +62,15 @@ async def test_the_relays_timeout_denies_and_says_so(hosted: tuple[FakeSlack, Re
 async def test_a_grant_answers_the_next_call_at_once(hosted: tuple[FakeSlack, Relay]) -> None:
     slack, relay = hosted
     async with RelayApprovals(relay.url, TOKEN) as approvals:
-        tickets = await approvals.submit([CALL], AGENT)
+        tickets = await approvals.submit([CALL], AGENT, run=RUN)
         message = await slack.wait_for_message(timeout=15)
         await slack.click(message, "Allow for 30 minutes", user="U0ALICE")
-        first = await approvals.collect([CALL], AGENT, tickets)
+        first = await approvals.collect([CALL], AGENT, tickets, run=RUN)
         assert first is not None
         assert first["c1"].decision.outcome == "granted"
         again = PendingCall("c2", "delete_file", {"path": "/srv/a"})
-        assert await approvals.submit([again], AGENT) == {}  # nothing left to wait for
-        verdicts = await approvals.collect([again], AGENT, {})
+        assert await approvals.submit([again], AGENT, run=RUN) == {}  # nothing left to wait for
+        verdicts = await approvals.collect([again], AGENT, {}, run=RUN)
     assert verdicts is not None
     assert verdicts["c2"].decision.outcome == "allowed"
     assert len(slack.messages) == 1
@@ -78,17 +79,17 @@ async def test_a_grant_answers_the_next_call_at_once(hosted: tuple[FakeSlack, Re
 async def test_a_ticket_for_other_arguments_is_not_reused(hosted: tuple[FakeSlack, Relay]) -> None:
     slack, relay = hosted
     async with RelayApprovals(relay.url, TOKEN) as approvals:
-        tickets = await approvals.submit([CALL], AGENT)
+        tickets = await approvals.submit([CALL], AGENT, run=RUN)
         first = await slack.wait_for_message(timeout=15)
         await slack.click(first, "Allow once", user="U0ALICE")
         # The stored run now holds other arguments under the same call id.
         changed = PendingCall("c1", "delete_file", {"path": "/srv/everything"})
-        assert await approvals.collect([changed], AGENT, tickets, wait=False) is None
+        assert await approvals.collect([changed], AGENT, tickets, run=RUN, wait=False) is None
         assert tickets["c1"]["digest"] == changed.digest  # the new ticket, to store again
         second = await slack.wait_for_message(count=2, timeout=15)
         assert "/srv/everything" in str(second.blocks)
         await slack.click(second, "Deny", user="U0ALICE")
-        verdicts = await approvals.collect([changed], AGENT, tickets)
+        verdicts = await approvals.collect([changed], AGENT, tickets, run=RUN)
     assert verdicts is not None
     assert verdicts["c1"].decision.message == "alice denied this in Slack"
 
@@ -96,9 +97,9 @@ async def test_a_ticket_for_other_arguments_is_not_reused(hosted: tuple[FakeSlac
 async def test_withdrawn_approvals_are_denied(hosted: tuple[FakeSlack, Relay]) -> None:
     _, relay = hosted
     async with RelayApprovals(relay.url, TOKEN) as approvals:
-        tickets = await approvals.submit([CALL], AGENT)
+        tickets = await approvals.submit([CALL], AGENT, run=RUN)
         await approvals.withdraw(tickets)
-        verdicts = await approvals.collect([CALL], AGENT, tickets)
+        verdicts = await approvals.collect([CALL], AGENT, tickets, run=RUN)
     assert verdicts is not None
     assert verdicts["c1"].decision.outcome == "aborted"
 
@@ -111,11 +112,11 @@ async def test_the_relays_quorum_holds_for_framework_approvals() -> None:
     ):
         slack.add_user("U0ALICE", name="alice")
         slack.add_user("U0BOB", name="bob")
-        tickets = await approvals.submit([CALL], AGENT)
+        tickets = await approvals.submit([CALL], AGENT, run=RUN)
         message = await slack.wait_for_message(timeout=15)
         await slack.click(message, "Allow once", user="U0ALICE")
-        assert await approvals.collect([CALL], AGENT, tickets, wait=False) is None
+        assert await approvals.collect([CALL], AGENT, tickets, run=RUN, wait=False) is None
         await slack.click(message, "Allow once", user="U0BOB")
-        verdicts = await approvals.collect([CALL], AGENT, tickets)
+        verdicts = await approvals.collect([CALL], AGENT, tickets, run=RUN)
     assert verdicts is not None
     assert verdicts["c1"].decision.message == "alice and bob allowed this in Slack (allow once)"

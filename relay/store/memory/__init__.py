@@ -1,9 +1,9 @@
 """``MemoryStore``: the embedded default, for one process with no server.
 
 Composed of the store's parts (see ``relay.store``), one module each: ``asks``, ``waits``,
-``idempotency``, ``listing``, ``outbox``, ``votes``, ``followups`` and ``receipts``; ``base``
-holds the asks themselves (packed, ``relay.store.packed``), their retention, and what an
-ask's end changes.
+``idempotency``, ``listing``, ``outbox``, ``votes``, ``followups``, ``receipts`` and
+``uses``; ``base`` holds the asks themselves (packed, ``relay.store.packed``), their
+retention, and what an ask's end changes.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from relay.store.memory.idempotency import MemoryIdempotency
 from relay.store.memory.listing import MemoryListing
 from relay.store.memory.outbox import MemoryOutbox
 from relay.store.memory.receipts import MemoryReceipts
+from relay.store.memory.uses import MemoryUses
 from relay.store.memory.votes import MemoryVotes
 from relay.store.memory.waits import MemoryWaits
 
@@ -30,6 +31,7 @@ class MemoryStore(
     MemoryListing,
     MemoryOutbox,
     MemoryReceipts,
+    MemoryUses,
 ):
     """Asks held in this process: every part of the store (``relay.store``) in memory,
     composed; its constructor and state are ``MemoryBase``'s."""

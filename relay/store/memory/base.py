@@ -95,6 +95,9 @@ class MemoryBase:
         self._receipt_at: dict[str, int] = {}
         self._receipt_head = ChainHead(0, None)
         self._receipts_owed: dict[str, float] = {}  # ended asks owing one -> since when
+        # Approvals' uses (relay.store.uses): ask id -> (expires, the first use's key).
+        self._uses: dict[str, tuple[float, str]] = {}
+        self._use_expiry: list[tuple[float, str]] = []  # a heap of (expires, ask id)
 
     def __len__(self) -> int:
         return len(self._records) + len(self._ended)

@@ -2,7 +2,8 @@
 
 The store is composed of parts, one module each (see ``relay.store``): ``asks`` (creating
 asks, claims, deadlines), ``waits`` (long-polls and pub/sub), ``idempotency``, ``listing``,
-``outbox``, ``votes``, ``followups`` (reminders, unsettled messages) and ``receipts``;
+``outbox``, ``votes``, ``followups`` (reminders, unsettled messages), ``receipts`` and
+``uses`` (an approval's allow used once);
 ``base`` holds what they share (the connection, ``_run``, the cluster's index upkeep) and
 ``codec`` the key names and record decoding. Every script is a file in ``scripts/`` whose
 header names its keys and arguments.
@@ -21,8 +22,8 @@ Layout, for ask ``{id}`` (prefix ``relay:`` by default):
   ``max_pending_per_owner`` holds across replicas (checked and counted in the create script).
 - ``relay:unsettled``, a sorted set of ended asks with a message whose final update has not
   landed (``shown:{i}`` in the ask's hash once it has), by when the sweep may claim each.
-- ``relay:reminders``, ``relay:owned:{owner}``, ``relay:idem:…`` and the outbox's keys: see
-  ``followups``, ``listing``, ``idempotency`` and ``outbox``.
+- ``relay:reminders``, ``relay:owned:{owner}``, ``relay:idem:…``, ``relay:ask:{id}:used`` and
+  the outbox's keys: see ``followups``, ``listing``, ``idempotency``, ``uses`` and ``outbox``.
 
 On a Redis Cluster (``redis+cluster://``) a script may touch one hash slot only, so the names
 carry hash tags (``codec.Keys``): ``relay:ask:{id}`` keeps each ask's keys in its own slot,
@@ -47,6 +48,7 @@ from relay.store.redis.idempotency import RedisIdempotency
 from relay.store.redis.listing import RedisListing
 from relay.store.redis.outbox import RedisOutbox
 from relay.store.redis.receipts import RedisReceipts
+from relay.store.redis.uses import RedisUses
 from relay.store.redis.votes import RedisVotes
 from relay.store.redis_connect import DEFAULT_MAX_CONNECTIONS
 
@@ -61,6 +63,7 @@ class RedisStore(
     RedisListing,
     RedisOutbox,
     RedisReceipts,
+    RedisUses,
 ):
     """Asks in Redis, shared by every replica; claims are atomic Lua scripts.
 
