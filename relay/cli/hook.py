@@ -32,7 +32,7 @@ from relay.hooks.intake import MAX_BYTES, load_event
 
 if TYPE_CHECKING:
     from relay.gate.approval import Decision
-    from relay.gate.rules import Rules
+    from relay.gate.rules import Rules, Verdict
 
 __all__ = ["EVENTS", "add_hook", "hook_output"]
 
@@ -100,7 +100,8 @@ def _decide(
         return None
     import asyncio
 
-    return asyncio.run(_ask(args, adapter, call, rules, cwd))
+    # The verdict goes on with the use: one hook's rules are evaluated once.
+    return asyncio.run(_ask(args, adapter, call, rules, cwd, verdict=verdict))
 
 
 async def _ask(
@@ -111,6 +112,7 @@ async def _ask(
     cwd: str,
     *,
     grace: float | None = None,
+    verdict: Verdict | None = None,
 ) -> Decision | Deferred | None:
     """The team's decision, within the rules' timeout plus ``grace`` (``DECISION_GRACE``)
     from here, whatever the relay does: past it, a deny."""
@@ -135,7 +137,8 @@ async def _ask(
         context=who_asks(os.environ, cwd),
         editable=adapter.edits,
     )
-    verdict = Gate(rules=rules, approver=_NoApprover()).verdict(use)
+    if verdict is None:
+        verdict = Gate(rules=rules, approver=_NoApprover()).verdict(use)
     # Through a hosted relay, an allow of these rules (a file the agent can write) is the
     # relay's to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
     confirm = verdict.action == "allow"
@@ -166,7 +169,11 @@ async def _ask(
                 loop.call_later(defer_after, controller.abort, "deferred")
             gate = Gate(rules=backend.fill(rules), approver=backend.approver)
             decision = await gate.decide(
-                use, signal=controller.signal, allow_pass=True, confirm_allow=confirm
+                use,
+                signal=controller.signal,
+                allow_pass=True,
+                confirm_allow=confirm,
+                verdict=verdict,
             )
         if controller.signal.aborted and controller.signal.reason == "deferred":
             return Deferred(

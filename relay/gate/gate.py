@@ -56,11 +56,14 @@ class Gate:
         signal: AbortSignal | None = None,
         allow_pass: bool = False,
         confirm_allow: bool = False,
+        verdict: Verdict | None = None,
     ) -> Decision | None:
         """Allow or deny ``use``; ``None`` only for a ``pass`` verdict when ``allow_pass``.
         With ``confirm_allow`` an allow of these rules (which the agent may have written)
-        goes to the approver too, whose operator's rules may make it stricter."""
-        verdict = self.verdict(use)
+        goes to the approver too, whose operator's rules may make it stricter. ``verdict``:
+        these rules' verdict on ``use`` when the caller has it already (never evaluated twice)."""
+        if verdict is None:
+            verdict = self.verdict(use)
         source = self.rules.source
         if verdict.action == "deny":
             return Decision.deny(verdict.reason(source))

@@ -38,7 +38,7 @@ reason = "recursive deletes are never allowed"
 [[rules]]
 action = "ask"
 tools = ["Bash"]
-command_regex = ["^npm "]
+commands = ["npm *"]  # a glob: a rule's regex never widens a grant
 """
 
 

@@ -26,7 +26,7 @@ default = "ask"
 [[rules]]
 action = "ask"
 tools = ["Bash"]
-command_regex = ["^npm "]
+commands = ["npm *"]  # a glob: a rule's regex never widens a grant
 """
 
 
