@@ -200,7 +200,7 @@ async def test_the_message_behind_an_open_modal_takes_no_click_key_or_focus(
 
     await page.become(BOB)  # someone else: no modal of theirs, the message works
     await page.click("Deploy it?", "Approve")
-    await slack.wait_until(lambda: len(standin.clicks) == 1)
+    await standin.clicks.reach(1)
     assert [c["user"]["id"] for c in standin.clicks] == [BOB]  # nothing from Alice reached it
     assert slack.modal_of(ALICE) is not None
 
@@ -211,5 +211,5 @@ async def test_the_message_behind_an_open_modal_takes_no_click_key_or_focus(
     await page.escape()
     await page.wait_for_no_modal()
     await page.click("Deploy it?", "Approve")
-    await slack.wait_until(lambda: len(standin.clicks) == 2)
+    await standin.clicks.reach(2)
     assert [c["user"]["id"] for c in standin.clicks] == [BOB, ALICE]
