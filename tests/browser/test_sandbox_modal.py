@@ -166,7 +166,10 @@ async def test_the_relays_edit_form_refuses_a_bad_value_then_allows_the_edit(
     decision = record["decision"]
     assert decision["behavior"] == "allow"
     assert decision["updated_input"] == {"target": "module.staging", "replicas": 5}
-    await page.wait_for_text("Coding agent", "module.staging")
+    shown = await page.wait_for_text("Coding agent", "module.staging")
+    # The message's ":pencil2:" reads as the pencil Slack shows, not as its name.
+    assert "\u270f\ufe0f Edited by @alice" in shown, shown
+    assert ":pencil2:" not in shown
 
 
 async def test_the_message_behind_an_open_modal_takes_no_click_key_or_focus(
