@@ -32,3 +32,23 @@ def test_the_table_reads_as_slacks_names() -> None:
     names = table()
     assert len(names) > 200
     assert {"+1", "thumbsup", "tada", "rocket", "eyes", "warning", "x"} <= names
+
+
+def test_the_scripting_page_names_every_event_kind_and_error_of_the_pages_endpoints() -> None:
+    doc = (ROOT / "docs" / "sandbox-scripting.md").read_text()
+    sandbox = ROOT / "relay" / "sandbox"
+    page, standin = (sandbox / "page.py").read_text(), (sandbox / "standin.py").read_text()
+    events = set(re.findall(r'_send\(response, "(\w+)"', page))
+    assert events == {"snapshot", "message", "ephemeral", "dm", "modal"}
+    kinds = set(re.findall(r'"(\w+)"', "".join(re.findall(r"_KINDS = \((.*?)\)", standin))))
+    assert {"button", "enter", "view_submit", "view_close"} <= kinds
+    act = page.split("async def _act")[1].split("async def _sample")[0]
+    codes = set(re.findall(r'(?:_error\(\d+, |ActionRefused\(\s*)"([A-Z_]+)"', page + standin))
+    assert {"BAD_REQUEST", "GONE", "NOT_FOUND", "UNREACHABLE", "WRONG_HOST"} <= codes
+    assert "_json_body" in act  # FORBIDDEN and UNSUPPORTED_MEDIA_TYPE come from it
+    for event in events:
+        assert f"| `{event}` |" in doc, event
+    for kind in kinds:
+        assert f"`{kind}`" in doc, kind
+    for code in codes - {"UNAVAILABLE"}:  # (only /sandbox/sample and /sandbox/answers)
+        assert f"`{code}`" in doc, code
