@@ -5,6 +5,7 @@ beside ``/slack/events``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -22,6 +23,26 @@ from relay.sandbox.standin import Sandbox
 from relay.testing import FakeMessage, FakeSlack
 
 BOT_TOKEN = "xoxb-sandbox-modal-test"
+
+
+class Received(list[dict[str, Any]]):
+    """The payloads the stand-in app received, in order, and a way to await them: the app's
+    own state is no change of FakeSlack's, so ``slack.wait_until`` would not re-check it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._arrived = asyncio.Condition()
+
+    async def add(self, payload: dict[str, Any]) -> None:
+        """Keep ``payload`` and wake whoever awaits it."""
+        async with self._arrived:
+            self.append(payload)
+            self._arrived.notify_all()
+
+    async def reach(self, count: int, *, timeout: float = 5.0) -> None:
+        """Return once ``count`` payloads have arrived (``TimeoutError`` after ``timeout``)."""
+        async with asyncio.timeout(timeout), self._arrived:
+            await self._arrived.wait_for(lambda: len(self) >= count)
 
 
 def plain(text: str) -> dict[str, Any]:
@@ -94,9 +115,7 @@ def edit_view(metadata: str) -> dict[str, Any]:
     }
 
 
-def edit_app(
-    slack: FakeSlack, submissions: list[dict[str, Any]], clicks: list[dict[str, Any]]
-) -> AsyncApp:
+def edit_app(slack: FakeSlack, submissions: Received, clicks: Received) -> AsyncApp:
     """Opens the edit form on "Edit…"; refuses a command that targets prod with an error
     under its field; else approves the edited command in the message. Keeps every
     submission it receives in ``submissions`` and every "Approve" click in ``clicks``."""
@@ -108,7 +127,7 @@ def edit_app(
     @app.action("approve")
     async def approve(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        clicks.append(body)
+        await clicks.add(body)
 
     @app.action("edit")
     async def edit(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
@@ -118,7 +137,7 @@ def edit_app(
 
     @app.view("edit_call")
     async def submitted(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
-        submissions.append(body)
+        await submissions.add(body)
         values = body["view"]["state"]["values"]
         command = values["command"]["value"]["value"]
         if "prod" in command:
@@ -148,8 +167,8 @@ class Standin:
 
     slack: FakeSlack
     url: str
-    submissions: list[dict[str, Any]]
-    clicks: list[dict[str, Any]]
+    submissions: Received
+    clicks: Received
 
 
 async def _no_asks(_: web.Request) -> web.Response:
@@ -161,8 +180,7 @@ async def running_standin() -> AsyncIterator[Standin]:
     """FakeSlack, the sandbox page and the Bolt app on one loopback server."""
     async with FakeSlack(bot_token=BOT_TOKEN) as slack:
         sandbox = Sandbox(slack, channel=DEFAULT_CHANNEL, allowed_users=None)
-        submissions: list[dict[str, Any]] = []
-        clicks: list[dict[str, Any]] = []
+        submissions, clicks = Received(), Received()
         web_app = edit_app(slack, submissions, clicks).web_app(path="/slack/events")
         # The port first: the page asks this server's own (empty) ask listing, as the
         # sandbox's page asks its relay, so its answers panel polls without an error.

@@ -63,7 +63,7 @@ async def test_relay_ask_through_a_relay_withdraws_its_question_on(sig: signal.S
         _, record = await relay.request("GET", f"/v1/asks/{ask_id}")
         assert record["status"] == "aborted"
         await slack.wait_until(lambda: message.updated)
-        assert message.text == "Deploy? — aborted"
+        assert message.text == "Deploy? — withdrawn"
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
@@ -79,4 +79,4 @@ async def test_relay_ask_straight_to_slack_withdraws_its_question_on(sig: signal
         assert lines[0].startswith(f"relay: error: ASK_ABORTED: stopped by {sig.name}")
         update = await slack.wait_for_call("chat.update")  # sent before the command exited
         assert update.args["ts"] == message.ts
-        assert message.text == "Deploy? — aborted"
+        assert message.text == "Deploy? — withdrawn"

@@ -165,7 +165,7 @@ async def test_a_replica_killed_before_its_update_landed_is_swept_once_by_the_ot
     # B's sweep claims it once the grace (5 s) is over, and shows the outcome.
     swept = await cluster.slack.wait_for_call("chat.update", timeout=15)
     assert swept.ok
-    assert message.text == "Ship it? — aborted"
+    assert message.text == "Ship it? — withdrawn"
     assert not [b for b in message.blocks if b["type"] == "actions"]
     await cluster.b.wait_for_metric("relay_messages_swept_total", 1)  # and recorded as settled
     store = RedisStore(url=cluster.redis.url)

@@ -145,3 +145,32 @@ async def test_closing_the_modal_from_the_page() -> None:
         assert answer["outcome"] == "closed"
         assert answer["dispatched"] is False  # no notify_on_close: the app is not told
         await alice.modal_closed()
+
+
+async def test_a_modal_replaced_by_another_never_comes_back() -> None:
+    # "Edit…" clicked twice opens two modals; Slack's client shows the last one only, so
+    # once that one is closed, neither the live page nor a reloaded one shows the first.
+    async with (
+        running_standin() as standin,
+        aiohttp.ClientSession() as session,
+        feed(session, standin.url, ALICE) as alice,
+    ):
+        await alice.next("snapshot")
+        message = await post_edit_ask(standin.slack)
+        edit = message.blocks[1]
+        click = {"as": ALICE, "channel": DEFAULT_CHANNEL, "ts": message.ts, "version": 0,
+                 "kind": "button", "text": "Edit…", "block_id": edit["block_id"],
+                 "action_id": edit["elements"][1]["action_id"]}  # fmt: skip
+        for _ in range(2):
+            assert (await act(session, standin.url, click))[0] == 200
+        first, second = [m.top.id for m in standin.slack.modals]
+        while (await alice.next("modal"))["modal"]["id"] != second:
+            pass
+        closing = {"as": ALICE, "kind": "view_close", "view_id": first}
+        status, answer = await act(session, standin.url, closing)
+        assert (status, answer["error"]["code"]) == (409, "GONE")  # not on her screen
+        status, _ = await act(session, standin.url, {**closing, "view_id": second})
+        assert status == 200
+        await alice.modal_closed()
+        async with feed(session, standin.url, ALICE) as reloaded:
+            assert (await reloaded.next("snapshot"))["modal"] is None

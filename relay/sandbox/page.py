@@ -57,6 +57,7 @@ _HEADERS = {
     "Cache-Control": "no-store",
 }
 _ASSETS = {
+    "emoji.js": "text/javascript",
     "blockkit.js": "text/javascript",
     "sandbox.js": "text/javascript",
     "sandbox.css": "text/css",

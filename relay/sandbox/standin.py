@@ -146,9 +146,18 @@ class Sandbox:
             if call.args.get("user") == viewer
         ]
 
+    def shown_modal(self, viewer: str) -> FakeModal | None:
+        """The modal on ``viewer``'s screen: the last one opened for them, while it is open.
+        Slack's client shows one modal; one opened over it (an "Edit…" clicked twice) takes
+        its place, and the one it replaced must not come back once this one is closed."""
+        for modal in reversed(self.slack.modals):
+            if modal.user == viewer:
+                return None if modal.closed else modal
+        return None
+
     def modal_view(self, viewer: str) -> dict[str, Any] | None:
         """The modal ``viewer`` has open, as their client shows it (``None``: none)."""
-        modal = self.slack.modal_of(viewer)
+        modal = self.shown_modal(viewer)
         if modal is None:
             return None
         view = modal.top
@@ -231,7 +240,7 @@ class Sandbox:
         """Submit (``view_submit``, with the ``values`` the page holds) or close
         (``view_close``) ``viewer``'s open modal ``view_id``; FakeSlack checks the fields as
         Slack's client does and delivers ``view_submission`` (or ``view_closed``)."""
-        modal = self.slack.modal_of(viewer)
+        modal = self.shown_modal(viewer)
         if modal is None or modal.top.id != _text(body, "view_id"):
             raise ActionRefused("GONE", "that modal is no longer open", status=409)
         try:

@@ -15,7 +15,7 @@ from relay.slack.team import votes_text
 from relay.slack.text import chunks, escape, mention, units, within
 from relay.slack.versions import edit_diff
 
-__all__ = ["OUTCOME_LINE_CHARS", "answered_line", "slack_date"]
+__all__ = ["OUTCOME_LINE_CHARS", "answered_line", "answered_summary", "slack_date"]
 
 OUTCOME_LINE_CHARS = 3000  # room every message keeps for its final "Answered by …: …"
 
@@ -95,3 +95,17 @@ def answered_line(
     # The whole answer went to the agent; the message shows as much as its room holds.
     note = "… _(shortened here; the agent has the whole answer)_"
     return chunks(line, OUTCOME_LINE_CHARS - units(note))[0].rstrip() + note
+
+
+def answered_summary(
+    item: AskUserQuestionAnswerItem, question: AskUserQuestionItem | None = None
+) -> str:
+    """What happened, in the words ``answered_line`` leads with, for the message's fallback
+    text (notifications, screen readers): "denied", "allowed", "edited, then allowed"..."""
+    item, edited = _edited(question, item)
+    if not item.selected and item.custom is None:
+        return "skipped"
+    if edited:
+        return "edited, then allowed"
+    head = _verdict_head(question, item)
+    return "denied" if head.startswith(":no_entry:") else "allowed" if head else "answered"

@@ -25,7 +25,7 @@ from relay.edits import read_edit
 from relay.errors import UserInteractionError, bad_request
 from relay.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem, Vote
 from relay.slack import kit
-from relay.slack.answered import OUTCOME_LINE_CHARS, answered_line, slack_date
+from relay.slack.answered import OUTCOME_LINE_CHARS, answered_line, answered_summary, slack_date
 from relay.slack.inputs import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -343,6 +343,8 @@ _ENDINGS: dict[str, str] = {
     "closed": ":no_entry_sign: *Withdrawn* — the relay shut down before anyone answered.",
     "failed": ":warning: *Not delivered* — the relay could not finish posting this question.",
 }
+# The same, for the message's fallback text (what notifications and screen readers say).
+_SUMMARIES = {"timed_out": "timed out", "failed": "not delivered"}
 
 
 def render_outcome(
@@ -360,13 +362,13 @@ def render_outcome(
     detail. A ``defaulted`` answer says so, with ``timeout`` (how long nobody answered)."""
     if outcome == "answered" and item is not None and item.defaulted:
         line = defaulted_line(item, timeout)
-        summary = "defaulted"
+        summary = "timed out, defaulted"
     elif outcome == "answered" and item is not None:
         line = answered_line(item, question)
-        summary = "answered"
+        summary = answered_summary(item, question)
     else:
         line = _ENDINGS.get(outcome, _ENDINGS["aborted"])
-        summary = outcome.replace("_", " ")
+        summary = _SUMMARIES.get(outcome, "withdrawn")
     ending = [*sections(line), _asked_by(agent, index, count, None)]
     try:
         layout = _layout(question, agent, index, count)

@@ -40,7 +40,8 @@ UNSET = _Unset.UNSET
 
 @dataclass(frozen=True, slots=True)
 class SlackTarget:
-    """Where one ask goes and who may answer it; unset fields inherit the provider's defaults.
+    """Where one ask goes and who may answer it; unset fields inherit the provider's defaults,
+    but ``allowed_users`` and ``allowed_groups`` are one allowlist: naming either replaces both.
 
     ``remind_after`` (seconds) and ``reminders`` (how many, 1–10): reminders in the
     message's thread, mentioning who may answer, until the ask ends.
@@ -112,9 +113,15 @@ class TargetDefaults:
                 "there is no channel to ask in: name one (slack.channel in the API) or set"
                 " a default channel (channel= / RELAY_CHANNEL)"
             )
-        given = self.allowed_users if target.allowed_users is UNSET else target.allowed_users
+        # Who may answer is one allowlist: a target naming either half replaces both, or
+        # `allowed_users: [alice]` would still admit the default groups' members (and
+        # `allowed_groups` the default users).
+        given: Collection[str] | None = self.allowed_users
+        groups: Collection[str] | None = self.allowed_groups
+        if target.allowed_users is not UNSET or target.allowed_groups is not UNSET:
+            given = None if target.allowed_users is UNSET else target.allowed_users
+            groups = None if target.allowed_groups is UNSET else target.allowed_groups
         users = ids(given, "allowed_users")
-        groups = self.allowed_groups if target.allowed_groups is UNSET else target.allowed_groups
         prevent = target.prevent_self_approval
         timeout = self.timeout if target.timeout is UNSET else target.timeout
         self._check_policy(users, "allowed_users")

@@ -124,6 +124,11 @@ class Page:
         await self.run(self.driver.get, f"{self.url}/?as={person}")
         await self.run(self._live)
 
+    async def reload(self) -> None:
+        """Reload the page (as the browser's reload button does) and wait until it is live."""
+        await self.run(self.driver.refresh)
+        await self.run(self._live)
+
     async def become(self, person: str) -> None:
         """Switch who you are with the page's own "You are" menu."""
 

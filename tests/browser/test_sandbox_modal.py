@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from selenium.common.exceptions import (
     ElementClickInterceptedException,
@@ -26,6 +27,7 @@ from selenium.webdriver.remote.webelement import WebElement
 
 from tests.browser.browser import Page
 from tests.browser.conftest import ALICE, BOB, TOKEN
+from tests.sandbox_feed import act
 from tests.sandbox_modal_env import Standin, post_edit_ask, running_standin
 from tests.server_env import Relay
 
@@ -164,7 +166,10 @@ async def test_the_relays_edit_form_refuses_a_bad_value_then_allows_the_edit(
     decision = record["decision"]
     assert decision["behavior"] == "allow"
     assert decision["updated_input"] == {"target": "module.staging", "replicas": 5}
-    await page.wait_for_text("Coding agent", "module.staging")
+    shown = await page.wait_for_text("Coding agent", "module.staging")
+    # The message's ":pencil2:" reads as the pencil Slack shows, not as its name.
+    assert "\u270f\ufe0f Edited by @alice" in shown, shown
+    assert ":pencil2:" not in shown
 
 
 async def test_the_message_behind_an_open_modal_takes_no_click_key_or_focus(
@@ -200,7 +205,7 @@ async def test_the_message_behind_an_open_modal_takes_no_click_key_or_focus(
 
     await page.become(BOB)  # someone else: no modal of theirs, the message works
     await page.click("Deploy it?", "Approve")
-    await slack.wait_until(lambda: len(standin.clicks) == 1)
+    await standin.clicks.reach(1)
     assert [c["user"]["id"] for c in standin.clicks] == [BOB]  # nothing from Alice reached it
     assert slack.modal_of(ALICE) is not None
 
@@ -211,5 +216,32 @@ async def test_the_message_behind_an_open_modal_takes_no_click_key_or_focus(
     await page.escape()
     await page.wait_for_no_modal()
     await page.click("Deploy it?", "Approve")
-    await slack.wait_until(lambda: len(standin.clicks) == 2)
+    await standin.clicks.reach(2)
     assert [c["user"]["id"] for c in standin.clicks] == [BOB, ALICE]
+
+
+async def test_a_closed_modal_stays_closed_after_a_reload(
+    standin: Standin, modal_page: Page
+) -> None:
+    # "Edit…" clicked twice (here through the page's own endpoint, so that both clicks land
+    # before the first modal shows) opens two modals; the page shows the last one, and once
+    # it is cancelled, no modal comes back, live or after a reload.
+    slack = standin.slack
+    page = modal_page
+    message = await post_edit_ask(slack, "Roll back?")
+    edit = message.blocks[1]
+    click = {"as": ALICE, "channel": message.channel, "ts": message.ts, "version": 0,
+             "kind": "button", "text": "Edit…", "block_id": edit["block_id"],
+             "action_id": edit["elements"][1]["action_id"]}  # fmt: skip
+    async with aiohttp.ClientSession() as session:
+        for _ in range(2):
+            assert (await act(session, standin.url, click))[0] == 200
+    assert [m.user for m in slack.modals] == [ALICE, ALICE]
+    await page.open(ALICE)
+    await page.wait_for_modal("Edit the call")
+    await page.press("Cancel")
+    await page.wait_for_no_modal()
+    await page.reload()
+    assert await page.script("return document.querySelector('#modal-layer .modal') === null")
+    await page.click("Roll back?", "Approve")  # and the message takes clicks again
+    await standin.clicks.reach(1)

@@ -251,6 +251,44 @@ async def test_slack_formatting_is_rendered_as_slack_shows_it(page: Page) -> Non
     assert (result["primary"], result["danger"]) == (["Go"], ["Stop"])
 
 
+async def test_emoji_shortcodes_read_as_the_emoji_slack_shows(page: Page) -> None:
+    # The shortcodes relay's own messages use, common ones, and what stays text as in
+    # Slack: an unknown name, a name every JavaScript object has, one inside `code`.
+    await page.open(ALICE)
+    blocks = [
+        {"type": "header", "text": {"type": "plain_text", "text": ":rocket: Ship"}},
+        {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": ":pencil2: Edited by <@U0SBALICE> :white_check_mark: :no_entry:"
+                " :rotating_light: :alarm_clock: :hourglass: :next_track_button: :warning:"
+                " :+1: :tada: :not_an_emoji_here: :constructor: `:x:`",
+            },
+        },
+        {"type": "markdown", "text": "**Done** :sparkles:"},
+        {"type": "context", "elements": [{"type": "plain_text", "text": ":eyes:", "emoji": False}]},
+    ]
+    shown = await page.script(
+        """
+        const target = document.createElement("div");
+        target.id = "emoji-test";
+        document.body.append(target);
+        target.append(window.BlockKit.renderBlocks(JSON.parse(arguments[0]),
+                      {userName: (id) => id === "U0SBALICE" ? "alice" : null}));
+        return [...target.children[0].children].map((n) => n.textContent);
+        """,
+        json.dumps(blocks),
+    )
+    assert shown == [
+        "\U0001f680 Ship",
+        "\u270f\ufe0f Edited by @alice \u2705 \u26d4 \U0001f6a8 \u23f0 \u231b"
+        " \u23ed\ufe0f \u26a0\ufe0f \U0001f44d \U0001f389 :not_an_emoji_here: :constructor: :x:",
+        "Done \u2728",
+        ":eyes:",
+    ]
+
+
 async def test_every_sample_renders_without_a_policy_violation_or_script_error(
     page: Page, sandbox: Relay
 ) -> None:
@@ -276,7 +314,7 @@ async def test_the_page_and_its_assets_carry_a_strict_content_security_policy(
     sandbox: Relay,
 ) -> None:
     async with aiohttp.ClientSession() as session:
-        for path in ("/", "/sandbox/assets/blockkit.js", "/sandbox/assets/sandbox.js"):
+        for path in ("/", *(f"/sandbox/assets/{n}.js" for n in ("emoji", "blockkit", "sandbox"))):
             async with session.get(sandbox.url + path) as response:
                 assert response.status == 200
                 assert response.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY

@@ -7,17 +7,8 @@
 "use strict";
 
 window.BlockKit = (() => {
-  const EMOJI = {
-    white_check_mark: "\u2705", heavy_check_mark: "\u2714\ufe0f", x: "\u274c",
-    hourglass: "\u231b", hourglass_flowing_sand: "\u23f3", no_entry_sign: "\ud83d\udeab",
-    no_entry: "\u26d4", warning: "\u26a0\ufe0f", next_track_button: "\u23ed\ufe0f",
-    rocket: "\ud83d\ude80", lock: "\ud83d\udd12", eyes: "\ud83d\udc40", thumbsup: "\ud83d\udc4d",
-    "+1": "\ud83d\udc4d", thumbsdown: "\ud83d\udc4e", tada: "\ud83c\udf89", memo: "\ud83d\udcdd",
-    question: "\u2753", exclamation: "\u2757", information_source: "\u2139\ufe0f",
-    bell: "\ud83d\udd14", robot_face: "\ud83e\udd16", speech_balloon: "\ud83d\udcac",
-    red_circle: "\ud83d\udd34", large_green_circle: "\ud83d\udfe2", clock1: "\ud83d\udd50",
-    pencil: "\u270f\ufe0f", mag: "\ud83d\udd0d", shield: "\ud83d\udee1\ufe0f",
-  };
+  // emoji.js's table (a Map); without it, shortcodes stay text.
+  const EMOJI = window.SlackEmoji instanceof Map ? window.SlackEmoji : new Map();
   const SAFE_URL = /^(https?:\/\/|mailto:)/i;
 
   function el(tag, className, text) {
@@ -32,7 +23,7 @@ window.BlockKit = (() => {
   }
 
   function emojify(text) {
-    return text.replace(/:([a-z0-9_+-]+):/g, (all, name) => EMOJI[name] || all);
+    return text.replace(/:([a-z0-9_+-]+):/g, (all, name) => EMOJI.get(name) ?? all);
   }
 
   function link(url, label) {
