@@ -25,12 +25,12 @@ from relay.intents import ToolEdit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
 from relay.slack import notices
 from relay.slack.background import Background
-from relay.slack.edit_form import edit_view, editable_fields, read_edit_view, too_long
+from relay.slack.edit_fields import unavailable
+from relay.slack.edit_form import edit_view, first_block, read_edit_view
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.final import answered_of
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
-from relay.slack.text import cut
 from relay.store import AskRecord, MessageRef, utcnow
 
 __all__ = ["EditIntake", "allow_choices"]
@@ -117,8 +117,8 @@ class EditIntake:
             _log.exception("store unreachable while opening an edit of ask %s", record.id)
             notify(click, notices.cannot_record())
             return
-        if too_long(edit):
-            notify(click, notices.edit_too_long())
+        if (reason := unavailable(edit)) is not None:
+            notify(click, notices.edit_unavailable(reason))
             return
         who = record.request.agent.display_name if record.request.agent else "An agent"
         where = {"a": record.id, "i": click.index, "c": click.channel_id, "t": click.message_ts}
@@ -268,8 +268,7 @@ class EditIntake:
 
 
 def _first_block(values: Mapping[str, Any], edit: Any) -> str:
-    name = editable_fields(edit)[0][0]
-    block = cut(f"f:{name}", 255)  # as edit_form names it
+    block = first_block(edit)
     return block if block in values or not values else next(iter(values))
 
 
