@@ -85,24 +85,31 @@ def read_field(
         if field.whole:
             return Refusal("Enter the whole input as one JSON object.")
         return Kept.REMOVED
-    read = _parse_json(text, _long_integers(original), 1 if field.whole else 2)
+    numeric = field.kind in ("integer", "number")
+    whole = " (a whole one)" if field.kind == "integer" else ""
+    not_a_number = f"Enter a number{whole}, such as 3."
+    read = _parse_json(
+        text, _long_integers(original), 1 if field.whole else 2, not_a_number if numeric else None
+    )
     if isinstance(read, Refusal):
         return read
     if field.whole and not isinstance(read.value, dict):
         return Refusal("Enter the whole input as one JSON object (in { and }).")
-    if field.kind in ("integer", "number"):
+    if numeric:
         value = read.value
         if isinstance(value, bool) or not isinstance(value, int | float):
-            whole = " (a whole one)" if field.kind == "integer" else ""
-            return Refusal(f"Enter a number{whole}, such as 3.")
+            return Refusal(not_a_number)
         if field.kind == "integer" and not isinstance(value, int):
             return Refusal("Enter a whole number, with no decimal point or exponent.")
     return read
 
 
-def _parse_json(text: str, literals: frozenset[str], level: int) -> Typed | Refusal:
+def _parse_json(
+    text: str, literals: frozenset[str], level: int, not_json: str | None
+) -> Typed | Refusal:
     """``text`` as strict JSON for a value at nesting ``level`` of the input (the input
-    itself is 1), integers past 2**53 only among ``literals``; else why not."""
+    itself is 1), integers past 2**53 only among ``literals``; else why not (``not_json``
+    for text that is no JSON at all, when given)."""
 
     def integer(literal: str) -> int:
         if len(literal) > _DIGITS:
@@ -148,6 +155,8 @@ def _parse_json(text: str, literals: frozenset[str], level: int) -> Typed | Refu
     except _Refused as refused:
         return Refusal(str(refused))
     except json.JSONDecodeError as exc:
+        if not_json is not None:
+            return Refusal(not_json)
         return Refusal(
             f"This is not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno}): fix"
             " it, or close the form to leave the call as it is."
