@@ -75,16 +75,25 @@ def edit_custom(edit: Edit) -> str:
 def unfit(value: object) -> str | None:
     """Why ``value`` cannot be carried as an edited input's JSON, as a clause ("holds NaN
     …", "nests deeper than 100 levels"), else ``None``."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return "holds NaN or Infinity, which is not JSON"
-        if isinstance(item, dict | list):
-            if depth > MAX_DEPTH:
-                return f"nests deeper than {MAX_DEPTH} levels"
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
+    # Asked on every render of an editable approval: level by level, so that a long text
+    # costs nothing and the depth needs no stack of pairs.
+    level: list[object] = [value]
+    for depth in range(1, MAX_DEPTH + 2):
+        below: list[object] = []
+        for item in level:
+            kind = type(item)
+            if kind is str or kind is int or kind is bool or item is None:
+                continue  # most of any input: settled by its exact type alone
+            if isinstance(item, float):
+                if not math.isfinite(item):
+                    return "holds NaN or Infinity, which is not JSON"
+            elif isinstance(item, dict | list):
+                if depth > MAX_DEPTH:
+                    return f"nests deeper than {MAX_DEPTH} levels"
+                below.extend(item.values() if isinstance(item, dict) else item)
+        if not below:
+            return None
+        level = below
     return None
 
 

@@ -126,7 +126,7 @@ def test_what_a_field_cannot_give_back_exactly_is_shown_read_only_and_says_why()
     shown = [b["text"]["text"] for b in view["blocks"] if b["type"] == "section"]
     assert "*path* is null, which a text field cannot hold" in shown[1]
     assert "*mode* is option 121 of 150, past the 100 a Slack menu lists" in shown[2]
-    assert "*labels* is 4,013 characters long, more than the 3,000" in shown[3]
+    assert "*labels* is 4,009 characters long, more than the 3,000" in shown[3]
     assert shown[3].endswith("…```")  # cut, with a mark
     assert all(units(s) <= 3000 for s in shown)
     assert "cannot be edited here" in shown[0]

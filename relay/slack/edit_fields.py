@@ -80,6 +80,11 @@ class FormField:
 
 def form_fields(edit: ToolEdit) -> list[FormField]:
     """Every field the form shows for ``edit``, editable or not, in the form's order."""
+    return _judged(edit)[0]
+
+
+def _judged(edit: ToolEdit) -> tuple[list[FormField], str | None]:
+    """The form's fields, and why the whole input cannot be carried (``edits.unfit``)."""
     problem = unfit(edit.input)
     props = _properties(edit.input_schema)
     focus = _FOCUS.get(edit.tool)
@@ -90,7 +95,7 @@ def form_fields(edit: ToolEdit) -> list[FormField]:
         if len(names) > MAX_FIELDS:  # keys only the schema names go first: never in the call
             names = [n for n in names if n in edit.input]
         if len(names) > MAX_FIELDS:
-            return [_whole(edit.input, problem)]
+            return [_whole(edit.input, problem)], problem
     fields = []
     for name in names:
         value, present = edit.input.get(name), name in edit.input
@@ -99,7 +104,7 @@ def form_fields(edit: ToolEdit) -> list[FormField]:
             # Any edit passes the whole input on, and this one is no JSON.
             field = _shown(field, f"belongs to an input that {problem}")
         fields.append(field)
-    return fields
+    return fields, problem
 
 
 def editable_fields(edit: ToolEdit) -> list[FormField]:
@@ -110,10 +115,9 @@ def editable_fields(edit: ToolEdit) -> list[FormField]:
 def unavailable(edit: ToolEdit) -> str | None:
     """Why no field of ``edit`` can be edited in Slack, as a clause ("`command` is 3,412
     characters long, …"; mrkdwn, not escaped); ``None`` when some field can."""
-    fields = form_fields(edit)
+    fields, problem = _judged(edit)
     if any(f.editable for f in fields):
         return None
-    problem = unfit(edit.input)
     if problem is not None:
         return f"this call's input {problem}"
     if not fields:
@@ -235,12 +239,10 @@ def _field(name: str, schema: Mapping[str, Any], value: object, present: bool) -
     if kind == "string":
         if not isinstance(value, str):
             return _shown(empty, f"is {_what(value)}, which a text field cannot hold")
-        if _UNTYPABLE.search(value):
+        if within(value, TEXT_CHARS) and _UNTYPABLE.search(value):
             return _shown(empty, _untypable(value))
         return _text_field(empty, value)
-    if _holds_lone_surrogate(value):
-        return _shown(empty, "holds text that is not valid Unicode (a lone surrogate)")
-    return _text_field(empty, json_text(value))
+    return _json_field(empty, value)
 
 
 def _enum_field(field: FormField, value: object) -> FormField:
@@ -271,13 +273,26 @@ def _text_field(field: FormField, text: str | None) -> FormField:
     return replace(field, initial=text or None)
 
 
+def _json_field(field: FormField, value: object) -> FormField:
+    # Compact JSON is never longer than the indented text shown, and C-fast: a large value
+    # is judged without indenting it (asked on every render of the message), and a lone
+    # surrogate, left as it is by ensure_ascii=False, found without a walk.
+    try:
+        compact = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (ValueError, RecursionError):
+        return _text_field(field, None)
+    if not within(compact, TEXT_CHARS):
+        return _text_field(field, compact)
+    if not compact.isascii() and _LONE_SURROGATE.search(compact):
+        return _shown(field, "holds text that is not valid Unicode (a lone surrogate)")
+    return _text_field(field, json_text(value))
+
+
 def _whole(value: Mapping[str, Any], problem: str | None) -> FormField:
     whole = FormField("", {"type": "object"}, "json", True, None, whole=True)
     if problem is not None:
         return _shown(whole, problem)
-    if _holds_lone_surrogate(value):
-        return _shown(whole, "holds text that is not valid Unicode (a lone surrogate)")
-    return _text_field(whole, json_text(dict(value)))
+    return _json_field(whole, dict(value))
 
 
 def _untypable(value: str) -> str:
@@ -292,18 +307,3 @@ def _same(a: object, b: object) -> bool:
         return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     except (TypeError, ValueError):
         return False
-
-
-def _holds_lone_surrogate(value: object) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if not item.isascii() and _LONE_SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
