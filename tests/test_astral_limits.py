@@ -307,4 +307,5 @@ def test_the_edit_form_fits_emoji_in_code_units() -> None:
     view = edit_view(edit, metadata="m", choices=("Allow once",), who=WIDE * 50)
     assert view_errors(view) == []
     too_long = unavailable(ToolEdit(tool="deploy", input={"text": WIDE * 1501}))
-    assert too_long is not None and "3,002 characters long" in too_long
+    assert too_long is not None
+    assert "3,002 characters long" in too_long
