@@ -32,7 +32,7 @@ from typing import Any
 
 from relay.safejson import MAX_DEPTH
 
-__all__ = ["EDIT_TAG", "Edit", "edit_custom", "read_edit", "unfit"]
+__all__ = ["EDIT_TAG", "Edit", "edit_custom", "read_edit", "same_json", "unfit"]
 
 EDIT_TAG = "edit"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -70,6 +70,15 @@ def edit_custom(edit: Edit) -> str:
         # A lone surrogate (an agent's "\ud800") has no UTF-8 form: keep it as its escape.
         text = json.dumps(edit.to_json(), separators=(",", ":"))
     return text
+
+
+def same_json(a: object, b: object) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON, key order aside: ``1`` is neither ``true``
+    nor ``1.0`` (Python's ``==`` holds them equal, and would lose such an edit)."""
+    try:
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    except (TypeError, ValueError):
+        return False
 
 
 def unfit(value: object) -> str | None:

@@ -389,3 +389,17 @@ async def test_over_socket_mode_the_form_answers_in_the_ack() -> None:
         assert (await slack.submit_view(modal)).outcome == "closed"
         decision = (await decided(relay, created["id"]))["decision"]
         assert decision["updated_input"] == {"replicas": 5}
+
+
+async def test_an_edit_python_holds_equal_to_the_original_is_still_the_edit() -> None:
+    # 1 == True == 1.0 in Python: an edit from 1 to true was once taken as no edit, and the
+    # original allowed. Edits are compared as JSON.
+    schema = {"type": "object", "properties": {"labels": {"type": "object"}}}
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        people(slack)
+        created, modal = await deploy_form(slack, relay, {"labels": {"canary": 1}}, schema)
+        modal.fill("labels", '{"canary": true}')
+        assert (await slack.submit_view(modal)).outcome == "closed"
+        decision = (await decided(relay, created["id"]))["decision"]
+        assert decision["updated_input"] == {"labels": {"canary": True}}
+        assert decision["updated_input"]["labels"]["canary"] is True

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from relay.edits import unfit
+from relay.edits import same_json, unfit
 from relay.intents import ToolEdit
 from relay.slack.text import units, within
 
@@ -161,7 +161,7 @@ def json_text(value: object) -> str | None:
 
 
 def _named(name: str) -> str:
-    if name.strip() and within(name, 60):
+    if name.strip() and name.isprintable() and within(name, 60):
         return f"`{shown(name)}`"
     return f"`{shown(json.dumps(name[:50], ensure_ascii=False))}`"
 
@@ -248,11 +248,11 @@ def _field(name: str, schema: Mapping[str, Any], value: object, present: bool) -
 def _enum_field(field: FormField, value: object) -> FormField:
     listed = enum_values(field.schema)
     for index, option in enumerate(listed):
-        if _same(option, value):
+        if same_json(option, value):
             return replace(field, initial=str(index))
     everything = field.schema["enum"]
     for index, option in enumerate(everything[MAX_OPTIONS:], start=MAX_OPTIONS + 1):
-        if _same(option, value):
+        if same_json(option, value):
             why = (
                 f"is option {index:,} of {len(everything):,}, past the {MAX_OPTIONS} a Slack"
                 " menu lists"
@@ -299,11 +299,3 @@ def _untypable(value: str) -> str:
     if _LONE_SURROGATE.search(value):
         return "holds text that is not valid Unicode (a lone surrogate)"
     return "holds a control character (such as a carriage return) Slack may not give back"
-
-
-def _same(a: object, b: object) -> bool:
-    """Equal as JSON (``1`` is not ``true``, nor ``1.0``)."""
-    try:
-        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-    except (TypeError, ValueError):
-        return False

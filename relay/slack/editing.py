@@ -19,7 +19,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from relay.asks.lifecycle import AskLifecycle
-from relay.edits import Edit, edit_custom, read_edit
+from relay.edits import Edit, edit_custom, read_edit, same_json
 from relay.errors import UserInteractionError
 from relay.intents import ToolEdit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
@@ -177,7 +177,8 @@ class EditIntake:
         by = Responder(id=user_id, name=click.user_name, team=click.team_id)
         custom = None
         selected: tuple[str, ...] = (choice,)
-        if edited != dict(edit.input):  # unchanged: the plain choice, as a click makes it
+        # Unchanged (as JSON: 1 is not true): the plain choice, as a click makes it.
+        if not same_json(edited, dict(edit.input)):
             custom, selected = edit_custom(Edit(edited, choice, 2, user_id)), ()
         item = AskUserQuestionAnswerItem(
             id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=utcnow()
@@ -218,7 +219,7 @@ class EditIntake:
         item = AskUserQuestionAnswerItem(
             id=question.id, selected=(choice,), answered_by=by, answered_at=utcnow()
         )
-        revise = edited != dict(edit.input)
+        revise = not same_json(edited, dict(edit.input))
         if revise:
             custom = edit_custom(Edit(edited, choice, version + 1, click.user_id))
             item = replace(item, selected=(), custom=custom)
