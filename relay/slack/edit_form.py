@@ -185,10 +185,13 @@ def _read_only_block(field: FormField, value: object) -> dict[str, Any]:
         f"*{escape_within(name, 200)}* {escape(field.why or '')}, so it is not editable"
         " here and stays exactly as the agent sent it:"
     )
+    # No more than a section shows: a long value is cut before anything copies it whole,
+    # and a large one is not indented (the form must open within Slack's 3 seconds).
     if isinstance(value, str):
-        text = value[: TEXT_CHARS + 1]  # more than a section shows: no need to copy the rest
+        text = value[: TEXT_CHARS + 1]
     else:
-        text = json_text(value) or _one_line(value)
+        text = _one_line(value)
+        text = text[: TEXT_CHARS + 1] if len(text) > TEXT_CHARS else json_text(value) or text
     body = escape(shown(text)).replace("```", "``\u200b`")  # (a fence would end the block)
     room = kit.SECTION_CHARS - units(head) - len("\n``````")
     if units(body) > room:
