@@ -13,18 +13,29 @@ edits answers as ever: a label, or text that denies with it. A text that reads a
 taken as one only where the question offered edits; a UI must not let a person type one (the
 Slack provider refuses typed text that parses as an edit: an edit is made in its form, where
 the message then shows it).
+
+An edited input is strict JSON, or it is no edit: ``NaN``, ``Infinity`` and numbers past a
+double's range are not JSON (a harness would read invalid JSON), and nothing nests deeper
+than ``MAX_DEPTH``. ``read_edit`` refuses a ``custom`` that breaks either, ``edit_custom``
+never writes one, and ``unfit`` says why an input cannot be carried (the form then offers
+no edit of it).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EDIT_TAG", "Edit", "edit_custom", "read_edit"]
+from relay.safejson import MAX_DEPTH
+
+__all__ = ["EDIT_TAG", "Edit", "edit_custom", "read_edit", "same_json", "unfit"]
 
 EDIT_TAG = "edit"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +60,66 @@ class Edit:
 
 
 def edit_custom(edit: Edit) -> str:
-    """The answer's ``custom`` text for ``edit``: compact JSON, keys in a fixed order."""
-    return json.dumps(edit.to_json(), ensure_ascii=False, separators=(",", ":"))
+    """The answer's ``custom`` text for ``edit``: compact JSON, keys in a fixed order.
+    Raises ``ValueError`` for an input ``unfit`` refuses (it would not be JSON)."""
+    problem = unfit(edit.input)
+    if problem is not None:
+        raise ValueError(f"an edited input must be JSON, but this one {problem}")
+    text = json.dumps(edit.to_json(), ensure_ascii=False, separators=(",", ":"))
+    if not text.isascii() and _LONE_SURROGATE.search(text):
+        # A lone surrogate (an agent's "\ud800") has no UTF-8 form: keep it as its escape.
+        text = json.dumps(edit.to_json(), separators=(",", ":"))
+    return text
+
+
+def same_json(a: object, b: object) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON, key order aside: ``1`` is neither ``true``
+    nor ``1.0`` (Python's ``==`` holds them equal, and would lose such an edit)."""
+    try:
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    except (TypeError, ValueError):
+        return False
+
+
+def unfit(value: object) -> str | None:
+    """Why ``value`` cannot be carried as an edited input's JSON, as a clause ("holds NaN
+    …", "nests deeper than 100 levels"), else ``None``."""
+    # Asked on every render of an editable approval: level by level, so that a long text
+    # costs nothing and the depth needs no stack of pairs.
+    level: list[object] = [value]
+    for depth in range(1, MAX_DEPTH + 2):
+        below: list[object] = []
+        for item in level:
+            kind = type(item)
+            if kind is str or kind is int or kind is bool or item is None:
+                continue  # most of any input: settled by its exact type alone
+            if isinstance(item, float):
+                if not math.isfinite(item):
+                    return "holds NaN or Infinity, which is not JSON"
+            elif isinstance(item, dict | list):
+                if depth > MAX_DEPTH:
+                    return f"nests deeper than {MAX_DEPTH} levels"
+                below.extend(item.values() if isinstance(item, dict) else item)
+        if not below:
+            return None
+        level = below
+    return None
+
+
+def _constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text[:20]} is beyond a double's range")
+    return number
+
+
+# Built once: json.loads given hooks builds a decoder on every call, and edits are read on
+# every render of a voted question.
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite)
 
 
 def read_edit(custom: str | None) -> Edit | None:
@@ -58,8 +127,9 @@ def read_edit(custom: str | None) -> Edit | None:
     if custom is None or not custom.lstrip().startswith("{"):
         return None
     try:
-        data = json.loads(custom)
-    except ValueError:
+        # Strict: what an edit carries is passed on as JSON, which has no NaN or Infinity.
+        data = _DECODER.decode(custom)
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("relay") != EDIT_TAG:
         return None
@@ -76,6 +146,7 @@ def read_edit(custom: str | None) -> Edit | None:
         or not isinstance(version, int)
         or version < 2
         or not isinstance(by, str)
+        or unfit(value) is not None
     ):
         return None
     return Edit(input=value, choice=choice, version=version, edited_by=by)

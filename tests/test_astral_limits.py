@@ -21,7 +21,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from relay import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem, AskUserQuestionOption
 from relay.intents import ToolEdit
 from relay.slack import kit
-from relay.slack.edit_form import edit_view, too_long
+from relay.slack.edit_fields import editable_fields, unavailable
+from relay.slack.edit_form import edit_view
 from relay.slack.render import MESSAGE_CHARS, render_detail_reply, render_outcome, render_question
 from relay.slack.text import block_text_length, chunks, cut, escape, head, shorten, units, within
 from relay.testing import FakeSlack
@@ -301,7 +302,10 @@ def test_the_edit_form_fits_emoji_in_code_units() -> None:
             }
         },
     )
-    assert not too_long(edit)  # 3,000 code units: the form shows it whole
+    # 3,000 code units: the form offers it whole.
+    assert [f.name for f in editable_fields(edit)] == [name, "mode"]
     view = edit_view(edit, metadata="m", choices=("Allow once",), who=WIDE * 50)
     assert view_errors(view) == []
-    assert too_long(ToolEdit(tool="deploy", input={"text": WIDE * 1501}))
+    too_long = unavailable(ToolEdit(tool="deploy", input={"text": WIDE * 1501}))
+    assert too_long is not None
+    assert "3,002 characters long" in too_long

@@ -135,3 +135,24 @@ async def test_two_editors_racing_leave_one_version_and_the_other_is_told() -> N
         assert decision["updated_input"]["command"] == STAGING
         assert decision["edited_by"] == "U0ALICE"
         assert decision["message"].startswith("alice and bob allowed this")
+
+
+async def test_a_version_no_field_of_which_slack_can_edit_offers_no_edit() -> None:
+    # Issue 52.4 with votes: Edit… is judged on the call as it stands. Bob's version holds a
+    # carriage return, which a Slack text field may not give back as sent: the message stops
+    # offering Edit… and says why, and a click on Edit… of the message as it stood before
+    # is told why privately; no form opens.
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        people(slack)
+        _status, created = await relay.request("POST", "/v1/approvals", json=QUORUM)
+        message = await slack.wait_for_message(timeout=15)
+        before = len(message.versions) - 1
+        assert (await edit_to(slack, message, "U0BOB", "ls\r\n")).outcome == "closed"
+        await slack.wait_until(lambda: "Voting on version 2" in str(message.blocks), timeout=10)
+        assert "Edit…" not in slack.buttons_seen(message)
+        assert "Edit… is not offered: `command` holds a control character" in str(message.blocks)
+        await slack.click(message, "Edit…", user="U0ALICE", version=before)
+        notice = await slack.wait_for_ephemeral(user="U0ALICE", timeout=10)
+        assert "This call cannot be edited in Slack: `command` holds" in str(notice.args)
+        assert [m.user for m in slack.modals] == ["U0BOB"]
+        assert await status_of(relay, created["id"]) == "pending"

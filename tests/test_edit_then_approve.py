@@ -25,7 +25,7 @@ from relay.intents import ToolEdit
 from relay.questions import AskUserQuestionAnswerItem, Responder
 from relay.receipts.jcs import canonical
 from relay.receipts.payload import digest
-from relay.slack.edit_form import editable_fields
+from relay.slack.edit_fields import editable_fields
 from relay.testing import FakeModal, FakeSlack, ManualClock
 from tests.mcp_env import http_client, result_text
 from tests.server_env import SECRET, Relay, relay_server
@@ -120,7 +120,7 @@ async def test_an_invalid_value_is_refused_in_the_form_and_nothing_is_recorded()
         modal.fill("labels", "{not json")
         result = await slack.submit_view(modal)
         assert result.outcome == "errors", result
-        assert set(result.errors) == {"f:replicas", "f:labels"}
+        assert set(result.errors) == {modal.field(n).block_id for n in ("replicas", "labels")}
         assert modal.is_open
         _status, pending = await relay.request("GET", f"/v1/approvals/{created['id']}")
         assert pending["status"] == "pending"
@@ -335,17 +335,20 @@ def test_each_harness_field_carries_the_edit_or_the_reason() -> None:
 
 def test_the_form_offers_what_a_reviewer_fixes_in_the_common_tools() -> None:
     def names(tool: str, value: dict[str, Any], schema: Any = None) -> list[str]:
-        return [n for n, _ in editable_fields(ToolEdit(tool, value, schema))]
+        return [f.name for f in editable_fields(ToolEdit(tool, value, schema))]
 
     assert names("Bash", {"command": "ls", "description": "list"}) == ["command"]
     assert names("Edit", {"file_path": "a", "old_string": "x", "new_string": "y"}) == ["new_string"]
     assert names("Write", {"file_path": "a", "content": "z"}) == ["content"]
     assert names("mcp__x", {"n": 1}, {"properties": {"n": {}, "m": {}}}) == ["n", "m"]
     many = {f"k{i}": i for i in range(50)}
-    assert names("big", many) == [""]  # the whole input as one JSON field
+    (whole,) = editable_fields(ToolEdit("big", many))  # the whole input as one JSON field
+    assert (whole.whole, whole.kind) == (True, "json")
 
 
 async def test_an_input_too_long_for_a_form_is_never_shown_cut() -> None:
+    # Issue 52.4: Edit… only where it can work. The one field a Write offers is too long
+    # for a Slack text field, so no Edit… is offered and the message says why in one line.
     async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
         people(slack)
         request = {
@@ -356,12 +359,14 @@ async def test_an_input_too_long_for_a_form_is_never_shown_cut() -> None:
         }
         _status, created = await relay.request("POST", "/v1/approvals", json=request)
         message = await slack.wait_for_message(timeout=15)
-        await slack.click(message, "Edit…", user="U0ALICE")
-        notice = await slack.wait_for_ephemeral(user="U0ALICE", timeout=10)
-        assert "too long to edit in Slack" in str(notice.args)
-        assert slack.modals == []
-        _status, pending = await relay.request("GET", f"/v1/approvals/{created['id']}")
-        assert pending["status"] == "pending"
+        assert "Edit…" not in slack.buttons_seen(message)
+        assert (
+            "Edit… is not offered: `content` is 3,001 characters long, more than the 3,000 a"
+            " Slack form field holds." in str(message.blocks)
+        )
+        await slack.click(message, "Allow once", user="U0ALICE")
+        decision = (await decided(relay, created["id"]))["decision"]
+        assert (decision["behavior"], decision.get("updated_input")) == ("allow", None)
 
 
 async def test_over_socket_mode_the_form_answers_in_the_ack() -> None:
@@ -377,9 +382,24 @@ async def test_over_socket_mode_the_form_answers_in_the_ack() -> None:
         created, modal = await deploy_form(slack, relay, {"replicas": 3}, schema)
         modal.fill("replicas", "three")
         refused = await slack.submit_view(modal)
-        assert (refused.outcome, set(refused.errors)) == ("errors", {"f:replicas"}), refused
+        replicas = modal.field("replicas").block_id
+        assert (refused.outcome, set(refused.errors)) == ("errors", {replicas}), refused
         assert json.loads(refused.body)["response_action"] == "errors"
         modal.fill("replicas", "5")
         assert (await slack.submit_view(modal)).outcome == "closed"
         decision = (await decided(relay, created["id"]))["decision"]
         assert decision["updated_input"] == {"replicas": 5}
+
+
+async def test_an_edit_python_holds_equal_to_the_original_is_still_the_edit() -> None:
+    # 1 == True == 1.0 in Python: an edit from 1 to true was once taken as no edit, and the
+    # original allowed. Edits are compared as JSON.
+    schema = {"type": "object", "properties": {"labels": {"type": "object"}}}
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        people(slack)
+        created, modal = await deploy_form(slack, relay, {"labels": {"canary": 1}}, schema)
+        modal.fill("labels", '{"canary": true}')
+        assert (await slack.submit_view(modal)).outcome == "closed"
+        decision = (await decided(relay, created["id"]))["decision"]
+        assert decision["updated_input"] == {"labels": {"canary": True}}
+        assert decision["updated_input"]["labels"]["canary"] is True

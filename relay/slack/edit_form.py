@@ -1,157 +1,62 @@
-"""The "Edit…" modal of a tool approval: built from the input's JSON Schema when one is
-known, else from the input's shape, and read back with Slack's field errors. Pure.
+"""The "Edit…" modal of a tool approval, and the edited input read back from it. Pure.
 
-The common tools get one field for what a reviewer fixes: a shell command (``Bash``,
-``exec``) as one multiline code field, an ``Edit`` as its ``new_string``, a ``Write`` as its
-``content``; the rest of their input stays as it was. Otherwise each top-level field gets
-an input: a string a text field (multiline when long), an enum a ``static_select``, a
-boolean a checkbox, a number a text field checked as a number, anything nested JSON text
-checked on submit. Invalid values come back as ``response_action: errors`` under their
-field; the modal stays open and nothing is recorded.
+Its fields are ``edit_fields``' judgement: an input for each editable field (a string a text
+field, multiline when long; an enum a ``static_select``; a boolean a checkbox; a number a
+text field checked as one; anything nested JSON text checked on submit), a read-only
+section for each field a Slack input cannot give back exactly (its value shown, cut with a
+mark, and why). Submitted untouched, the form gives back exactly the input it showed; only
+its inputs can change anything. What cannot be passed on comes back as ``response_action:
+errors`` under its field (``edit_values``); the modal stays open and nothing is recorded.
+
+Every text in the view is within its Slack limit in UTF-16 code units (``kit``), mrkdwn
+counted escaped. ``block_id``s are the field's place in the form and a digest of its key:
+unique whatever the keys, and a form whose fields no longer match the call is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from relay.edits import unfit
 from relay.intents import ToolEdit
-from relay.slack.kit import plain
-from relay.slack.text import cut, within
+from relay.slack import kit
+from relay.slack.edit_fields import (
+    TEXT_CHARS,
+    FormField,
+    enum_values,
+    form_fields,
+    json_text,
+    shown,
+)
+from relay.slack.edit_values import Kept, Refusal, Typed, read_field
+from relay.slack.text import escape, escape_within, units
 
-__all__ = [
-    "EDIT_CALLBACK",
-    "MAX_FIELDS",
-    "edit_view",
-    "editable_fields",
-    "read_edit_view",
-    "too_long",
-]
+__all__ = ["EDIT_CALLBACK", "edit_view", "first_block", "read_edit_view"]
 
 EDIT_CALLBACK = "relay.edit"
-MAX_FIELDS = 40  # a modal holds 100 blocks; a tool with more fields is edited as JSON
 _TITLE = "Edit, then allow"  # Slack: at most 24 characters
 _CHOICE_BLOCK = "relay_choice"
 _ACTION = "v"
-_TEXT_MAX = 3000  # plain_text_input's own limit
-_SHORT = 150  # longer strings get a multiline field
-# Where the common tools keep what a reviewer fixes: that field alone is offered.
-_FOCUS = {"Bash": "command", "exec": "command", "Edit": "new_string", "Write": "content"}
+_MAX_CHOICES = 10  # radio buttons hold 10 options
+_SHORT = 150  # longer text gets a multiline field
 _CODE_FIELDS = frozenset({"command", "content", "new_string"})
+_OUT_OF_DATE = "This form no longer matches the call: close it and click Edit… again."
 
 
-def editable_fields(edit: ToolEdit) -> list[tuple[str, Mapping[str, Any]]]:
-    """The fields the form offers, each with its JSON Schema (known or read off the value)."""
-    props = _properties(edit.input_schema)
-    focus = _FOCUS.get(edit.tool)
-    if focus is not None and isinstance(edit.input.get(focus), str):
-        return [(focus, props.get(focus, {"type": "string"}))]
-    names = list(props) if props else list(edit.input)
-    names += [n for n in edit.input if n not in names]
-    if len(names) > MAX_FIELDS:
-        return [("", {"type": "object"})]  # the whole input as one JSON field
-    return [(n, props.get(n) or _schema_of(edit.input.get(n))) for n in names]
+def _block_id(index: int, field: FormField) -> str:
+    key = field.name.encode("utf-8", "surrogatepass")
+    return f"f{index}.{hashlib.sha256(key).hexdigest()[:8]}"
 
 
-def _properties(schema: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
-    raw = schema.get("properties") if schema is not None else None
-    if not isinstance(raw, Mapping):
-        return {}
-    return {str(k): v for k, v in raw.items() if isinstance(v, Mapping)}
-
-
-def _schema_of(value: object) -> Mapping[str, Any]:
-    if isinstance(value, bool):
-        return {"type": "boolean"}
-    if isinstance(value, int):
-        return {"type": "integer"}
-    if isinstance(value, float):
-        return {"type": "number"}
-    if isinstance(value, str):
-        return {"type": "string"}
-    return {"type": "object"}
-
-
-def _kind(schema: Mapping[str, Any]) -> str:
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return "enum"
-    kind = schema.get("type")
-    if isinstance(kind, list):  # ["string", "null"] and the like: the first real type
-        kind = next((k for k in kind if k != "null"), "string")
-    return kind if kind in ("string", "boolean", "integer", "number") else "json"
-
-
-def _block_id(name: str) -> str:
-    return cut(f"f:{name}", 255)  # Slack counts UTF-16 code units (relay.slack.text)
-
-
-def _label(name: str) -> str:
-    return cut(name or "Input (JSON)", 2000)
-
-
-def _input_block(name: str, schema: Mapping[str, Any], value: object) -> dict[str, Any]:
-    kind = _kind(schema)
-    block: dict[str, Any] = {
-        "type": "input",
-        "block_id": _block_id(name),
-        "label": plain(_label(name)),
-        "optional": True,
-    }
-    if isinstance(schema.get("description"), str) and schema["description"].strip():
-        block["hint"] = plain(cut(schema["description"], 2000))
-    if kind == "enum":
-        options = [plain_option(json.dumps(v, ensure_ascii=False)) for v in schema["enum"][:100]]
-        element: dict[str, Any] = {
-            "type": "static_select",
-            "action_id": _ACTION,
-            "options": options,
-        }
-        current = json.dumps(value, ensure_ascii=False)
-        chosen = [o for o in options if o["value"] == current]
-        if chosen:
-            element["initial_option"] = chosen[0]
-    elif kind == "boolean":
-        option = plain_option("true", text="true")
-        element = {"type": "checkboxes", "action_id": _ACTION, "options": [option]}
-        if value is True:
-            element["initial_options"] = [option]
-    else:
-        if kind == "string":
-            text = value if isinstance(value, str) else ""
-        elif kind in ("integer", "number"):
-            text = "" if value is None or isinstance(value, bool) else json.dumps(value)
-        else:
-            text = "" if value is None else json.dumps(value, ensure_ascii=False, indent=2)
-        element = {"type": "plain_text_input", "action_id": _ACTION, "max_length": _TEXT_MAX}
-        if kind == "json" or name in _CODE_FIELDS or "\n" in text or len(text) > _SHORT:
-            element["multiline"] = True
-        if text:
-            element["initial_value"] = cut(text, _TEXT_MAX)
-    block["element"] = element
-    return block
-
-
-def plain_option(value: str, *, text: str | None = None) -> dict[str, Any]:
-    """A select or checkbox option whose value is ``value`` (at most 150 characters)."""
-    return {"text": plain(cut(text or value, 75)), "value": cut(value, 150)}
-
-
-def too_long(edit: ToolEdit) -> bool:
-    """Whether a field the form would offer holds more than a Slack text input takes
-    (3,000 characters): a form showing it cut would allow a call nobody meant."""
-    for name, schema in editable_fields(edit):
-        value = dict(edit.input) if name == "" else edit.input.get(name)
-        kind = _kind(schema)
-        if kind == "string" and isinstance(value, str):
-            text = value
-        elif kind == "json":
-            text = json.dumps(value, ensure_ascii=False, indent=2)
-        else:
-            continue
-        if not within(text, _TEXT_MAX):
-            return True
-    return False
+def first_block(edit: ToolEdit) -> str:
+    """The ``block_id`` errors about the whole form are shown under: the first input's."""
+    for index, field in enumerate(form_fields(edit)):
+        if field.editable:
+            return _block_id(index, field)
+    return _CHOICE_BLOCK
 
 
 def edit_view(
@@ -166,31 +71,20 @@ def edit_view(
     """The modal for editing ``edit``'s input (as it stands at ``version``); ``choices`` are
     the allow options offered (the first is the default); ``metadata`` names the ask and
     question. With a ``quorum`` the edit is a new version others vote on."""
-    then = "submitting allows the edited call, exactly as you leave it here."
-    if quorum > 1:
-        then = (
-            f"submitting makes it version {version + 1}, with your vote to allow it; votes on"
-            f" version {version} no longer count, and {quorum} people must allow the new one."
-        )
-    blocks: list[dict[str, Any]] = [
-        {
-            "type": "section",
-            "text": {
-                "type": "mrkdwn",
-                "text": f"*{_escape(who)}* wants to use `{_escape(edit.tool)}`. Fix the input;"
-                f" {then}",
-            },
-        }
-    ]
-    for name, schema in editable_fields(edit):
-        value = dict(edit.input) if name == "" else edit.input.get(name)
-        blocks.append(_input_block(name, schema, value))
-    options = [plain_option(c) for c in choices]
+    fields = form_fields(edit)
+    blocks = [_intro(edit, who, quorum, version, fields)]
+    for index, field in enumerate(fields):
+        if field.editable:
+            blocks.append(_input_block(_block_id(index, field), field))
+        else:
+            value = dict(edit.input) if field.whole else edit.input.get(field.name)
+            blocks.append(_read_only_block(field, value))
+    options = [kit.option(_choice_text(c), str(i)) for i, c in enumerate(choices[:_MAX_CHOICES])]
     blocks.append(
         {
             "type": "input",
             "block_id": _CHOICE_BLOCK,
-            "label": plain("Then"),
+            "label": kit.plain("Then", kit.INPUT_LABEL_CHARS),
             "element": {
                 "type": "radio_buttons",
                 "action_id": _ACTION,
@@ -202,92 +96,156 @@ def edit_view(
     return {
         "type": "modal",
         "callback_id": EDIT_CALLBACK,
-        "title": plain(_TITLE),
-        "submit": plain("Allow edited call" if quorum <= 1 else "Vote to allow"),
-        "close": plain("Cancel"),
+        "title": kit.plain(_TITLE, 24),
+        "submit": kit.plain("Allow edited call" if quorum <= 1 else "Vote to allow", 24),
+        "close": kit.plain("Cancel", 24),
         "private_metadata": metadata,
         "blocks": blocks,
     }
 
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def _intro(
+    edit: ToolEdit, who: str, quorum: int, version: int, fields: list[FormField]
+) -> dict[str, Any]:
+    then = "submitting allows the edited call, exactly as you leave it here."
+    if quorum > 1:
+        then = (
+            f"submitting makes it version {version + 1}, with your vote to allow it; votes on"
+            f" version {version} no longer count, and {quorum} people must allow the new one."
+        )
+    text = (
+        f"*{escape_within(shown(who), 200)}* wants to use"
+        f" `{escape_within(shown(edit.tool), 200)}`. Fix the input; {then}"
+    )
+    if any(not f.editable for f in fields):
+        text += " Fields shown without a box cannot be edited here and stay as the agent sent them."
+    return kit.section(text)
+
+
+def _label(field: FormField) -> str:
+    if field.whole:
+        return "Input (JSON)"
+    name = field.name if field.name.strip() else json.dumps(field.name)
+    return shown(name)
+
+
+def _input_block(block_id: str, field: FormField) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "input",
+        "block_id": block_id,
+        "label": kit.plain(_label(field), kit.INPUT_LABEL_CHARS),
+        "optional": True,
+    }
+    hint = field.schema.get("description")
+    hint = shown(hint).strip() if isinstance(hint, str) else ""
+    element: dict[str, Any]
+    if field.kind == "enum":
+        values = enum_values(field.schema)
+        options = [kit.option(shown(_one_line(v)), str(i)) for i, v in enumerate(values)]
+        element = {"type": "static_select", "action_id": _ACTION, "options": options}
+        if field.initial is not None:
+            element["initial_option"] = options[int(field.initial)]
+        listed = len(field.schema["enum"])
+        if listed > len(values):
+            hint = f"{hint} (The menu lists the first {len(values)} of {listed:,} values.)"
+    elif field.kind == "boolean":
+        option = kit.option("true", "true")
+        element = {"type": "checkboxes", "action_id": _ACTION, "options": [option]}
+        if field.initial == "true":
+            element["initial_options"] = [option]
+    else:
+        text = field.initial or ""
+        element = {"type": "plain_text_input", "action_id": _ACTION, "max_length": TEXT_CHARS}
+        multiline = field.kind == "json" or field.name in _CODE_FIELDS
+        if multiline or "\n" in text or len(text) > _SHORT:
+            element["multiline"] = True
+        if text:
+            element["initial_value"] = text
+    if hint.strip():
+        block["hint"] = kit.plain(hint.strip(), kit.INPUT_LABEL_CHARS)
+    block["element"] = element
+    return block
+
+
+def _choice_text(label: str) -> str:
+    return shown(label).strip() or json.dumps(label)
+
+
+def _one_line(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return "(a value too long to show)"
+
+
+def _read_only_block(field: FormField, value: object) -> dict[str, Any]:
+    """The field's name, why it cannot be edited here, and its value (cut with a mark)."""
+    name = "The input" if field.whole else _label(field)
+    head = (
+        f"*{escape_within(name, 200)}* {escape(field.why or '')}, so it is not editable"
+        " here and stays exactly as the agent sent it:"
+    )
+    # No more than a section shows: a long value is cut before anything copies it whole,
+    # and a large one is not indented (the form must open within Slack's 3 seconds).
+    if isinstance(value, str):
+        text = value[: TEXT_CHARS + 1]
+    else:
+        text = _one_line(value)
+        text = text[: TEXT_CHARS + 1] if len(text) > TEXT_CHARS else json_text(value) or text
+    body = escape(shown(text)).replace("```", "``\u200b`")  # (a fence would end the block)
+    room = kit.SECTION_CHARS - units(head) - len("\n``````")
+    if units(body) > room:
+        body = kit.fit(body, room)
+    return kit.section(f"{head}\n```{body}```")
 
 
 def read_edit_view(
     edit: ToolEdit, values: Mapping[str, Any], choices: tuple[str, ...]
 ) -> tuple[dict[str, Any], str] | dict[str, str]:
     """The edited input and the option chosen, read from a submitted view's
-    ``state.values``; else the errors to show, by ``block_id``."""
+    ``state.values``; else the errors to show, by ``block_id``. Untouched, the input
+    comes back exactly as ``edit`` holds it."""
     out = dict(edit.input)
     errors: dict[str, str] = {}
-    for name, schema in editable_fields(edit):
-        block = _block_id(name)
-        element = values.get(block, {}).get(_ACTION, {})
-        read = _read(_kind(schema), element)
-        if isinstance(read, _Invalid):
-            errors[block] = read.why
+    changed = False
+    for index, field in enumerate(form_fields(edit)):
+        if not field.editable:
+            continue  # shown only: kept as it is
+        block = _block_id(index, field)
+        entry = values.get(block)
+        state = entry.get(_ACTION) if isinstance(entry, Mapping) else None
+        if not isinstance(state, Mapping):
+            errors[block] = _OUT_OF_DATE
             continue
-        if name == "":
-            if not isinstance(read.value, dict):
-                errors[block] = "Enter the whole input as one JSON object."
-                continue
-            out = read.value
-        elif read.value is _MISSING:
-            out.pop(name, None)
-        else:
-            out[name] = read.value
-    chosen = values.get(_CHOICE_BLOCK, {}).get(_ACTION, {}).get("selected_option")
-    choice = chosen.get("value") if isinstance(chosen, Mapping) else None
-    if choice not in choices:
+        original = dict(edit.input) if field.whole else edit.input.get(field.name)
+        read = read_field(field, state, original)
+        if isinstance(read, Refusal):
+            errors[block] = read.why
+        elif read is Kept.REMOVED:
+            out.pop(field.name, None)
+            changed = True
+        elif isinstance(read, Typed):
+            changed = True
+            if field.whole and isinstance(read.value, dict):
+                out = read.value
+            else:
+                out[field.name] = read.value
+    choice = _choice(values, choices)
+    if choice is None:
         errors[_CHOICE_BLOCK] = "Choose how to allow the edited call."
-    if errors:
+    if changed and not errors and (problem := unfit(out)) is not None:
+        errors[first_block(edit)] = f"The edited input {problem}: change it, then submit."
+    if errors or choice is None:
         return errors
-    assert isinstance(choice, str)
     return out, choice
 
 
-class _Invalid:
-    def __init__(self, why: str) -> None:
-        self.why = why
-
-
-class _Read:
-    def __init__(self, value: object) -> None:
-        self.value = value
-
-
-_MISSING = object()
-
-
-def _read(kind: str, element: Mapping[str, Any]) -> _Read | _Invalid:
-    if kind == "boolean":
-        ticked = element.get("selected_options")
-        return _Read(bool(ticked))
-    if kind == "enum":
-        chosen = element.get("selected_option")
-        if not isinstance(chosen, Mapping):
-            return _Read(_MISSING)
-        try:
-            return _Read(json.loads(chosen.get("value", "")))
-        except ValueError:
-            return _Invalid("Choose one of the listed values.")
-    text = element.get("value")
-    if not isinstance(text, str):
-        return _Read("" if kind == "string" else _MISSING)
-    if kind == "string":
-        return _Read(text)
-    if kind in ("integer", "number"):
-        try:
-            number = json.loads(text.strip())
-        except ValueError:
-            number = None
-        if isinstance(number, bool) or not isinstance(number, int | float):
-            return _Invalid(f"Enter a number{' (a whole one)' if kind == 'integer' else ''}.")
-        if kind == "integer" and not isinstance(number, int):
-            return _Invalid("Enter a whole number.")
-        return _Read(number)
-    try:
-        return _Read(json.loads(text))
-    except json.JSONDecodeError as exc:
-        return _Invalid(f"This is not valid JSON ({exc.msg}, line {exc.lineno}).")
+def _choice(values: Mapping[str, Any], choices: tuple[str, ...]) -> str | None:
+    entry = values.get(_CHOICE_BLOCK)
+    state = entry.get(_ACTION) if isinstance(entry, Mapping) else None
+    chosen = state.get("selected_option") if isinstance(state, Mapping) else None
+    index = chosen.get("value") if isinstance(chosen, Mapping) else None
+    if not isinstance(index, str) or not index.isdigit():
+        return None
+    at = int(index)
+    return choices[at] if at < min(len(choices), _MAX_CHOICES) else None

@@ -21,13 +21,14 @@ from slack_sdk.errors import SlackApiError
 
 from relay.asks.edit_review import EditReview
 from relay.asks.lifecycle import AskLifecycle
-from relay.edits import Edit, edit_custom, read_edit
+from relay.edits import Edit, edit_custom, read_edit, same_json
 from relay.errors import UserInteractionError
 from relay.intents import ToolEdit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
 from relay.slack import notices
 from relay.slack.background import Background
-from relay.slack.edit_form import edit_view, editable_fields, read_edit_view, too_long
+from relay.slack.edit_fields import unavailable
+from relay.slack.edit_form import edit_view, first_block, read_edit_view
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.final import answered_of
 from relay.slack.messages import SlackMessages
@@ -130,8 +131,8 @@ class EditIntake:
             _log.exception("store unreachable while opening an edit of ask %s", record.id)
             notify(click, notices.cannot_record())
             return
-        if too_long(edit):
-            notify(click, notices.edit_too_long())
+        if (reason := unavailable(edit)) is not None:
+            notify(click, notices.edit_unavailable(reason))
             return
         who = record.request.agent.display_name if record.request.agent else "An agent"
         where = {"a": record.id, "i": click.index, "c": click.channel_id, "t": click.message_ts}
@@ -187,14 +188,15 @@ class EditIntake:
         if not isinstance(read, tuple):
             return read
         edited, choice = read
-        if edited != dict(edit.input):
-            held = await self._held(record, index, edited, choice, user_id)
-            if held is not None:
-                return {first: held}
         by = Responder(id=user_id, name=click.user_name, team=click.team_id)
         custom = None
         selected: tuple[str, ...] = (choice,)
-        if edited != dict(edit.input):  # unchanged: the plain choice, as a click makes it
+        # Unchanged (as JSON: 1 is not true): the plain choice, as a click makes it.
+        if not same_json(edited, dict(edit.input)):
+            # An edit is a new proposal: held to the relay's rules before it is recorded.
+            held = await self._held(record, index, edited, choice, user_id)
+            if held is not None:
+                return {first: held}
             custom, selected = edit_custom(Edit(edited, choice, 2, user_id)), ()
         item = AskUserQuestionAnswerItem(
             id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=utcnow()
@@ -235,7 +237,7 @@ class EditIntake:
         item = AskUserQuestionAnswerItem(
             id=question.id, selected=(choice,), answered_by=by, answered_at=utcnow()
         )
-        revise = edited != dict(edit.input)
+        revise = not same_json(edited, dict(edit.input))
         if revise:
             held = await self._held(record, index, edited, choice, click.user_id)
             if held is not None:
@@ -332,8 +334,7 @@ class EditIntake:
 
 
 def _first_block(values: Mapping[str, Any], edit: Any) -> str:
-    name = editable_fields(edit)[0][0]
-    block = cut(f"f:{name}", 255)  # as edit_form names it
+    block = first_block(edit)
     return block if block in values or not values else next(iter(values))
 
 

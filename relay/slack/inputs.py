@@ -10,11 +10,14 @@ that two labels alike that far are still told apart.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from relay.edits import Edit
 from relay.errors import bad_request
 from relay.questions import AskUserQuestionItem
 from relay.slack import kit
+from relay.slack.edit_fields import unavailable
 from relay.slack.kit import mrkdwn, plain
 from relay.slack.text import chunks, escape, shorten, within
 
@@ -29,6 +32,7 @@ __all__ = [
     "ACTION_TEXT",
     "BLOCK_PREFIX",
     "BUTTON_CHARS",
+    "EDIT_NOTE_CHARS",
     "MAX_OPTIONS",
     "block_id",
     "input_blocks",
@@ -47,6 +51,7 @@ SECTION_CHARS = 3000
 LABEL_CHARS = 75  # an option object's or a button's text
 BUTTON_CHARS = 30  # of a button's text Slack shows
 TEXT_INPUT_CHARS = 3000
+EDIT_NOTE_CHARS = 200  # the line saying why Edit… is not offered
 
 # Actions carried by each element; parse.py reads the same names.
 ACTION_OPTION = "relay.option"  # a button per option: relay.option.{index}
@@ -112,7 +117,9 @@ def _option_object(question: AskUserQuestionItem, index: int, describe: bool) ->
     return kit.option(_shown(question, index, LABEL_CHARS), str(index), shown)
 
 
-def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> list[dict[str, Any]]:
+def _elements(
+    question: AskUserQuestionItem, batch: bool, describe: bool, editable: bool
+) -> list[dict[str, Any]]:
     options = question.options or ()
     elements: list[dict[str, Any]] = []
     if _on_buttons(question):
@@ -145,9 +152,7 @@ def _elements(question: AskUserQuestionItem, batch: bool, describe: bool) -> lis
             )
         if question.multi_select:
             elements.append(kit.button("Submit", ACTION_SUBMIT, "submit", "primary"))
-    intent = question.intent
-    if intent is not None and intent.edit is not None:
-        # Offered only where the harness runs an edited call (the intent carries the edit).
+    if editable:
         elements.append(kit.button("Edit…", ACTION_EDIT, "edit"))
     if batch:
         elements.append(kit.button("Skip", ACTION_SKIP, "skip"))
@@ -174,10 +179,12 @@ def input_blocks(
     *,
     describe: bool = True,
     version: int = 1,
+    revised: Edit | None = None,
 ) -> list[dict[str, Any]]:
     """The question's buttons, menu or checkboxes (option descriptions on menu entries
     unless ``describe`` is false), *Skip* in a batch, and the Enter-sending text field,
-    routed to the question's ``version``."""
+    routed to the question's ``version``; *Edit…* where the call as it stands (``revised``,
+    the edit voted on, else the intent's) has a field Slack can edit."""
     options = question.options or ()
     if len(options) > MAX_OPTIONS:
         raise bad_request(
@@ -185,7 +192,13 @@ def input_blocks(
             f" {MAX_OPTIONS}: split the question or offer fewer options"
         )
     blocks: list[dict[str, Any]] = []
-    elements = _elements(question, batch, describe)
+    # Edit… only where the harness runs an edited call (the intent carries the edit) and
+    # some field of it can be edited in Slack; else one line says why not.
+    edit = question.intent.edit if question.intent is not None else None
+    if edit is not None and revised is not None:
+        edit = replace(edit, input=revised.input)
+    not_offered = unavailable(edit) if edit is not None else None
+    elements = _elements(question, batch, describe, edit is not None and not_offered is None)
     if elements:
         blocks.append(
             {
@@ -194,6 +207,9 @@ def input_blocks(
                 "elements": elements,
             }
         )
+    if not_offered is not None:
+        line = f"Edit… is not offered: {escape(not_offered)}."
+        blocks.append(kit.context(kit.fit(line, EDIT_NOTE_CHARS)))
     blocks.append(
         {
             "type": "input",

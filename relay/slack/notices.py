@@ -54,11 +54,12 @@ def edit_not_opened(error: str) -> str:
     )
 
 
-def edit_too_long() -> str:
-    """For an "Edit…" click on a call whose input a Slack form cannot hold whole."""
+def edit_unavailable(reason: str) -> str:
+    """For an "Edit…" click on a call no field of which a Slack form can edit
+    (``reason``: ``edit_fields.unavailable``'s clause)."""
     return (
-        "This call's input is too long to edit in Slack (a form field holds at most 3,000"
-        " characters), so no form opened: allow or deny it, or type a reason and *Deny*."
+        f"This call cannot be edited in Slack: {escape(reason)}. No form opened: allow or"
+        " deny it, or type a reason and *Deny*."
     )
 
 

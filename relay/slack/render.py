@@ -36,6 +36,7 @@ from relay.slack.inputs import (
     ACTION_SUBMIT,
     ACTION_TEXT,
     BLOCK_PREFIX,
+    EDIT_NOTE_CHARS,
     LABEL_CHARS,
     MAX_OPTIONS,
     block_id,
@@ -253,8 +254,9 @@ def _text_bound(question: AskUserQuestionItem, agent: AgentRef | None) -> int:
 def _inputs_bound(options: int) -> int:
     """At least the characters of text ``input_blocks`` puts in a question's inputs: each
     option's text and description are at most ``LABEL_CHARS`` (``inputs._shown``, ``shorten``),
-    and the placeholder, *Submit*, *Skip* and the field's label well under 200 together."""
-    return options * 2 * LABEL_CHARS + 200
+    the placeholder, *Submit*, *Skip* and the field's label well under 200 together, and the
+    line saying why *Edit…* is not offered at most ``EDIT_NOTE_CHARS``."""
+    return options * 2 * LABEL_CHARS + 200 + EDIT_NOTE_CHARS
 
 
 def _measured_layout(
@@ -309,7 +311,7 @@ def render_question(
     shown = revision_block(question, revision) if edit is not None else None
     tally = [tally_block(question, votes, version)] if question.quorum > 1 else []
     inputs = input_blocks(
-        question, ask_id, index, count > 1, describe=layout.describe, version=version
+        question, ask_id, index, count > 1, describe=layout.describe, version=version, revised=edit
     )
     blocks = [
         *layout.heading,
