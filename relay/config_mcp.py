@@ -1,7 +1,7 @@
 """The operator's settings for ``/mcp``: session bounds and the Origin and Host allowlists.
 
-Read by ``Settings.from_env`` (``Settings.mcp``); ``relay.mcp.origins`` and
-``relay.mcp.sessions`` apply them. Origins and hosts are kept in the normalised form the
+Read by ``Settings.from_env`` (``Settings.mcp``); ``relay.server.mcp_origins`` and
+``relay.server.mcp_sessions`` apply them. Origins and hosts are kept in the normalised form the
 checks compare (``origin_key``, ``host_name``), so the allowlist and a request agree on case,
 default ports and brackets.
 """

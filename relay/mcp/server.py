@@ -99,7 +99,7 @@ def client_name(ctx: Context) -> str | None:
 
 
 def _gone(ctx: Context) -> asyncio.Event | None:
-    """The event set once the HTTP request carrying this call has ended (``relay.mcp.http``);
+    """The event set once the HTTP request carrying this call has ended (``relay.server.mcp``);
     ``None`` over stdio."""
     scope = getattr(ctx.request, "scope", None) or {}
     gone = scope.get(GONE_KEY) if isinstance(scope, Mapping) else None

@@ -18,9 +18,6 @@ from relay.gate.local import SlackChannel
 from relay.gate.policy import Policy
 from relay.gate.rules import Rules
 from relay.grants import GrantStore, MemoryGrants
-from relay.mcp.http import mount_mcp
-from relay.mcp.origins import OriginPolicy
-from relay.mcp.sessions import SessionLimits
 from relay.receipts import ReceiptWriter
 from relay.server.api import OWNER, AskApi
 from relay.server.approval_use import ApprovalUseApi
@@ -30,6 +27,9 @@ from relay.server.bodies import ClientGone
 from relay.server.connections import Connections, default_connection_limit
 from relay.server.errors import ApiError, error_response
 from relay.server.limits import Limiter, RateLimited, TokenLimits, retry_after_header
+from relay.server.mcp import mount_mcp
+from relay.server.mcp_origins import OriginPolicy
+from relay.server.mcp_sessions import SessionLimits
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
 from relay.server.receipts import ReceiptApi

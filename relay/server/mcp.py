@@ -6,9 +6,9 @@ as ``/v1``; the token's fingerprint is the owner of every ask and approval the s
 (so ``/v1`` sees them, and nobody else's grants apply) and the SDK binds each MCP session to
 it, so another token cannot use a session id it learned.
 
-``/mcp`` is held to what ``/v1`` is: Origin and Host checked first (``relay.mcp.origins``),
+``/mcp`` is held to what ``/v1`` is: Origin and Host checked first (``relay.server.mcp_origins``),
 then the token, its rate limit, the body read whole within the read deadline, and the
-session bounds (``relay.mcp.sessions``). When the request carrying a tool call ends before
+session bounds (``relay.server.mcp_sessions``). When the request carrying a tool call ends before
 its answer (the client hung up, on either protocol), the call's question is withdrawn.
 """
 
@@ -30,14 +30,14 @@ from relay.gate.decider import Decider, Proposal
 from relay.gate.gate import ToolUse
 from relay.gate.local import SlackAsks
 from relay.mcp.asgi import GONE_KEY, serve_asgi
-from relay.mcp.origins import OriginPolicy
 from relay.mcp.server import Context, Toolbox, build_server, client_name, note_asked
-from relay.mcp.sessions import SessionLimits, Sessions, SessionsManager, opens_session
 from relay.questions import AgentRef
 from relay.server.auth import Authenticator
 from relay.server.bodies import read_body
 from relay.server.errors import error_response
 from relay.server.limits import Limiter
+from relay.server.mcp_origins import OriginPolicy
+from relay.server.mcp_sessions import SessionLimits, Sessions, SessionsManager, opens_session
 from relay.service import UserInteractionService
 from relay.slack.provider import SlackProvider
 
