@@ -234,3 +234,15 @@ def test_every_import_the_frameworks_page_names_resolves_from_its_extras() -> No
         "optional-dependencies"
     ]
     assert any(d.startswith("langgraph-checkpoint-sqlite") for d in extras["langgraph"])
+
+
+def test_the_claude_code_page_names_the_only_sign_a_headless_run_paused() -> None:
+    """A deferred `claude -p` exits 0 with subtype success: the page names the field the flow
+    test reads, and says the resumed hook waits at most --defer-after again."""
+    page = " ".join((DOCS / "harnesses" / "claude-code.md").read_text().split())
+    flow = (ROOT / "tests" / "flows" / "test_claude_code_cli.py").read_text()
+    assert 'first.get("stop_reason") == "tool_deferred"' in flow
+    assert '`"stop_reason": "tool_deferred"`' in page
+    assert '`"subtype": "success"`' in page
+    assert "waits at most `--defer-after` again" in page
+    assert "keeps running while the run is paused" in page
