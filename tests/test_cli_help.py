@@ -4,13 +4,14 @@ literals), every option explained, every default stated; one spelling per concep
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 
-from relay.cli import build_parser
+from relay.cli import build_parser, main
 from relay.cli.ask import _request
 
 # Options hidden from the help on purpose: old spellings kept working for existing scripts.
@@ -112,3 +113,33 @@ def test_hook_help_is_for_a_user_not_for_whoever_works_on_the_adapters() -> None
     assert "onFailure" not in result.stdout
     assert "#" not in result.stdout  # no issue numbers
     assert "relay hook HARNESS --help" in result.stdout
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "120"])
+def test_help_never_cuts_a_name_at_its_hyphen(
+    commands: list[tuple[str, argparse.ArgumentParser]],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: str,
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)  # argparse wraps to the terminal's width
+    for name, parser in commands:
+        for line in parser.format_help().splitlines():
+            assert not re.search(r"\w-$", line), f"{name} at {columns} columns: {line!r}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["verify", "--keyz", "k.json", "f"], "relay verify"),
+        (["hook", "claude-code", "--bogus"], "relay hook claude-code"),
+        (["ask", "-q", "Ship?", "--nope"], "relay ask"),
+        (["--bogus"], "relay"),
+    ],
+)
+def test_a_mistyped_flag_points_at_the_help_of_its_subcommand(
+    argv: list[str], command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("relay: error: USAGE: unrecognized arguments: "), err
+    assert err.endswith(f"(see `{command} --help`)\n"), err

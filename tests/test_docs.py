@@ -214,3 +214,35 @@ def test_every_json_toml_and_yaml_block_parses(page: Path) -> None:
             raise AssertionError(f"{page.name}: a {lang} block does not parse: {exc}") from exc
         except yaml.YAMLError as exc:
             raise AssertionError(f"{page.name}: a yaml block does not parse: {exc}") from exc
+
+
+def test_every_import_the_frameworks_page_names_resolves_from_its_extras() -> None:
+    """A class the prose names (a checkpointer, a session service, a capability) comes with
+    the import that finds it, and that import works with the framework's extra installed."""
+    page = (ROOT / "docs" / "harnesses" / "frameworks.md").read_text()
+    named = re.findall(r"`from\s+([\w.]+)\s+import\s+(\w+)`", page)
+    assert {name for _, name in named} >= {
+        "HandleDeferredToolCalls",
+        "RunState",
+        "AsyncSqliteSaver",
+        "SqliteSaver",
+        "SqliteSessionService",
+    }
+    for module, name in named:
+        assert hasattr(__import__(module, fromlist=[name]), name), f"from {module} import {name}"
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert any(d.startswith("langgraph-checkpoint-sqlite") for d in extras["langgraph"])
+
+
+def test_the_claude_code_page_names_the_only_sign_a_headless_run_paused() -> None:
+    """A deferred `claude -p` exits 0 with subtype success: the page names the field the flow
+    test reads, and says the resumed hook waits at most --defer-after again."""
+    page = " ".join((DOCS / "harnesses" / "claude-code.md").read_text().split())
+    flow = (ROOT / "tests" / "flows" / "test_claude_code_cli.py").read_text()
+    assert 'first.get("stop_reason") == "tool_deferred"' in flow
+    assert '`"stop_reason": "tool_deferred"`' in page
+    assert '`"subtype": "success"`' in page
+    assert "waits at most `--defer-after` again" in page
+    assert "keeps running while the run is paused" in page

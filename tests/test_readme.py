@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -163,3 +164,23 @@ def test_every_image_the_readme_shows_is_a_screenshot_a_browser_test_makes() -> 
         assert any(name in m and "UPDATE_SCREENSHOTS" in m for m in makers), (
             f"{path}: no test under tests/browser/ makes it"
         )
+
+
+# The project's own commands live in .venv/bin, which a fresh machine does not have on PATH.
+VENV_COMMANDS = {"relay", "mkdocs", "pytest", "ruff", "mypy"}
+
+
+def test_every_readme_command_runs_as_written_on_a_fresh_machine() -> None:
+    """No shell line calls a command only .venv has by its bare name, and nothing installs
+    into .venv with pip, which a uv-made .venv does not have: scripts/ set .venv up."""
+    text = README.read_text(encoding="utf-8")
+    assert "pip install -e" not in text
+    blocks = re.findall(r"```sh\n(.*?)\n```", text, re.S)
+    assert blocks
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(re.sub(r"<[^>]*>", "PLACEHOLDER", line), comments=True)
+            while words and re.match(r"\w+=", words[0]):  # VAR=value before the command
+                words.pop(0)
+            if words:
+                assert words[0] not in VENV_COMMANDS, line

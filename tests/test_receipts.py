@@ -254,9 +254,12 @@ async def test_relay_verify_checks_an_export_offline(
     assert main(["verify", "--keys", str(keys_file), str(export)]) == 0
     capsys.readouterr()
     assert main(["verify", "--keys", str(keys_file), "--chain", str(export)]) == 1
-    out = capsys.readouterr().out.splitlines()
+    out, err = capsys.readouterr()
     third = payload_of(chain[2])["jti"]
-    assert out == [f"{third}: is at place 3 right after place 1 (receipts missing in between)"]
+    assert out.splitlines() == [
+        f"{third}: is at place 3 right after place 1 (receipts missing in between)"
+    ]
+    assert err == "relay: 1 problem in 3 receipts\n"
     # From standard input, bare compact JWS lines as well as audit's JSON lines.
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(chain) + "\n"))
     assert main(["verify", "--keys", str(keys_file), "--chain", "-"]) == 0
@@ -266,7 +269,9 @@ async def test_relay_verify_checks_an_export_offline(
     )
     (tmp_path / "keys.pem").write_bytes(pem)
     export.write_text(chain[0] + "\n")
+    capsys.readouterr()
     assert main(["verify", "--keys", str(tmp_path / "keys.pem"), str(export)]) == 0
+    assert capsys.readouterr().err == "relay: 1 receipt verified\n"
 
 
 async def test_replicas_racing_to_append_never_fork_the_chain(replica_stores: list[Any]) -> None:

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import mcp_types as types
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from redis_server import RedisServer
 
+from relay.mcp.server import RECEIPT_META_KEY
 from relay.testing import FakeSlack
-from tests.mcp_env import http_client, result_text
+from tests.mcp_env import http_client, result_text, stdio_client
 from tests.replica_env import ASK, post_click, start_replicas
 from tests.server_env import (
     SECRET,
@@ -263,32 +265,42 @@ async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> 
         FakeSlack(signing_secret=SECRET) as slack,
         relay_server(slack, RELAY_RECEIPT_KEY_FILE=key_file(tmp_path)) as relay,
         http_client(relay, mode="legacy") as client,
+        stdio_client({"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}) as stdio,
     ):
-        call = asyncio.create_task(client.call_tool("ask_user_question", MCP_QUESTION))
-        message = await slack.wait_for_message(timeout=15)
-        await slack.click(message, "yes", user="U0ALICE")
-        result = json.loads(result_text(await asyncio.wait_for(call, 15)))
-        assert result["answers"] == [{"id": "go", "selected": ["yes"]}]
-        ask_id = result["receipt"].removeprefix("rcpt_")
-        status, _, token = await raw(relay, f"/v1/asks/{ask_id}/receipt")
-        assert status == 200
-        assert payload_of(token)["jti"] == result["receipt"]
-
-        use = {"tool_name": "Bash", "input": {"command": "rm -rf build"}}
-        call = asyncio.create_task(client.call_tool("approve_tool_use", use))
-        message = await slack.wait_for_message(count=2, timeout=15)
-        await slack.click(message, "Deny", user="U0BOB")
-        denied = json.loads(result_text(await asyncio.wait_for(call, 15)))
-        assert denied["behavior"] == "deny"
-        named = denied["message"].rsplit("(receipt ", 1)[1].rstrip(")")
-        status, _, token = await raw(relay, f"/v1/asks/{named.removeprefix('rcpt_')}/receipt")
-        assert status == 200
-        assert payload_of(token)["jti"] == named
+        # The same decisions through /mcp and through relay mcp (stdio): the same content,
+        # and on /mcp the receipt id in the result's _meta, which the model does not read.
+        seen: list[types.CallToolResult] = []
+        for n, mcp in enumerate((client, stdio)):
+            call = asyncio.create_task(mcp.call_tool("ask_user_question", MCP_QUESTION))
+            message = await slack.wait_for_message(count=2 * n + 1, timeout=15)
+            await slack.click(message, "yes", user="U0ALICE")
+            seen.append(await asyncio.wait_for(call, 15))
+            use = {"tool_name": "Bash", "input": {"command": "rm -rf build"}}
+            call = asyncio.create_task(mcp.call_tool("approve_tool_use", use))
+            message = await slack.wait_for_message(count=2 * n + 2, timeout=15)
+            await slack.click(message, "Deny", user="U0BOB")
+            seen.append(await asyncio.wait_for(call, 15))
+        asked, denied, stdio_asked, stdio_denied = seen
+        assert (
+            result_text(asked)
+            == result_text(stdio_asked)
+            == ('{"answers":[{"id":"go","selected":["yes"]}]}')
+        )
+        assert result_text(denied) == result_text(stdio_denied)
+        assert json.loads(result_text(denied))["behavior"] == "deny"
+        assert "receipt" not in result_text(denied)
+        for result in (asked, denied):
+            assert result.meta is not None
+            named = result.meta[RECEIPT_META_KEY]
+            status, _, token = await raw(relay, f"/v1/asks/{named.removeprefix('rcpt_')}/receipt")
+            assert status == 200
+            assert payload_of(token)["jti"] == named
+        asked_id = asked.meta[RECEIPT_META_KEY].removeprefix("rcpt_")
 
         approval = {"tool": "Bash", "input": {"command": "make deploy"}, "agent": {"id": "a"}}
         status, made = await relay.request("POST", "/v1/approvals", json=approval)
         assert status == 201, made
-        message = await slack.wait_for_message(count=3, timeout=15)
+        message = await slack.wait_for_message(count=5, timeout=15)
         await slack.click(message, "Deny", user="U0BOB")
         await relay.request("GET", f"/v1/approvals/{made['id']}?wait=10")
         status, _, token = await raw(relay, f"/v1/approvals/{made['id']}/receipt")
@@ -298,7 +310,7 @@ async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> 
         assert "Deny" in payload["options"][0]
         assert payload["outcome"]["decisions"][0]["selected"] == ["Deny"]
         # An ordinary ask is no approval: its receipt is not served there.
-        status, _, _ = await raw(relay, f"/v1/approvals/{ask_id}/receipt")
+        status, _, _ = await raw(relay, f"/v1/approvals/{asked_id}/receipt")
         assert status == 404
 
 

@@ -31,6 +31,8 @@ from tests.server_env import Relay, free_port, start_relay
 
 ROOT = Path(__file__).resolve().parents[1]
 
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
 
 @dataclass
 class Started:
@@ -118,6 +120,10 @@ async def test_the_generated_token_survives_a_restart_and_the_banner_says_how_to
     assert os.access(server["command"], os.X_OK)
     assert server["args"][-1] == "mcp"
     assert server["env"] == {"RELAY_URL": url, "RELAY_TOKEN": tokens[0]}
+    # The way to a real workspace is the page the README sends people to as well: one place.
+    steps = started.banner.split("(steps: ")[1].split(")")[0]
+    assert steps == "docs/operate/slack-app.md"
+    assert f"[Set up the Slack app]({steps})" in README
 
 
 def test_a_kept_token_is_read_back_and_a_bad_one_replaced(tmp_path: Path) -> None:

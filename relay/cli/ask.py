@@ -75,7 +75,6 @@ def add_ask(commands: Commands) -> None:
         "ask",
         help="ask a question in Slack and print the answer (a CI gate with --approve)",
         description=plain(__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = parser.add_argument_group("the question (or --file)")
     what.add_argument("--question", "-q", help="the question to ask")

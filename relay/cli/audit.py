@@ -53,7 +53,6 @@ def add_audit(commands: Commands) -> None:
         "audit",
         help="export who answered what, when (JSON lines or CSV) from a hosted relay",
         description=plain(__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--since",

@@ -6,7 +6,9 @@ import argparse
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, NoReturn, TypeAlias
+import textwrap
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from relay import safejson
 
@@ -15,6 +17,7 @@ __all__ = [
     "USAGE",
     "CommandError",
     "Commands",
+    "HelpFormatter",
     "Parser",
     "error_line",
     "parse_json",
@@ -35,8 +38,66 @@ class CommandError(Exception):
         self.code = code
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Prose is filled to the terminal, indented blocks keep their lines, and all text wraps
+    at spaces only: ``claude-code`` or ``comma-separated`` is never cut at its
+    hyphen."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        def fill(line: str, lead: str) -> list[str]:
+            return textwrap.wrap(
+                line, width, initial_indent=lead, subsequent_indent=lead, break_on_hyphens=False
+            ) or [""]
+
+        out: list[str] = []
+        for paragraph in re.split(r"\n\s*\n", text.strip("\n")):
+            lines = paragraph.splitlines()
+            if all(line == line.lstrip() for line in lines):  # prose: fill it as one
+                out.extend(fill(" ".join(lines), indent))
+            else:  # an indented block (a list, an example): line by line, as written
+                for line in lines:
+                    out.extend(fill(line.strip(), indent + line[: len(line) - len(line.lstrip())]))
+            out.append("")
+        return "\n".join(out[:-1])
+
+
+# Where the deepest (sub)command that parsed the line keeps its name in the namespace, so a
+# flag the whole line left over is reported against that command's help, not `relay --help`.
+_COMMAND = "_relay_command"
+
+
 class Parser(argparse.ArgumentParser):
-    """An argparse parser whose usage errors are one line in the relay's error format."""
+    """An argparse parser whose usage errors are one line in the relay's error format, naming
+    the help of the (sub)command the line was for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """As argparse's, noting which (sub)command parsed the line: the innermost one does
+        first, as a subcommand's parser returns before its parent's."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if not hasattr(parsed, _COMMAND):
+            setattr(parsed, _COMMAND, self.prog)
+        return parsed, extras
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """As argparse's; a flag no parser took is a usage error of the subcommand it followed."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        command = getattr(parsed, _COMMAND, self.prog)
+        delattr(parsed, _COMMAND)
+        if extras:
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            self.exit(2, error_line(USAGE, f"{message} (see `{command} --help`)"))
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         """Print ``relay: error: USAGE: …`` with where to get help, and exit 2."""

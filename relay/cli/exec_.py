@@ -54,7 +54,6 @@ def add_exec(commands: Commands) -> None:
         "exec",
         help="ask the team in Slack before running a command (a gate for CI and agents)",
         description=plain(__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_backend_flags(parser)
     parser.add_argument(

@@ -59,7 +59,6 @@ def add_hook(commands: Commands) -> None:
         "hook",
         help="a permission hook for coding agents (relay hook claude-code|codex|copilot|cursor)",
         description=plain(_DESCRIPTION),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     harnesses = parser.add_subparsers(title="harnesses", metavar="HARNESS", required=True)
     for adapter in ADAPTERS.values():

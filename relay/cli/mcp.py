@@ -41,7 +41,6 @@ def add_mcp(commands: Commands) -> None:
         "mcp",
         help="serve the MCP server over stdio (ask_user_question, approve_tool_use)",
         description=plain(__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_backend_flags(parser)
     parser.add_argument(

@@ -28,7 +28,6 @@ def add_verify(commands: Commands) -> None:
         "verify",
         help="check exported receipts' signatures (and, with --chain, their order) offline",
         description=plain(__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--keys",
@@ -56,11 +55,16 @@ def _run_verify(args: argparse.Namespace) -> int:
     for failure in failures:
         sys.stdout.write(f"{failure}\n")
     if failures:
-        sys.stderr.write(f"relay: {len(failures)} problems in {len(tokens)} receipts\n")
+        problems = _count(len(failures), "problem")
+        sys.stderr.write(f"relay: {problems} in {_count(len(tokens), 'receipt')}\n")
         return 1
     linked = " and they link in order" if args.chain else ""
-    sys.stderr.write(f"relay: {len(tokens)} receipts verified{linked}\n")
+    sys.stderr.write(f"relay: {_count(len(tokens), 'receipt')} verified{linked}\n")
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _default_keys() -> str:

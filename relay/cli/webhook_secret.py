@@ -22,7 +22,6 @@ def add_webhook_secret(commands: Commands) -> None:
         "webhook-secret",
         help="print the secret that signs an API token's webhooks (for its receiver)",
         description=plain(__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(handler=_run)
 

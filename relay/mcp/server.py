@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import dataclasses
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -45,9 +44,9 @@ from relay.mcp.tools import (
 from relay.questions import AgentRef
 from relay.receipts.payload import receipt_id
 from relay.service import UserInteractionService
-from relay.tool import ToolResult, js_json, run_ask_user_question
+from relay.tool import run_ask_user_question
 
-__all__ = ["Toolbox", "ToolboxFor", "build_server", "client_name"]
+__all__ = ["RECEIPT_META_KEY", "Toolbox", "ToolboxFor", "build_server", "client_name"]
 
 _log = logging.getLogger("relay.mcp")
 T = TypeVar("T")
@@ -67,7 +66,7 @@ class Toolbox:
     agent: AgentRef
     context: Mapping[str, str] = field(default_factory=dict)
     receipts: bool = False
-    """Whether the relay signs receipts: a result then names its ask's receipt id."""
+    """Whether the relay signs receipts: a result's ``_meta`` then names its ask's receipt."""
 
 
 # The asks a tool call made, noted by ``note_asked`` (an ``Events`` observer, called in the
@@ -165,13 +164,16 @@ async def _approve(box: Toolbox, args: ApproveArguments, signal: AbortSignal) ->
         return decide_error(exc)
 
 
-def _with_receipt(result: ToolResult, receipt: str) -> ToolResult:
+RECEIPT_META_KEY = "relay/receipt"
+"""The key of a tool result's ``_meta`` that names its ask's receipt id (``rcpt_…``)."""
+
+
+def _with_receipt(result: types.CallToolResult, ask_id: str) -> types.CallToolResult:
     """``result`` naming its ask's receipt (signed once the ask ended; ``GET
-    /v1/asks/{id}/receipt`` has it then): a ``receipt`` member of the answers' JSON object,
-    which readers of the answers skip, or a sentence after an error's text."""
-    if not result.is_error and result.value is not None:
-        return dataclasses.replace(result, text=js_json({**result.value, "receipt": receipt}))
-    return dataclasses.replace(result, text=f"{result.text} (receipt {receipt})")
+    /v1/asks/{id}/receipt`` has it then) in its ``_meta``: the content, which the model
+    reads, stays exactly what ``relay mcp`` returns for the same decision."""
+    meta = {**(result.meta or {}), RECEIPT_META_KEY: receipt_id(ask_id)}
+    return result.model_copy(update={"meta": meta})
 
 
 def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) -> Server[Any]:
@@ -200,7 +202,7 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
             finally:
                 _ASKED.reset(noting)
             if box.receipts and asked:
-                result = _with_receipt(result, receipt_id(asked[-1]))
+                return _with_receipt(tool_result(result), asked[-1])
             return tool_result(result)
         if params.name == APPROVE_TOOL_USE:
             args = read_approve_arguments(arguments)
@@ -216,11 +218,6 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
                 )
             finally:
                 _ASKED.reset(noting)
-            if box.receipts and asked and not decision.allowed:
-                # A denial's message reaches the model; an allow's JSON stays as the
-                # harness reads it (its receipt is still at GET /v1/approvals/{id}/receipt).
-                named = f"{decision.message} (receipt {receipt_id(asked[-1])})"
-                decision = dataclasses.replace(decision, message=named)
             _log.info(
                 "approve_tool_use %s for %s: %s (%s)",
                 args.tool,
@@ -228,6 +225,8 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
                 decision.behavior,
                 decision.outcome,
             )
+            if box.receipts and asked:
+                return _with_receipt(decision_result(decision, args.input), asked[-1])
             return decision_result(decision, args.input)
         raise MCPError(
             types.INVALID_PARAMS,

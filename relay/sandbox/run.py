@@ -142,8 +142,8 @@ def _banner(settings: Settings, *, generated: bool, ignored_slack: bool, relay: 
         token = "<your token>"  # noqa: S105 - a placeholder shown to the user
     lines = [
         "relay sandbox: Slack is simulated on this machine, no workspace is involved. To connect"
-        " a real one, set SLACK_BOT_TOKEN and SLACK_APP_TOKEN (steps: deploy/README.md) and"
-        f" run `{relay} serve` without --sandbox.",
+        " a real one, set SLACK_BOT_TOKEN and SLACK_APP_TOKEN (steps: docs/operate/slack-app.md)"
+        f" and run `{relay} serve` without --sandbox.",
         f"  page:   {url}/",
         f"  API:    {url}/v1/asks   token: {shown}",
         f"  try:    RELAY_URL={url} RELAY_TOKEN={token} {relay} ask -q 'Ship it?' -o Ship -o Wait",
