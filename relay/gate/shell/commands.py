@@ -27,11 +27,11 @@ _MOVES = frozenset({"cd", "pushd", "popd"})
 def parse(command: str, *, _depth: int = 0) -> Parsed:
     """The simple commands of ``command`` (see the module docstring); never raises."""
     try:
-        script = read(command)
+        commands, uncertain = read(command)
     except RecursionError:  # nesting past what the reader bounds: unreadable, asked
         return Parsed((Simple(tuple(command.split()), opaque=True),))
     parts: list[Simple] = []
-    for one in script.commands:
+    for one in commands:
         simple = _simple(one)
         if simple is not None:
             parts.extend(_runs(simple, _depth))
@@ -41,7 +41,7 @@ def parse(command: str, *, _depth: int = 0) -> Parsed:
         if moved and "/" in program and not program.startswith("/"):
             parts[at] = replace(part, opaque=True)
         moved = moved or part.name in _MOVES
-    if script.uncertain:
+    if uncertain:
         parts = [p if p.opaque else replace(p, opaque=True) for p in parts]
         parts = parts or [Simple((), opaque=True)]
     return Parsed(tuple(parts))

@@ -57,6 +57,8 @@ _WRAPPERS: dict[str, tuple[str, str, int]] = {
     "flock": ("sexnouF", "wE", 1),
     "unbuffer": ("p", "", 0),
 }
+# Operands of a program that runs text read as command lines (then only the words joined).
+_OPERANDS = 8
 _FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES = frozenset({"-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
 RUNNERS = _RUNS_TEXT | _WRAPPERS.keys() | {"find"}
@@ -154,7 +156,7 @@ def _texts(name: str, words: tuple[str, ...]) -> tuple[str, ...]:
     if name == "alias":
         return tuple(w.split("=", 1)[1] for w in args if "=" in w)
     first = next((k for k, w in enumerate(args) if not is_flag(w)), len(args))
-    texts = [w for w in args[first:] if not is_flag(w)]
+    texts = [w for w in args[first:] if not is_flag(w)][:_OPERANDS]
     if len(args) - first > 1:
         texts.append(shlex.join(args[first:]))
     return tuple(texts)

@@ -13,18 +13,20 @@ go, for deny rules to see.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from relay.gate.shell.words import META, Command, Word, WordReader
 
-__all__ = ["Script", "read"]
+__all__ = ["read"]
 
-# Longest first: the reader takes the first that matches.
-_OPERATORS = (
-    *(";;&", ";;", ";&", "&&", "||", "|&", "&>>", "&>", ">>", ">&", ">|"),
-    *("<<<", "<<-", "<<", "<&", "<>", ";", "&", "|", "<", ">", "(", ")"),
-)
+# By first character, longest first: the reader takes the first that matches.
+_OPERATORS = {
+    ";": (";;&", ";;", ";&", ";"),
+    "&": ("&&", "&>>", "&>", "&"),
+    "|": ("||", "|&", "|"),
+    ">": (">>", ">&", ">|", ">"),
+    "<": ("<<<", "<<-", "<<", "<&", "<>", "<"),
+    "(": ("(",),
+    ")": (")",),
+}
 _REDIRECTS = frozenset({"&>>", "&>", ">>", ">&", ">|", "<<<", "<<-", "<<", "<&", "<>", "<", ">"})
 _RESERVED = frozenset(
     {"!", "time", "{", "}", "if", "then", "else", "elif", "fi", "while", "until", "do", "done"}
@@ -34,23 +36,16 @@ _OPENERS = frozenset({"{", "if", "then", "else", "elif", "while", "until", "do"}
 _CLOSERS = frozenset({"}", "fi", "done", "esac"})
 _SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _DIGITS = frozenset("0123456789")
-_NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}(?=[<>])")
+_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789")
 
 
-@dataclass(slots=True)
-class Script:
-    """A command line's simple commands, and whether relay read all of it as bash does."""
-
-    commands: list[Command]
-    uncertain: bool
-
-
-def read(text: str) -> Script:
-    """The simple commands of ``text`` as bash reads them (see the module docstring)."""
+def read(text: str) -> tuple[list[Command], bool]:
+    """The simple commands of ``text`` as bash reads them (see the module docstring), and
+    whether relay is unsure it read all of it as bash does."""
     out: list[Command] = []
     reader = _Reader(text, 0, 0, inner=False, out=out)
     reader.run()
-    return Script(out, reader.uncertain or "\x00" in text)
+    return out, reader.uncertain or "\x00" in text
 
 
 def _is_fd(text: str) -> bool:
@@ -104,7 +99,7 @@ class _Reader(WordReader):
         return self.i
 
     def operator(self, nested: bool) -> bool:
-        op = next(o for o in _OPERATORS if self.text.startswith(o, self.i))
+        op = next(o for o in _OPERATORS[self.text[self.i]] if self.text.startswith(o, self.i))
         self.i += len(op)
         if op == ")":
             self.finish()
@@ -151,11 +146,14 @@ class _Reader(WordReader):
         if end > at and text.startswith(("<", ">"), end):
             self.i = end  # `2>`: the number names the redirection's file descriptor
             return
-        named = _NAMED_FD.match(text, at)
-        if named:
-            self.i = named.end()  # `{fd}>`: bash assigns a variable
-            self.uncertain = True
-            return
+        if text.startswith("{", at):
+            end = at + 1
+            while end < len(text) and text[end] in _NAME:
+                end += 1
+            if end > at + 1 and text.startswith(("}<", "}>"), end) and text[at + 1] not in _DIGITS:
+                self.i = end + 1  # `{fd}>`: bash assigns a variable
+                self.uncertain = True
+                return
         self.word(self.read_word())
 
     def word(self, word: Word) -> None:

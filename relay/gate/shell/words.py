@@ -13,48 +13,66 @@ inside substitutions are read too (``inner``), so that deny rules see them.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-
 __all__ = ["META", "Command", "Word", "WordReader"]
 
 META = frozenset(" \t\n;&|()<>")
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _NAME = _NAME_START | frozenset("0123456789")
 _SPECIAL = frozenset("@*#?-$!0123456789")
-# Kept in a word by bash, but unseen or misread by a person and a terminal.
-_HIDDEN = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00a0\u00ad\u061c\u115f\u1160\u1680\u180e\u2000-\u200f"
-    "\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\ufff9-\ufffb]"
+
+
+def _span(first: str, last: str) -> set[str]:
+    return {chr(c) for c in range(ord(first), ord(last) + 1)}
+
+
+# Kept in a word by bash, but unseen or misread by a person and a terminal: control
+# characters, invisible spaces and joiners, direction marks.
+_HIDDEN = frozenset(
+    _span("\x00", "\x08")
+    | _span("\x0b", "\x1f")
+    | _span("\x7f", "\x9f")
+    | _span("\u2000", "\u200f")
+    | _span("\u2028", "\u202f")
+    | _span("\u205f", "\u206f")
+    | _span("\ufe00", "\ufe0f")
+    | _span("\ufff9", "\ufffb")
+    | set("\u00a0\u00ad\u061c\u115f\u1160\u1680\u180e\u3000\u3164\ufeff")
 )
 # Substitutions nest this deep at most; deeper ones are skipped over and leave it uncertain.
 _DEPTH = 8
 
 
-@dataclass(slots=True)
 class Word:
     """One word: its text after quote removal (as written where it is not ``plain``)."""
 
-    text: str
-    plain: bool = True
-    expands: bool = False
-    assignment: bool = False
-    quoted: bool = False
+    __slots__ = ("assignment", "expands", "plain", "quoted", "text")
+
+    def __init__(
+        self, text: str, plain: bool, expands: bool, assignment: bool, quoted: bool
+    ) -> None:
+        self.text = text
+        self.plain = plain
+        self.expands = expands
+        self.assignment = assignment
+        self.quoted = quoted
 
 
-@dataclass(slots=True)
 class Command:
     """One simple command's words; ``opaque`` when a redirection does more than the words
     say (writes a file, a here-document); ``inner`` when a substitution runs it."""
 
-    words: list[Word] = field(default_factory=list)
-    opaque: bool = False
-    inner: bool = False
-    redirected: bool = False
+    __slots__ = ("inner", "opaque", "redirected", "words")
+
+    def __init__(self, *, inner: bool) -> None:
+        self.words: list[Word] = []
+        self.opaque = False
+        self.inner = inner
+        self.redirected = False
 
 
 class WordReader:
-    """Reads words from ``text`` at ``i``; ``ScriptReader`` (``run``) reads commands of them."""
+    """Reads words from ``text`` at ``i``; ``relay.gate.shell.script``'s reader (``run``)
+    reads commands of them, and reads the commands inside substitutions with itself."""
 
     def __init__(self, text: str, at: int, depth: int, *, inner: bool, out: list[Command]):
         self.text = text
@@ -114,7 +132,7 @@ class WordReader:
                 self.i += 1
         word = "".join(chars)
         assignment = _assignment(chars, bare)
-        if plain and (_HIDDEN.search(word) or _braces(chars, bare) or assignment == "["):
+        if plain and (not _HIDDEN.isdisjoint(word) or _braces(chars, bare) or assignment == "["):
             plain = False  # `a[i]=…`: the subscript is arithmetic, which can run commands
         return Word(word, plain, _expands(chars, bare), bool(assignment), quoted)
 
