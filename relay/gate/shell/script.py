@@ -76,7 +76,7 @@ class _Reader(WordReader):
             elif c == "\\" and text.startswith("\n", self.i + 1):
                 self.i += 2
             elif c == "#":
-                # A comment hides text from nobody but the rules: asked, like the old parser.
+                # Bash skips it; relay asks about a line with one, as it always has.
                 end = text.find("\n", self.i)
                 self.i = n if end < 0 else end
                 self.uncertain = True
