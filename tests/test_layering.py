@@ -167,6 +167,34 @@ def test_no_import_circles() -> None:
     assert _cycles(_graph()) == []
 
 
+def _package(name: str) -> str:
+    """``relay.X`` for a module of the package ``relay/X/``; a root module stands alone."""
+    parts = name.split(".")
+    if len(parts) >= 2 and (ROOT / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return name
+
+
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    packages: dict[str, set[str]] = {}
+    for name, deps in graph.items():
+        own = _package(name)
+        packages.setdefault(own, set()).update(_package(d) for d in deps if _package(d) != own)
+    return packages
+
+
+def test_no_package_circles() -> None:
+    # Module by module hides a circle between packages (gate.local -> grants -> gate.match).
+    assert _cycles(_package_graph(_graph())) == []
+
+
+def test_the_checker_sees_a_package_circle() -> None:
+    graph = {"relay.gate.local": {"relay.grants.base"}, "relay.grants.base": {"relay.gate.match"}}
+    assert _cycles(_package_graph({**graph, "relay.gate.match": set()})) == [
+        ["relay.gate", "relay.grants"]
+    ]
+
+
 def test_the_checker_sees_a_circle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

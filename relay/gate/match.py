@@ -138,8 +138,9 @@ class Pattern:
                 if strict:
                     if part.opaque:
                         return False
-                    return any(g.strict(part) for g in globs) or any(
-                        r.search(part.text()) for r in command_regex
+                    # A regex sees a glob word as text, not where it stands: globs only.
+                    return any(g.strict(part) for g in globs) or (
+                        not part.expands and any(r.search(part.text()) for r in command_regex)
                     )
                 return any(g.loose(part) for g in globs) or any(
                     r.search(part.text()) for r in command_regex
