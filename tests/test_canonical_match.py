@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relay.gate.match import Pattern, subject
-from relay.gate.paths import canonical
+from relay.canonical.match import Pattern, subject
+from relay.canonical.paths import canonical
+from relay.canonical.shell import parse
 from relay.gate.rules import RulesError, parse_rules
-from relay.gate.shell import parse
 from tests.gate_env import clean_env, finish, start, write_rules
 
 README_DENY = parse_rules(

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from relay.canonical.match import Pattern
 from relay.edits import Edit, edit_custom
 from relay.gate.approval import Decision, decide_answer, offer_for
-from relay.gate.match import Pattern
 from relay.grants.record import Offer
 from relay.hooks.claude_code import claude_code_output
 from relay.intents import ToolEdit

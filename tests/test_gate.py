@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from relay.canonical.match import Pattern, fingerprint, subject
 from relay.errors import UserInteractionError, ask_timed_out
 from relay.gate import rules as rules_module
 from relay.gate.approval import (
@@ -22,7 +23,6 @@ from relay.gate.approval import (
 )
 from relay.gate.describe import MAX_SHOWN, describe_tool_use
 from relay.gate.local import target_for
-from relay.gate.match import Pattern, fingerprint, subject
 from relay.gate.remote import approval_body
 from relay.gate.rules import Rules, RulesError, load_rules, parse_rules
 from relay.questions import AgentRef, AskUserQuestionAnswerItem, Responder

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from relay.gate.match import fingerprint
+from relay.canonical.match import fingerprint
 from relay.testing import FakeSlack
 from tests.server_env import SECRET, relay_server
 from tests.test_approvals_api import decided

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from relay.gate.match import Pattern, subject
+from relay.canonical.match import Pattern, subject
 from relay.grants import Grant, GrantStore, MemoryGrants, Offer
 from relay.grants.redis import RedisGrants
 from relay.questions import Responder

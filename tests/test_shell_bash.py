@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relay.gate.match import subject
+from relay.canonical.match import subject
+from relay.canonical.shell import Parsed, glob_error, parse
 from relay.gate.rules import Rules, load_rules, parse_rules
-from relay.gate.shell import Parsed, glob_error, parse
 
 BASH = shutil.which("bash") or "/bin/bash"
 # Every program is a function recording its words (builtins too: functions come first); a

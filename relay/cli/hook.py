@@ -83,7 +83,7 @@ def _decide(
 ) -> Decided | Deferred | None:
     """The rules' decision, made here without asyncio or the gate's clients (a hook runs
     before every tool call it matches); only a use the team is asked about goes on."""
-    from relay.gate.match import subject
+    from relay.canonical.match import subject
     from relay.gate.rules import Rules, load_rules
 
     rules = load_rules(args.rules) if args.rules else Rules()

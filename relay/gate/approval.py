@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from relay.canonical.match import Pattern, fingerprint
 from relay.edits import read_edit
 from relay.errors import ErrorCode, HarnessError, UserInteractionError
 from relay.gate.describe import describe_tool_use, safe
-from relay.gate.match import Pattern, fingerprint
 from relay.grants.record import SESSION_HOURS, Grant, GrantKind, Offer
 from relay.questions import (
     AgentRef,

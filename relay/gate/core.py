@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from relay.gate.match import Pattern, subject
+from relay.canonical.match import Pattern, subject
 
 __all__ = ["BAD_PATTERN", "ScopeError", "checked_scope", "grant_scope"]
 

@@ -4,7 +4,7 @@ Every door (``/v1/approvals``, the ``/mcp`` approve tool, ``relay mcp`` and ``re
 asking Slack themselves, the frameworks, the Edit form) turns its input into a
 ``Proposal`` and its decision into its own output. The Decider:
 
-1. computes the canonical subject once (``relay.gate.match.subject``, one rule for ``cwd``);
+1. computes the canonical subject once (``relay.canonical.match.subject``, one rule for ``cwd``);
 2. combines the operator's rules with the client's verdict: the client may only make the
    decision stricter (``relay.gate.policy.combine``);
 3. puts what is left to people with the approvers, quorum, timeout and team settings the
@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 
 from relay.abort import AbortSignal
 from relay.asks.edit_review import EditTerms
+from relay.canonical.match import Pattern, Subject, subject
 from relay.errors import HarnessError
 from relay.gate.approval import (
     ALLOW_ONCE,
@@ -41,7 +42,6 @@ from relay.gate.approval import (
     decide_error,
 )
 from relay.gate.core import grant_scope
-from relay.gate.match import Pattern, Subject, subject
 from relay.gate.policy import combine
 from relay.gate.rules import Rules, Verdict
 from relay.grants.base import GrantStore

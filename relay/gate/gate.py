@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from relay.abort import AbortSignal
+from relay.canonical.match import subject
 from relay.gate.approval import ApprovalRequest, Approver, Decision
-from relay.gate.match import subject
 from relay.gate.rules import Rules, Verdict
 from relay.questions import AgentRef
 

@@ -16,9 +16,9 @@ from typing import Any
 import aiohttp
 
 from relay.abort import AbortSignal
+from relay.canonical.match import fingerprint
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_aborted
 from relay.gate.approval import ApprovalRequest, Decision, decide_error
-from relay.gate.match import fingerprint
 from relay.replies import RETRYABLE, RelayError, Retry, read_reply
 
 __all__ = ["WITHDRAW_WITHIN", "ApprovalsAPI", "RemoteApprover", "approval_body"]

@@ -37,7 +37,7 @@ level's, key by key (``escalate_to`` as a whole list). ``escalate_to`` or
 reverse; so is a reminder or escalation not before the ask's timeout. With ``approvals`` of
 2 or more no grant is offered: only *Allow once* (needing that many people) and *Deny*.
 Of the rules that match a use, ``deny`` wins over ``ask``, and ``ask`` over ``allow``,
-whatever their order. Matching is on canonical forms (``relay.gate.match``): deny and ask
+whatever their order. Matching is on canonical forms (``relay.canonical.match``): deny and ask
 rules loosely (any part of a compound command, a folder of the path), allow rules strictly
 (every part, the very path), and what relay cannot read is never allowed without a person.
 ``pass`` (only as ``default``) lets the harness decide as it would
@@ -54,8 +54,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from relay.gate.match import Pattern, Subject
-from relay.gate.shell import Parsed, glob_error
+from relay.canonical.match import Pattern, Subject
+from relay.canonical.shell import Parsed, glob_error
 from relay.gate.team import TEAM_KEYS, TeamRules, check_team, read_team
 
 __all__ = ["BAD_RULES", "Action", "Rule", "Rules", "RulesError", "Verdict", "load_rules"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from relay.gate.match import Subject
+from relay.canonical.match import Subject
 from relay.grants.record import Grant, Offer
 
 __all__ = ["GrantStore"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from relay.gate.match import Subject
+from relay.canonical.match import Subject
 from relay.grants.record import Grant, Offer
 
 __all__ = ["MemoryGrants"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from relay.gate.match import Pattern, Subject
+from relay.canonical.match import Pattern, Subject
 from relay.questions import Responder
 
 __all__ = ["SESSION_HOURS", "Grant", "GrantKind", "Offer"]
@@ -36,7 +36,7 @@ class Offer:
     session: bool = True
     minutes: int = 30
     call: str | None = None
-    """The tool use the reviewer was shown (``relay.gate.match.fingerprint``)."""
+    """The tool use the reviewer was shown (``relay.canonical.match.fingerprint``)."""
     tool_use_id: str | None = None
     """The client's id of that tool use (a paused run's id and call id), if it sent one."""
 

@@ -18,7 +18,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from redis.exceptions import RedisError
 
-from relay.gate.match import Subject
+from relay.canonical.match import Subject
 from relay.grants.record import Grant, Offer
 from relay.store.base import StoreUnavailable
 from relay.store.record import utcnow

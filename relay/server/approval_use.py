@@ -6,7 +6,7 @@ any digest the client keeps. So the client names the call it is about to run, an
 which recorded what the reviewer was shown (``Offer.call``, ``Offer.tool_use_id``), answers:
 
 - ``409 NOT_THIS_CALL`` unless the approval was asked for exactly this tool and input
-  (``relay.gate.match.fingerprint``) under this ``tool_use_id``; nothing is used.
+  (``relay.canonical.match.fingerprint``) under this ``tool_use_id``; nothing is used.
 - An allow: its first use is recorded in the store, atomically across replicas
   (``relay.store.uses``), and the approval answered; any later use is ``409 CONSUMED``. The
   same ``Idempotency-Key`` sent again (its reply was lost) is the same use.
@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from relay.gate.match import fingerprint
+from relay.canonical.match import fingerprint
 from relay.grants.base import GrantStore
 from relay.server.api import AskApi
 from relay.server.approvals import ApprovalApi, approval_json

@@ -14,8 +14,8 @@ import posixpath
 import shlex
 from dataclasses import dataclass
 
-from relay.gate.shell.parts import Simple, flag_words, is_cluster
-from relay.gate.shell.programs import RUNNERS
+from relay.canonical.shell.parts import Simple, flag_words, is_cluster
+from relay.canonical.shell.programs import RUNNERS
 
 __all__ = ["CommandGlob", "glob_error"]
 

@@ -71,7 +71,7 @@ class Command:
 
 
 class WordReader:
-    """Reads words from ``text`` at ``i``; ``relay.gate.shell.script``'s reader (``run``)
+    """Reads words from ``text`` at ``i``; ``relay.canonical.shell.script``'s reader (``run``)
     reads commands of them, and reads the commands inside substitutions with itself."""
 
     def __init__(self, text: str, at: int, depth: int, *, inner: bool, out: list[Command]):

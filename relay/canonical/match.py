@@ -5,7 +5,7 @@ that statement; ``subject`` pulls the command and path out of a tool's input the
 for Claude Code's tools (``Bash``: ``command``; ``Edit``/``Write``/``MultiEdit``/``Read``:
 ``file_path``; ``NotebookEdit``: ``notebook_path``; ``Glob``/``Grep``: ``path``) and for
 ``relay exec`` (``command``), in canonical form: the command parsed into its simple commands
-(``relay.gate.shell``), the path resolved (``relay.gate.paths``). A pattern matches
+(``relay.canonical.shell``), the path resolved (``relay.canonical.paths``). A pattern matches
 ``strict``ly (an allow rule, a grant: every part of the command, the very path) or loosely
 (a deny or ask rule: any part, the path or a folder it is in).
 """
@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from relay.gate.paths import PathGlob, Place, place
-from relay.gate.shell import CommandGlob, Parsed, Simple, parse
+from relay.canonical.paths import PathGlob, Place, place
+from relay.canonical.shell import CommandGlob, Parsed, Simple, parse
 
 __all__ = ["Pattern", "PatternKind", "Subject", "fingerprint", "subject"]
 

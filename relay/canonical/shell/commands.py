@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from relay.gate.shell.parts import Parsed, Simple
-from relay.gate.shell.programs import unwrap
-from relay.gate.shell.script import read
-from relay.gate.shell.words import Command
+from relay.canonical.shell.parts import Parsed, Simple
+from relay.canonical.shell.programs import unwrap
+from relay.canonical.shell.script import read
+from relay.canonical.shell.words import Command
 
 __all__ = ["parse"]
 

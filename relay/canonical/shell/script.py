@@ -1,6 +1,6 @@
 """A command line's simple commands as bash reads them. Pure.
 
-``read`` follows bash's own reader (bash 5) over the words of ``relay.gate.shell.words``:
+``read`` follows bash's own reader (bash 5) over the words of ``relay.canonical.shell.words``:
 commands end at ``;``, ``&``, ``&&``, ``||``, ``|``, ``|&``, a newline or a parenthesis;
 reserved words count only where a command starts (``!`` and ``time`` only where a pipeline
 starts); ``#`` starts a comment only at a word's start; a here-document's body is skipped;
@@ -13,7 +13,7 @@ go, for deny rules to see.
 
 from __future__ import annotations
 
-from relay.gate.shell.words import META, Command, Word, WordReader
+from relay.canonical.shell.words import META, Command, Word, WordReader
 
 __all__ = ["read"]
 

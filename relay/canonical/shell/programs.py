@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import replace
 
-from relay.gate.shell.parts import Simple, flag_words, is_flag
+from relay.canonical.shell.parts import Simple, flag_words, is_flag
 
 __all__ = ["RUNNERS", "unwrap"]
 
