@@ -7,7 +7,6 @@ import contextlib
 import os
 import resource
 import signal
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from redis_server import free_port
 
 from relay.testing import FakeSlack
 
@@ -24,13 +24,6 @@ OTHER_TOKEN = "token-for-agent-two-9876543210"
 BOT_TOKEN = "xoxb-1234-5678-secretbottoken"
 SECRET = "server-signing-secret"
 CHANNEL = "C0SERVER"
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
