@@ -163,7 +163,9 @@ async def start_relay(env: dict[str, str], *args: str, max_files: int | None = N
     relay = Relay(url=f"http://127.0.0.1:{port}", port=port, process=process, env=env)
     relay._reader = asyncio.create_task(relay._read())
     try:
-        await relay.wait_for_log("relay listening", timeout=20)
+        # Generous: it starts in ~1 s of CPU, but a machine busy with parallel tests may
+        # give it that over many more seconds; a relay that fails exits and fails at once.
+        await relay.wait_for_log("relay listening", timeout=60)
     except BaseException:
         await relay.stop(signal.SIGKILL)
         raise
