@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from relay.testing import FakeSlack
-from tests.server_env import SECRET, Relay, free_port, relay_server
+from tests.server_env import SECRET, Relay, relay_server
 
 ROOT = Path(__file__).resolve().parent.parent
 # scripts/test installs the pinned CLIs here.
@@ -63,10 +63,9 @@ async def serve_model(
     app.router.add_route("*", "/{tail:.*}", anything_else)
     runner = web.AppRunner(app)
     await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
     finally:
         await runner.cleanup()
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: a clean environment for every test."""
+"""Shared fixtures: a clean environment for every test; each test marked with its kinds."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kinds import ProcessWatch, kinds_of
 from redis_server import RedisServer
 from redis_topologies import (
     Certificates,
@@ -17,6 +18,59 @@ from redis_topologies import (
     TLSRedis,
     make_certificates,
 )
+
+_PROCESSES = ProcessWatch()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with the kinds ``--quick`` leaves out (tests/kinds.py reads them from
+    its code)."""
+    for item in items:
+        for kind in sorted(kinds_of(item)):
+            item.add_marker(kind)
+
+
+# Tests that share one worker under ``--dist loadgroup``, by where they are: the browser tests
+# (one Chromium, not one per worker). By path, not by ``xdist_group`` markers: pytest-xdist 3.8
+# marks a group in the node id, which pytest 9.2 no longer lets a plugin change.
+_GROUPS = {"tests/browser/": "browser"}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups of ``_GROUPS``; every other test on its own."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = next((g for path, g in _GROUPS.items() if nodeid.startswith(path)), None)
+            return group or nodeid
+
+    return Grouped(config, log)
+
+
+@pytest.fixture(autouse=True)
+def _marked_as_what_it_does(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that starts a process without the ``subprocess`` marker (say it with
+    ``@pytest.mark.subprocess`` when relay's own code starts it): --quick would run it."""
+    _PROCESSES.started.clear()
+    _PROCESSES.watching = True
+    try:
+        yield
+    finally:
+        _PROCESSES.watching = False
+    kinds = kinds_of(request.node, request.fixturenames)
+    if _PROCESSES.started:
+        kinds |= {"subprocess"}
+    missing = sorted(k for k in kinds if request.node.get_closest_marker(k) is None)
+    if missing:
+        pytest.fail(
+            f"this test is {' and '.join(missing)} but not marked so (it started"
+            f" {_PROCESSES.started[:1] or 'a fixture of that kind'}): add"
+            f" @pytest.mark.{missing[0]} so that scripts/test --quick leaves it out",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(autouse=True)

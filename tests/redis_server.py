@@ -9,6 +9,9 @@ same process a TLS server, a Sentinel or a cluster node (see ``redis_topologies`
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
+import random
 import shutil
 import socket
 import subprocess
@@ -38,12 +41,41 @@ def redis_binary() -> str:
     return binary
 
 
+def _port_range() -> range:
+    """This test process's ports: its slice (one per xdist worker) of those below the
+    system's ephemeral range, where the kernel never picks one by itself."""
+    end = 32768
+    with contextlib.suppress(OSError, ValueError):
+        end = min(end, int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0]))
+    first = 10000
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    index = int(worker) if worker.isdigit() else 0
+    size = (end - first) // max(workers, 1)
+    return range(first + index * size, first + (index + 1) * size)
+
+
+_PORTS = _port_range()
+# In turn from a random start: a port is not handed out twice in a run, and two runs at once
+# (two developers' suites) rarely meet.
+_NEXT = itertools.count(random.randrange(len(_PORTS)))
+
+
 def free_port() -> int:
-    """A loopback TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A loopback TCP port nobody listens on right now, for a process the test starts.
+
+    Not one the kernel picks (``bind`` to port 0): between the pick and the child's own
+    ``bind``, the kernel may give that port to another worker's pick or connection. Ports
+    below the ephemeral range, from a slice of this worker's own, have no such race."""
+    for _ in range(len(_PORTS)):
+        port = _PORTS[next(_NEXT) % len(_PORTS)]
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use (or lingering) here: the next one
+            return port
+    raise AssertionError(f"no free loopback port in {_PORTS}")
 
 
 class RedisServer:

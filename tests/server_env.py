@@ -7,7 +7,6 @@ import contextlib
 import os
 import resource
 import signal
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from redis_server import free_port
 
 from relay.testing import FakeSlack
 
@@ -24,13 +24,6 @@ OTHER_TOKEN = "token-for-agent-two-9876543210"
 BOT_TOKEN = "xoxb-1234-5678-secretbottoken"
 SECRET = "server-signing-secret"
 CHANNEL = "C0SERVER"
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -170,7 +163,9 @@ async def start_relay(env: dict[str, str], *args: str, max_files: int | None = N
     relay = Relay(url=f"http://127.0.0.1:{port}", port=port, process=process, env=env)
     relay._reader = asyncio.create_task(relay._read())
     try:
-        await relay.wait_for_log("relay listening", timeout=20)
+        # Generous: it starts in ~1 s of CPU, but a machine busy with parallel tests may
+        # give it that over many more seconds; a relay that fails exits and fails at once.
+        await relay.wait_for_log("relay listening", timeout=60)
     except BaseException:
         await relay.stop(signal.SIGKILL)
         raise

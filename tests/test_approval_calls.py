@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from redis_server import free_port
 
 from relay.errors import UserInteractionError
 from relay.gate.approval import ApprovalRequest
 from relay.gate.remote import RemoteApprover
 from relay.integrations.core import PendingCall, RelayApprovals
 from relay.questions import AgentRef
-from tests.redis_server import free_port
 from tests.served import served
 
 AGENT = AgentRef("ops-bot", "Ops bot")

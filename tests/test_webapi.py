@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from redis_server import free_port
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -22,7 +23,6 @@ from relay.slack.retries import default_retry_handlers as _default_retry_handler
 from relay.slack.webapi import LeanCalls, ResponseUrlRefused, encode_json
 from relay.store.memory import MemoryStore
 from relay.testing import FakeSlack
-from tests.redis_server import free_port
 from tests.served import served
 
 TOKEN = "xoxb-1-webapi"
