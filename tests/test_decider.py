@@ -191,7 +191,12 @@ def test_a_client_may_only_make_the_request_stricter() -> None:
     assert judged.quorum == 2
     assert judged.approvers == ("U0LEAD", "U0BOB")  # the client named someone else
     assert judged.grants_offered == (False, 0)
-    assert judged.timeout == 300.0
+    assert judged.timeout == 10_000.0  # the operator's file sets no time: the client's
+    timed = rulings("timeout = 600\n" + OPERATOR).judge(
+        Proposal(request("terraform apply", timeout=10_000.0), owner="o")
+    )
+    assert isinstance(timed, ApprovalRequest)
+    assert timed.timeout == 600.0
     # The grant scope is the operator's rule's (a client's pattern never reaches a grant).
     assert judged.pattern is not None
     assert judged.pattern.commands == ("terraform *",)

@@ -170,7 +170,8 @@ class Rulings:
             channel=rules.channel or request.channel,
             approvers=_within(request.approvers, approvers),
             approver_groups=_within(request.approver_groups, groups),
-            timeout=_least(request.timeout, rules.timeout_for(verdict)),
+            # The operator's time, where its file sets one, bounds the client's.
+            timeout=_least(request.timeout, rules.given_timeout_for(verdict)),
             session_grants=request.session_grants and rules.session_grants,
             grant_minutes=min(request.grant_minutes, rules.grant_minutes),
             remind_after=team.remind_after

@@ -143,6 +143,8 @@ class Rules:
 
     source: str = "the built-in defaults"
     timeout: float = 300.0
+    # Whether the file sets ``timeout`` (else 300 is only the client's default wait).
+    timeout_given: bool = False
     channel: str | None = None
     approvers: tuple[str, ...] | None = None
     approver_groups: tuple[str, ...] | None = None
@@ -214,6 +216,12 @@ class Rules:
             return verdict.rule.timeout
         return self.timeout
 
+    def given_timeout_for(self, verdict: Verdict) -> float | None:
+        """The reviewer's time the file itself sets for ``verdict``, if it sets one."""
+        if verdict.rule is not None and verdict.rule.timeout is not None:
+            return verdict.rule.timeout
+        return self.timeout if self.timeout_given else None
+
     def team_for(self, verdict: Verdict) -> TeamRules:
         """The team decisions for an ask under ``verdict``: its rule's, else the top level's."""
         if verdict.rule is not None:
@@ -261,6 +269,7 @@ def parse_rules(data: Mapping[str, Any], *, source: str) -> Rules:
     return Rules(
         source=source,
         timeout=timeout,
+        timeout_given="timeout" in data,
         channel=channel,
         approvers=reader.ids(data, "approvers", ""),
         approver_groups=reader.ids(data, "approver_groups", ""),
