@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from kinds import ProcessWatch, kinds_of
 from redis_server import RedisServer
 from redis_topologies import (
@@ -18,6 +19,11 @@ from redis_topologies import (
     TLSRedis,
     make_certificates,
 )
+
+# Property tests check what is generated, never how fast: a loaded machine (xdist workers on
+# 2 cores) runs an example late, and a deadline would fail a test for the machine's sake.
+settings.register_profile("relay", deadline=None)
+settings.load_profile("relay")
 
 _PROCESSES = ProcessWatch()
 

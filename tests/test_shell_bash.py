@@ -26,6 +26,9 @@ from relay.canonical.match import subject
 from relay.canonical.shell import Parsed, glob_error, parse
 from relay.gate.rules import Rules, load_rules, parse_rules
 
+# Every case is checked against a real bash process.
+pytestmark = pytest.mark.subprocess
+
 BASH = shutil.which("bash") or "/bin/bash"
 # Every program is a function recording its words (builtins too: functions come first); a
 # name with no function comes to command_not_found_handle, as PATH finds nothing. `set -f`
