@@ -11,7 +11,6 @@ come back under their fields (``response_action: errors``) and nothing is record
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -30,7 +29,7 @@ from relay.slack import notices
 from relay.slack.background import Background
 from relay.slack.edit_fields import unavailable
 from relay.slack.edit_form import edit_view, first_block, read_edit_view
-from relay.slack.edit_opening import open_form
+from relay.slack.edit_opening import open_form, settled
 from relay.slack.final import answered_of
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
@@ -132,7 +131,9 @@ class EditIntake:
         )
         prepared = self._prepare(record, question, click)
         client = self._messages.lean.client
-        await open_form(client, click, prepared, at_once=slow, notify=notify)
+        await open_form(
+            client, click, prepared, at_once=slow, notify=notify, spawn=self._background.spawn
+        )
 
     async def _prepare(
         self, record: AskRecord, question: AskUserQuestionItem, click: Click
@@ -299,7 +300,7 @@ class EditIntake:
                 return await asyncio.shield(task)
         except TimeoutError:
             if not task.done():
-                self._background.spawn(_settled(task))
+                self._background.spawn(settled(task))
             raise
 
     async def _held(
@@ -370,12 +371,6 @@ class EditIntake:
     def _form_error(self, values: Mapping[str, Any], text: str) -> dict[str, str]:
         block = next(iter(values), None)
         return {block: text} if isinstance(block, str) else {}
-
-
-async def _settled(task: asyncio.Future[str | None]) -> None:
-    """Wait for a check nobody waits for any more (its failure is of no one's concern)."""
-    with contextlib.suppress(Exception):  # a late lookup's failure is met on the retry
-        await task
 
 
 def _first_block(values: Mapping[str, Any], edit: Any) -> str:
