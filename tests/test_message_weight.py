@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from relay.errors import UserInteractionError
 from relay.intents import AskUserQuestionIntent, ToolEdit
@@ -23,6 +25,7 @@ from relay.slack.parse import parse_click
 from relay.slack.render import MESSAGE_BYTES, render_outcome, render_question
 from relay.slack.text import block_text_length
 from relay.testing import check_blocks
+from tests.test_render import questions, text
 
 REFUSED_CHARS = 11_341
 REFUSED_BYTES = 17_694  # (17,693 bytes and one more)
@@ -124,3 +127,21 @@ def test_an_option_s_value_is_its_index_and_a_click_on_it_reads_back() -> None:
     click = parse_click(payload)
     assert click is not None
     assert click.option == 99
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    question=questions(),
+    agent=st.none() | st.builds(AgentRef, st.text(min_size=1, max_size=50), st.none() | text),
+)
+def test_no_question_asked_weighs_more_than_the_budget(
+    question: AskUserQuestionItem, agent: AgentRef | None
+) -> None:
+    # Whatever path the layout takes (the bound that skips building the inputs, or measuring).
+    try:
+        pending = render_question(question, ask_id=ASK, index=0, agent=agent, deadline=9e9)
+    except UserInteractionError:
+        return
+    assert weight(pending.blocks)[1] <= MESSAGE_BYTES
+    final = render_outcome(question, outcome="timed_out", agent=agent)
+    assert weight(final.blocks)[1] <= MESSAGE_BYTES

@@ -221,8 +221,8 @@ def _layout(
     ``MESSAGE_BYTES`` too: the menu's descriptions go first (the listing has them), then
     detail moves to the thread; a question too heavy without them is ``BAD_REQUEST``."""
     layout = _text_layout(question, agent, index, count)
-    if question.detail is None and bytes_bound(question, agent) <= MESSAGE_BYTES:
-        return layout  # (most questions: no need to build anything to know)
+    if bytes_bound(question, agent) + blocks_bytes(layout.detail) <= MESSAGE_BYTES:
+        return layout  # (most questions: no need to build the inputs to know)
     asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
     for describe in (True, False) if layout.describe else (False,):
         inputs = input_blocks(question, "r" * _MAX_ID, index, count > 1, describe=describe)
