@@ -25,6 +25,7 @@ BENCHMARKS = (
     "api_path",
     "gc_pause",
     "receipts",
+    "edit_acks",
 )
 
 

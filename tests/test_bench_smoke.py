@@ -25,6 +25,7 @@ BENCHMARKS = [
     "gc_pause",
     "cli_start",
     "receipts",
+    "edit_acks",
 ]
 
 

@@ -475,12 +475,11 @@ def test_the_quick_layout_is_the_measured_one(
     def layout(measured: bool) -> object:
         try:
             if not measured:
-                return render._layout(question, agent, index, count)
+                return render._text_layout(question, agent, index, count)
             heading, listing = render._heading_blocks(question), render.option_listing(question)
             asked = render._asked_by(agent, index, count, render._LAST_DEADLINE, question.default)
             fixed = block_text_length([*heading, *listing, asked])
-            if question.quorum > 1:
-                fixed += render.TALLY_CHARS
+            fixed += render._team_chars(question)
             return render._measured_layout(question, index, count, heading, listing, fixed)
         except UserInteractionError as refused:
             return refused.code

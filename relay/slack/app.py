@@ -225,7 +225,9 @@ def _bolt_app(provider: ClickTaker, signing_secret: str | None) -> AsyncApp:
     async def on_relay_action(ack: AsyncAck, body: dict[str, Any]) -> None:
         click = parse_click(body)
         if click is not None and click.kind is ClickKind.EDIT:
-            await ack()  # first: views.open must use the trigger within Slack's 3 s
+            # With process_before_response the ack leaves once this returns: opening the
+            # form (membership, views.open) runs in the background (EditIntake.open).
+            await ack()
             await provider.handle_click(click)
             return
         try:

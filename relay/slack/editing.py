@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
-
 from relay.asks.edit_review import EditReview
 from relay.asks.lifecycle import AskLifecycle
+from relay.asks.rules import widened
 from relay.edits import Edit, edit_custom, read_edit, same_json
 from relay.errors import UserInteractionError
 from relay.intents import ToolEdit
@@ -29,7 +29,7 @@ from relay.slack import notices
 from relay.slack.background import Background
 from relay.slack.edit_fields import unavailable
 from relay.slack.edit_form import edit_view, first_block, read_edit_view
-from relay.slack.failures import SLACK_FAILURES
+from relay.slack.edit_opening import open_form, settled
 from relay.slack.final import answered_of
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
@@ -43,8 +43,10 @@ __all__ = ["EditIntake", "allow_choices"]
 _log = logging.getLogger("relay.slack")
 _DENY = "Deny"  # relay.gate.approval's deny label (the gate sits above this module)
 _FIELD_ERROR = 2000  # a field error's text, as Slack shows it under a block
-# A submit is answered within Slack's 3 s: a membership lookup gets at most this much of it.
+# A submit is answered within Slack's 3 s: its waits on Slack (who may answer, then who the
+# relay's rules let allow the edit) get at most this much of it, together.
 _MEMBERSHIP_WITHIN = 2.0
+_LATE = "relay could not check with Slack in time whether you may do this; submit again."
 
 
 def allow_choices(question: AskUserQuestionItem) -> tuple[str, ...]:
@@ -102,7 +104,11 @@ class EditIntake:
         self._gatekeeper = gatekeeper
 
     async def open(self, click: Click) -> None:
-        """Open the edit form for ``click`` (an "Edit…" click), or say privately why not."""
+        """Start opening the edit form for ``click`` (an "Edit…" click), or saying privately
+        why not; returns at once, so that nothing here holds Slack's ack of the click."""
+        self._background.spawn(self._open(click))
+
+    async def _open(self, click: Click) -> None:
         notify = self._messages.notify
         try:
             record = await self._life.store.get(ask_id=click.ask_id)
@@ -118,10 +124,25 @@ class EditIntake:
         if not record.pending or existing is not None:
             notify(click, notices.closed(record, existing))
             return
+        # A membership Slack must be asked for never stands before views.open: the trigger
+        # opens a "checking…" view at once, updated to the form or the refusal after.
+        slow = self._gatekeeper is not None and self._gatekeeper.needs_slack(
+            widened(record, now=time.time()), click.user_id
+        )
+        prepared = self._prepare(record, question, click)
+        client = self._messages.lean.client
+        await open_form(
+            client, click, prepared, at_once=slow, notify=notify, spawn=self._background.spawn
+        )
+
+    async def _prepare(
+        self, record: AskRecord, question: AskUserQuestionItem, click: Click
+    ) -> dict[str, Any] | str:
+        """The edit form for ``click``'s user, or the notice saying why they get none."""
         refusal = await self._refusal(record, click)
         if refusal is not None:
-            notify(click, refusal)
-            return
+            return refusal
+        assert question.intent is not None
         assert question.intent.edit is not None
         try:
             edit, _, version = await _standing(
@@ -129,15 +150,13 @@ class EditIntake:
             )
         except Exception:
             _log.exception("store unreachable while opening an edit of ask %s", record.id)
-            notify(click, notices.cannot_record())
-            return
+            return notices.cannot_record()
         if (reason := unavailable(edit)) is not None:
-            notify(click, notices.edit_unavailable(reason))
-            return
+            return notices.edit_unavailable(reason)
         who = record.request.agent.display_name if record.request.agent else "An agent"
         where = {"a": record.id, "i": click.index, "c": click.channel_id, "t": click.message_ts}
         metadata = json.dumps({**where, "v": version} if version > 1 else where)
-        view = edit_view(
+        return edit_view(
             edit,
             metadata=metadata,
             choices=allow_choices(question),
@@ -145,16 +164,6 @@ class EditIntake:
             quorum=question.quorum,
             version=version,
         )
-        try:
-            client = self._messages.lean.client
-            await client.views_open(trigger_id=click.trigger_id or "", view=view)
-        except SlackApiError as exc:
-            error = exc.response.get("error") if exc.response is not None else None
-            _log.warning("views.open failed for ask %s: %s", record.id, error)
-            notify(click, notices.edit_not_opened(str(error)))
-        except SLACK_FAILURES:
-            _log.exception("views.open failed for ask %s", record.id)
-            notify(click, notices.edit_not_opened("unreachable"))
 
     async def submit(self, click: Click) -> dict[str, str] | None:
         """Apply a submitted edit form (``click``, of kind ``SAVE``): ``None`` when the
@@ -165,6 +174,7 @@ class EditIntake:
             click.index,
             click.user_id,
         )
+        deadline = asyncio.get_running_loop().time() + _MEMBERSHIP_WITHIN
         try:
             record = await self._life.store.get(ask_id=ask_id)
         except Exception:
@@ -179,11 +189,14 @@ class EditIntake:
         existing = record.responses[index] if index < len(record.responses) else None
         if not record.pending or existing is not None:
             return {first: _decided(existing)}
-        refusal = await self._refusal(record, click)
+        try:
+            refusal = await self._within(self._refusal(record, click), deadline)
+        except TimeoutError:
+            return {first: _LATE}
         if refusal is not None:
             return {first: refusal}
         if question.quorum > 1:
-            return await self._vote(record, question, click, edit)
+            return await self._vote(record, question, click, edit, deadline)
         read = read_edit_view(edit, values, allow_choices(question))
         if not isinstance(read, tuple):
             return read
@@ -194,7 +207,7 @@ class EditIntake:
         # Unchanged (as JSON: 1 is not true): the plain choice, as a click makes it.
         if not same_json(edited, dict(edit.input)):
             # An edit is a new proposal: held to the relay's rules before it is recorded.
-            held = await self._held(record, index, edited, choice, user_id)
+            held = await self._held(record, index, edited, choice, user_id, deadline=deadline)
             if held is not None:
                 return {first: held}
             custom, selected = edit_custom(Edit(edited, choice, 2, user_id)), ()
@@ -215,7 +228,12 @@ class EditIntake:
         return {first: _decided(winner)}
 
     async def _vote(
-        self, record: AskRecord, question: AskUserQuestionItem, click: Click, original: ToolEdit
+        self,
+        record: AskRecord,
+        question: AskUserQuestionItem,
+        click: Click,
+        original: ToolEdit,
+        deadline: float,
     ) -> dict[str, str] | None:
         """A submitted form on a question decided by votes: a changed input is the call's
         next version, with its editor's vote; an unchanged one a vote on the version shown."""
@@ -239,7 +257,7 @@ class EditIntake:
         )
         revise = not same_json(edited, dict(edit.input))
         if revise:
-            held = await self._held(record, index, edited, choice, click.user_id)
+            held = await self._held(record, index, edited, choice, click.user_id, deadline=deadline)
             if held is not None:
                 return {first: held}
             custom = edit_custom(Edit(edited, choice, version + 1, click.user_id))
@@ -273,11 +291,31 @@ class EditIntake:
         winner = result.record.responses[index] if result.record is not None else None
         return {first: _decided(winner)}
 
+    async def _within(self, check: Awaitable[str | None], deadline: float) -> str | None:
+        """``check``'s answer; ``TimeoutError`` past ``deadline`` (loop time), while the
+        check goes on in the background: what it looks up is cached for the retry."""
+        task = asyncio.ensure_future(check)
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await asyncio.shield(task)
+        except TimeoutError:
+            if not task.done():
+                self._background.spawn(settled(task))
+            raise
+
     async def _held(
-        self, record: AskRecord, index: int, edited: Mapping[str, Any], choice: str, user: str
+        self,
+        record: AskRecord,
+        index: int,
+        edited: Mapping[str, Any],
+        choice: str,
+        user: str,
+        *,
+        deadline: float | None = None,
     ) -> str | None:
         """Why the relay's rules do not let ``user`` allow the edited call as chosen (shown
-        under the form's field; nothing is recorded), or ``None``."""
+        under the form's field; nothing is recorded), or ``None``. Slack is asked until
+        ``deadline`` (loop time; the submit's budget), 2 s from now at most."""
         if self._review is None:
             return None
         terms = self._review(record, index, edited)
@@ -305,9 +343,11 @@ class EditIntake:
                 if terms.approver_groups is not None
                 else None,
             )
+            latest = asyncio.get_running_loop().time() + _MEMBERSHIP_WITHIN
             try:
-                async with asyncio.timeout(_MEMBERSHIP_WITHIN):
-                    refused = await self._gatekeeper.refusal(needed, user)
+                refused = await self._within(
+                    self._gatekeeper.refusal(needed, user), min(deadline or latest, latest)
+                )
             except TimeoutError:
                 return "relay could not check who may allow this edited call in time; submit again."
             if refused is not None:

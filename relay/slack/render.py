@@ -18,7 +18,7 @@ text object is made by ``kit``, which keeps it within its kind's limit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from relay.edits import read_edit
@@ -36,7 +36,6 @@ from relay.slack.inputs import (
     ACTION_SUBMIT,
     ACTION_TEXT,
     BLOCK_PREFIX,
-    EDIT_NOTE_CHARS,
     LABEL_CHARS,
     MAX_OPTIONS,
     block_id,
@@ -45,7 +44,20 @@ from relay.slack.inputs import (
     plain,
     sections,
 )
-from relay.slack.team import TALLY_CHARS, defaulted_line, tally_block
+from relay.slack.room import (
+    ENDING_BYTES,
+    MAX_BLOCKS,
+    MESSAGE_BYTES,
+    blocks_bytes,
+    bytes_bound,
+    check_blocks,
+    team_bytes,
+    too_heavy,
+)
+from relay.slack.room import inputs_bound as _inputs_bound
+from relay.slack.room import team_chars as _team_chars
+from relay.slack.room import text_bound as _text_bound
+from relay.slack.team import defaulted_line, tally_block
 from relay.slack.text import (
     block_text_length,
     chunks,
@@ -57,7 +69,7 @@ from relay.slack.text import (
     units,
     within,
 )
-from relay.slack.versions import REVISION_CHARS, revision_block
+from relay.slack.versions import revision_block
 
 __all__ = [
     "ACTION_CHECKS",
@@ -70,6 +82,7 @@ __all__ = [
     "ACTION_TEXT",
     "BLOCK_PREFIX",
     "MAX_OPTIONS",
+    "MESSAGE_BYTES",
     "MESSAGE_CHARS",
     "Outcome",
     "RenderedQuestion",
@@ -82,13 +95,13 @@ __all__ = [
     "render_question",
 ]
 
-MAX_BLOCKS = 50
 SECTION_CHARS = 3000
 HEADER_CHARS = 150
 MARKDOWN_CHARS = 10_000  # across the markdown blocks of one message (Slack: 12,000 a block)
 FALLBACK_CHARS = 3000
 MESSAGE_CHARS = 10_000
 """Characters of text the relay puts in one message's blocks (Slack refused 11,341 once)."""
+_MAX_ID = 64  # the longest ask id a click routes (parse._MAX_ID)
 _LAST_DEADLINE = 9_999_999_999.0  # sizes the "times out …" line for any deadline
 _MIN_DETAIL = 500  # with less room left than this, the whole detail goes to the thread
 _NOTE_CHARS = 100  # the "continues in N thread replies" line
@@ -204,6 +217,34 @@ class _Layout:
 def _layout(
     question: AskUserQuestionItem, agent: AgentRef | None, index: int, count: int
 ) -> _Layout:
+    """The message's layout (``_text_layout``), lightened until its blocks' JSON is within
+    ``MESSAGE_BYTES`` too: the menu's descriptions go first (the listing has them), then
+    detail moves to the thread; a question too heavy without them is ``BAD_REQUEST``."""
+    layout = _text_layout(question, agent, index, count)
+    if bytes_bound(question, agent) + blocks_bytes(layout.detail) <= MESSAGE_BYTES:
+        return layout  # (most questions: no need to build the inputs to know)
+    asked = _asked_by(agent, index, count, _LAST_DEADLINE, question.default)
+    for describe in (True, False) if layout.describe else (False,):
+        inputs = input_blocks(question, "r" * _MAX_ID, index, count > 1, describe=describe)
+        ending = max(blocks_bytes(inputs), ENDING_BYTES) + team_bytes(question)
+        fixed = blocks_bytes([*layout.heading, *layout.listing, asked]) + ending
+        if fixed + blocks_bytes(layout.detail) <= MESSAGE_BYTES:
+            return replace(layout, describe=describe)
+    room = MESSAGE_BYTES - fixed
+    if room < 0:
+        raise too_heavy(question, fixed)
+    chars = block_text_length(layout.detail)
+    while True:  # the detail's text, cut until its blocks fit the bytes left
+        detail, overflow = _detail_blocks(question, chars)
+        size = blocks_bytes(detail)
+        if size <= room or chars <= 0:
+            return _Layout(layout.heading, detail, overflow, layout.listing, False)
+        chars = max(0, min(chars - 1, chars * room // size - _NOTE_CHARS))
+
+
+def _text_layout(
+    question: AskUserQuestionItem, agent: AgentRef | None, index: int, count: int
+) -> _Layout:
     """Split the message's room the same way for the pending message and its final update,
     so that the thread replies continue exactly where either leaves off.
 
@@ -230,35 +271,6 @@ def _layout(
     return _measured_layout(question, index, count, heading, listing, fixed)
 
 
-def _team_chars(question: AskUserQuestionItem) -> int:
-    """Room kept for what a vote adds: the tally, and the edit being voted on if any."""
-    if question.quorum <= 1:
-        return 0
-    editable = question.intent is not None and question.intent.edit is not None
-    return TALLY_CHARS + (REVISION_CHARS if editable else 0)
-
-
-def _text_bound(question: AskUserQuestionItem, agent: AgentRef | None) -> int:
-    """At least the text in the question's heading, option listing and longest "Asked by"
-    line: escaping makes a character at most five ("&" -> "&amp;"; an emoji is two UTF-16
-    code units), and what the blocks add
-    (emphasis, numbers, the date token, "question 2 of 3") is under 400, plus 20 an option."""
-    raw = len(question.header or "") + len(question.question) + len(question.default or "")
-    for option in question.options or ():
-        raw += len(option.label) + len(option.description or "")
-    if agent is not None:
-        raw += min(len(agent.display_name), 200)  # (escape_within: 200 at most, escaped)
-    return 5 * raw + 20 * len(question.options or ()) + 400
-
-
-def _inputs_bound(options: int) -> int:
-    """At least the characters of text ``input_blocks`` puts in a question's inputs: each
-    option's text and description are at most ``LABEL_CHARS`` (``inputs._shown``, ``shorten``),
-    the placeholder, *Submit*, *Skip* and the field's label well under 200 together, and the
-    line saying why *Edit…* is not offered at most ``EDIT_NOTE_CHARS``."""
-    return options * 2 * LABEL_CHARS + 200 + EDIT_NOTE_CHARS
-
-
 def _measured_layout(
     question: AskUserQuestionItem,
     index: int,
@@ -279,14 +291,6 @@ def _measured_layout(
         " message safely holds (Slack has refused 11,341): shorten the option labels or"
         " descriptions, or offer fewer options"
     )
-
-
-def _check_size(question: AskUserQuestionItem, blocks: list[dict[str, Any]]) -> None:
-    if len(blocks) > MAX_BLOCKS:
-        raise bad_request(
-            f"question {question.id} needs {len(blocks)} Slack blocks, more than the"
-            f" {MAX_BLOCKS} a message may have: shorten the option descriptions"
-        )
 
 
 def render_question(
@@ -324,7 +328,7 @@ def render_question(
     ]
     if note is not None and block_text_length(blocks) > MESSAGE_CHARS:
         blocks[-1] = _asked_by(agent, index, count, deadline, question.default)  # no room
-    _check_size(question, blocks)
+    check_blocks(question, blocks)
     return RenderedQuestion(
         blocks=blocks, text=_fallback(question), detail_overflow=tuple(layout.overflow)
     )
