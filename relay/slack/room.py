@@ -55,8 +55,8 @@ def blocks_bytes(blocks: Sequence[dict[str, Any]]) -> int:
 
 def bytes_bound(question: AskUserQuestionItem, agent: AgentRef | None) -> int:
     """At least the bytes of ``question``'s message, its final update's too, besides its
-    detail's blocks: ``text_bound`` counts 5 units a character, and a character is at most 6 bytes of
-    JSON (a control character's escape; UTF-8 takes 4 at most)."""
+    detail's blocks: ``text_bound`` counts 5 units a character, and a character is at most
+    6 bytes of JSON (a control character's escape; UTF-8 takes 4 at most)."""
     options = len(question.options or ())
     inputs = 6 * inputs_bound(options) + OPTION_BYTES * options
     text = 6 * text_bound(question, agent) // 5
