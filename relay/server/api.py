@@ -279,7 +279,9 @@ class AskApi:
         return min(wait, self._max_wait)
 
     async def json_body(self, request: web.Request, *, hint: str = "shorten the detail") -> object:
-        """The whole body as untrusted JSON, within the size cap and the read deadline."""
+        """The whole body as untrusted JSON, within the size cap and the read deadline, and
+        only what relay carries and signs exactly (``safejson.unfit``): else ``BAD_REQUEST``
+        before anything is stored or posted."""
         data = await read_body(
             request,
             limit=self._max_body,
@@ -287,9 +289,15 @@ class AskApi:
             hint=f"; {hint} (or raise RELAY_MAX_BODY)",
         )
         try:
-            return safejson.loads(data)
+            body = safejson.loads(data)
         except ValueError as exc:
             raise ApiError("BAD_REQUEST", f"the body is not valid JSON: {exc}") from None
+        if (problem := safejson.unfit(body)) is not None:
+            raise ApiError(
+                "BAD_REQUEST",
+                f"the body {problem}; relay takes only JSON it can sign exactly (I-JSON, RFC 7493)",
+            )
+        return body
 
 
 def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]:
