@@ -21,6 +21,7 @@ from relay.config_values import (
     read_max_timeout,
     read_maybe_seconds,
     read_number,
+    read_operator_tokens,
     read_port,
     read_redis,
     read_redis_connections,
@@ -67,6 +68,8 @@ ENV_VARS: dict[str, str] = {
     " what is allowed or denied without a person, and what a grant may cover",
     "RELAY_API_TOKENS": "comma-separated bearer tokens for the /v1 API",
     "RELAY_API_TOKENS_FILE": "a file with one bearer token per line (instead of the above)",
+    "RELAY_OPERATOR_TOKENS": "comma-separated bearer tokens that read every token's receipts"
+    " (and nothing else), for audit; never an agent's token",
     "RELAY_MAX_WAIT": "longest ?wait= a request may hold, in seconds (default 60)",
     "RELAY_RETENTION": "seconds to keep finished asks for audit (default 7 days)",
     "RELAY_RETENTION_BYTES": "most bytes of finished asks kept in memory, oldest dropped first"
@@ -221,6 +224,7 @@ class Settings:
     allowed_channels: frozenset[str] | None = None
     timeout: float | None = 900.0
     api_tokens: tuple[str, ...] = field(default=(), repr=False)
+    operator_tokens: tuple[str, ...] = field(default=(), repr=False)
     max_wait: float = 60.0
     retention: float = 7 * 24 * 3600.0
     max_body: int = 256 * 1024
@@ -321,6 +325,7 @@ class Settings:
             },
         )
         max_timeout = read_max_timeout(get("RELAY_MAX_TIMEOUT"), timeout)
+        api_tokens = read_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE"))
         return cls(
             bot_token=bot_token,
             signing_secret=secret,
@@ -338,7 +343,8 @@ class Settings:
             ),
             timeout=timeout,
             max_timeout=max_timeout,
-            api_tokens=read_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE")),
+            api_tokens=api_tokens,
+            operator_tokens=read_operator_tokens(get("RELAY_OPERATOR_TOKENS"), api_tokens),
             rules_file=get("RELAY_RULES_FILE") or None,
             max_wait=read_seconds(get("RELAY_MAX_WAIT"), "RELAY_MAX_WAIT", 60.0),
             retention=read_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0),

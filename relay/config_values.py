@@ -20,6 +20,7 @@ __all__ = [
     "read_max_timeout",
     "read_maybe_seconds",
     "read_number",
+    "read_operator_tokens",
     "read_port",
     "read_redis",
     "read_redis_connections",
@@ -239,5 +240,25 @@ def read_api_tokens(raw: str | None, path: str | None) -> tuple[str, ...]:
             " anyone ask and read answers); make one with: python3 -c"
             ' "import secrets; print(secrets.token_urlsafe(32))"',
             setting="RELAY_API_TOKENS",
+        )
+    return tokens
+
+
+def read_operator_tokens(raw: str | None, api_tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """``RELAY_OPERATOR_TOKENS``: bearer tokens that read every token's receipts, and that
+    only; none is also an agent's token (an agent holding one would read everyone's)."""
+    tokens = tuple(t.strip() for t in (raw or "").split(",") if t.strip())
+    if any(len(t) < 16 for t in tokens):
+        raise RelayConfigError(
+            "RELAY_OPERATOR_TOKENS must be at least 16 characters each; make one with:"
+            ' python3 -c "import secrets; print(secrets.token_urlsafe(32))"',
+            setting="RELAY_OPERATOR_TOKENS",
+        )
+    if set(tokens) & set(api_tokens):
+        raise RelayConfigError(
+            "RELAY_OPERATOR_TOKENS holds a token that RELAY_API_TOKENS lists too: an operator"
+            " token reads every agent's receipts, so no agent may hold it; give the operator"
+            " a token of its own",
+            setting="RELAY_OPERATOR_TOKENS",
         )
     return tokens

@@ -5,19 +5,39 @@
 first arithmetic that mixes it with a float, and ``1e400`` decodes to infinity. ``loads``
 refuses all three (and ``NaN``/``Infinity``, which are not JSON) with ``UnreadableJSON``, a
 ``ValueError``, so that every caller that already handles malformed JSON handles these too.
+
+``unfit`` says why a decoded value cannot be carried exactly, and signed (RFC 8785 JCS), as
+it is: a lone surrogate (no UTF-8 text holds one), ``NaN`` or an infinity, an integer that
+no double holds as its own digits (JSON numbers are doubles to most readers, and to JCS),
+nesting past a bound. The relay's doors (``/v1`` bodies, ``/mcp`` tool arguments, the hooks'
+input) refuse what it names, so what enters can always be receipted.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "JSONTooComplex", "UnreadableJSON", "loads"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "SAFE_INTEGER",
+    "JSONTooComplex",
+    "UnreadableJSON",
+    "exact_integer",
+    "loads",
+    "unfit",
+]
 
 # Deeper than any request or Slack payload (a few levels), far below Python's recursion limit.
 MAX_DEPTH = 100
 # A float holds up to ~1.8e308; 30 digits are beyond any count, size or time the relay reads.
 MAX_INT_DIGITS = 30
+SAFE_INTEGER = 2**53
+"""Every integer up to this size (either sign) is a double; past it, doubles skip some."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class UnreadableJSON(ValueError):
@@ -98,3 +118,56 @@ def _check_depth(value: object) -> None:
         if depth > MAX_DEPTH:
             raise JSONTooComplex(f"it nests deeper than {MAX_DEPTH} levels")
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
+def exact_integer(value: int) -> bool:
+    """Whether a double holds ``value`` with these very digits as its shortest form: then a
+    reader of JSON numbers as doubles (ECMAScript, JCS) reads and writes it unchanged. True
+    within ±``SAFE_INTEGER``; past it, of 10**18 but not of 2**60 (read as ...847000)."""
+    if -SAFE_INTEGER <= value <= SAFE_INTEGER:
+        return True
+    try:
+        double = float(value)
+    except OverflowError:
+        return False
+    from decimal import Decimal  # (here: the hooks import this module on every tool call)
+
+    return math.isfinite(double) and Decimal(repr(double)) == value
+
+
+def unfit(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
+    """Why decoded JSON ``value`` cannot be carried and canonicalised exactly, as a phrase
+    to follow its name ("holds a lone surrogate …"), or ``None`` when it can. Iterative: no
+    value exhausts the stack."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return "holds a lone surrogate (\\ud800-\\udfff), which no UTF-8 text carries"
+        elif item is None or isinstance(item, bool):
+            continue
+        elif isinstance(item, int):
+            if not exact_integer(item):
+                digits = str(item)
+                shown = digits if len(digits) <= 24 else digits[:24] + "…"
+                return (
+                    f"holds the integer {shown}, which a JSON number (a double) does not hold"
+                    " exactly: send it as a string"
+                )
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "holds NaN or an infinity, which are not JSON numbers"
+        elif isinstance(item, dict | list | tuple):
+            if depth > max_depth:
+                return f"nests deeper than {max_depth} levels (relay's bound)"
+            if isinstance(item, dict):
+                if not all(isinstance(key, str) for key in item):
+                    return "has an object key that is not a string"
+                stack.extend((key, depth) for key in item)
+                stack.extend((child, depth + 1) for child in item.values())
+            else:
+                stack.extend((child, depth + 1) for child in item)
+        else:
+            return f"holds a {type(item).__name__}, which is not a JSON value"
+    return None

@@ -20,10 +20,10 @@ from typing import Any
 import aiohttp
 import mcp_types as types
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from redis_server import RedisServer
 
 from relay.mcp.server import RECEIPT_META_KEY
+from relay.receipts.keys import write_signing_key
 from relay.testing import FakeSlack
 from tests.mcp_env import http_client, result_text, stdio_client
 from tests.replica_env import ASK, post_click, start_replicas
@@ -43,14 +43,9 @@ MCP_QUESTION = {"questions": [{"id": "go", "question": "Ship it?", "options": [{
 
 
 def key_file(directory: Path) -> str:
+    """A new receipt key in ``directory``, its owner's alone (as ``relay serve`` wants it)."""
     path = directory / "receipt-key.pem"
-    path.write_bytes(
-        Ed25519PrivateKey.generate().private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    write_signing_key(path)
     return str(path)
 
 
@@ -355,6 +350,7 @@ async def test_a_rotated_key_still_publishes_the_old_one_and_the_chain_goes_on(
 async def test_a_key_file_that_is_no_ed25519_key_stops_serve_saying_so(tmp_path: Path) -> None:
     bad = tmp_path / "not-a-key.pem"
     bad.write_text("hello\n")
+    bad.chmod(0o600)  # (private, as a key must be: what is refused here is its content)
     async with FakeSlack(signing_secret=SECRET) as slack:
         env = relay_env(slack, free_port(), RELAY_RECEIPT_KEY_FILE=str(bad))
         code, lines = await run_to_exit(env)

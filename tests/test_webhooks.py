@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from redis_server import RedisServer
 
 from relay.client import verify_webhook
@@ -25,6 +23,7 @@ from relay.config import Settings
 from relay.errors import RelayConfigError
 from relay.events import AskEvent
 from relay.questions import AgentRef, AskUserQuestionItem, AskUserQuestionRequest
+from relay.receipts.keys import write_signing_key
 from relay.server.metrics import Metrics
 from relay.store.memory import MemoryStore
 from relay.store.record import AskError, AskRecord, AskStatus, Target
@@ -592,13 +591,7 @@ async def test_an_ends_body_carries_the_asks_signed_receipt(
     receiver: Receiver, tmp_path: Path
 ) -> None:
     key = tmp_path / "receipt-key.pem"
-    key.write_bytes(
-        Ed25519PrivateKey.generate().private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    write_signing_key(key)
     async with FakeSlack(signing_secret="server-signing-secret") as slack:
         env = webhook_env(RELAY_RECEIPT_KEY_FILE=str(key))
         async with relay_server(slack, **env) as relay:

@@ -3,16 +3,17 @@
 A hook runs before every tool call its harness matches, on input an agent shapes: whatever
 arrives (deep, huge, not JSON, not UTF-8, lone surrogates, ``NaN``), the hook must answer
 with its harness's deny rather than crash. Everything here is iterative, so no input can
-exhaust the interpreter's stack, and standard-library only (it runs on every call).
+exhaust the interpreter's stack, and standard-library only, ``relay.safejson`` too (it runs on
+every call).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from relay.hooks.common import BadHookInput, shown
+from relay.safejson import unfit
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "load_event", "parse_object"]
 
@@ -22,8 +23,6 @@ far beyond any harness's tool input, far below what would strain a parser."""
 
 MAX_BYTES = 64 * 1024 * 1024
 """The largest hook input read (64 MiB): a larger one is refused unread."""
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Refused(Exception):
@@ -44,7 +43,8 @@ def load_event(raw: bytes) -> dict[str, Any]:
 
 def parse_object(text: str, what: str) -> dict[str, Any]:
     """``text`` (called ``what`` in the error) as a JSON object within the bounds above: no
-    ``NaN``, no key twice, no lone surrogate, at most ``MAX_DEPTH`` levels deep."""
+    ``NaN``, no key twice, nothing ``relay.safejson.unfit`` refuses (a lone surrogate, an
+    infinity, an integer no double holds), at most ``MAX_DEPTH`` levels deep."""
     try:
         data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except _Refused as exc:
@@ -55,7 +55,9 @@ def parse_object(text: str, what: str) -> dict[str, Any]:
         raise BadHookInput(f"{what} is not JSON ({_first_line(exc)})") from None
     if not isinstance(data, dict):
         raise BadHookInput(f"{what} is not a JSON object")
-    _check_tree(data, what)
+    # The one check every door makes (iterative): what enters can be signed exactly.
+    if (problem := unfit(data, max_depth=MAX_DEPTH)) is not None:
+        raise BadHookInput(f"{what} {problem}")
     return data
 
 
@@ -74,27 +76,6 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise _Refused(f"has the key {shown(key)} twice")
             seen.add(key)
     return data
-
-
-def _check_tree(data: dict[str, Any], what: str) -> None:
-    """Refuse nesting past ``MAX_DEPTH`` and lone surrogates (``"\\ud800"`` escapes, which
-    no UTF-8 text can carry), walking the tree with a stack of its own."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, str):
-            if _SURROGATE.search(value):
-                raise BadHookInput(f"{what} holds a lone surrogate (\\ud800-\\udfff)")
-            continue
-        if not isinstance(value, dict | list):
-            continue
-        if depth > MAX_DEPTH:
-            raise _too_deep(what)
-        if isinstance(value, dict):
-            stack.extend((key, depth) for key in value)
-            stack.extend((item, depth + 1) for item in value.values())
-        else:
-            stack.extend((item, depth + 1) for item in value)
 
 
 def _too_deep(what: str) -> BadHookInput:

@@ -39,6 +39,7 @@ from relay.mcp.tools import (
     ApproveArguments,
     decision_result,
     read_approve_arguments,
+    refused_arguments,
     tool_result,
 )
 from relay.questions import AgentRef
@@ -189,6 +190,8 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
         box = toolbox_for(ctx)
         arguments = params.arguments or {}
         if params.name == ASK_USER_QUESTION:
+            if (refused := refused_arguments(arguments)) is not None:
+                return refused
             asked: list[str] = []
             noting = _ASKED.set(asked)
             try:

@@ -19,6 +19,7 @@ from typing import Any
 import mcp_types as types
 
 from relay.gate.approval import Decision
+from relay.safejson import unfit
 from relay.tool import ASK_USER_QUESTION_TOOL, ToolResult
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ApproveArguments",
     "decision_result",
     "read_approve_arguments",
+    "refused_arguments",
     "tool_result",
 ]
 
@@ -83,6 +85,18 @@ def tool_result(result: ToolResult) -> types.CallToolResult:
     )
 
 
+def refused_arguments(arguments: Mapping[str, Any]) -> types.CallToolResult | None:
+    """The tool's error result for arguments relay cannot carry and sign exactly (a lone
+    surrogate, NaN, an integer no double holds, nesting too deep); ``None`` when fine."""
+    problem = unfit(arguments)
+    if problem is None:
+        return None
+    message = f"the arguments {problem}; send only JSON that relay can sign exactly"
+    return tool_result(
+        ToolResult(is_error=True, text=f"Error: {message}", error={"message": message})
+    )
+
+
 class ApproveArguments:
     """The checked arguments of an ``approve_tool_use`` call."""
 
@@ -95,6 +109,8 @@ class ApproveArguments:
 def read_approve_arguments(arguments: Mapping[str, Any] | None) -> ApproveArguments | str:
     """The arguments, or a sentence saying what is wrong with them."""
     args = arguments or {}
+    if (problem := unfit(args)) is not None:
+        return f"the arguments {problem}"
     tool = args.get("tool_name")
     if not isinstance(tool, str) or not tool.strip():
         return "tool_name is required: the name of the tool asking for permission"

@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from relay.safejson import SAFE_INTEGER, exact_integer
+
 __all__ = ["canonical", "number"]
 
 _ESCAPES = {
@@ -92,9 +94,13 @@ def number(value: float) -> str:
     """``value`` as ECMAScript's ``Number.prototype.toString`` writes it (RFC 8785 §3.2.2.3:
     the shortest digits that read back the same double, in ES's choice of notation)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        if abs(value) > 2**53:
-            raise ValueError("JCS: an integer past 2**53 is not exact in JSON numbers")
-        return str(value)
+        if -SAFE_INTEGER <= value <= SAFE_INTEGER:
+            return str(value)
+        # Past 2**53 an integer is a double's only when it is that double's shortest digits
+        # (10**18, not 2**60): then it is written as the double, which reads back the same.
+        if not exact_integer(value):
+            raise ValueError("JCS: an integer that no double holds exactly is not a JSON number")
+        value = float(value)
     if math.isnan(value) or math.isinf(value):
         raise ValueError("JCS: NaN and Infinity are not JSON")
     if value == 0:

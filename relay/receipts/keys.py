@@ -5,12 +5,17 @@ is the RFC 7638 JWK thumbprint of its public key, so it needs no configuration a
 with the key: rotating is pointing ``RELAY_RECEIPT_KEY_FILE`` at a new key and listing the old
 public keys in ``RELAY_RECEIPT_RETIRED_KEYS_FILE`` (PEM public keys, or a saved JWK Set), so
 that receipts signed before still verify against the published set.
+
+Whoever reads the key can sign any receipt, so, as ssh does with its keys, a key file that
+its group or others may read is refused, and a key written here is its owner's alone (0600).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +34,10 @@ __all__ = [
     "key_id",
     "load_signing_key",
     "public_keys_from",
+    "write_signing_key",
 ]
+
+_PRIVATE = 0o600
 
 
 class ReceiptKeyError(ValueError):
@@ -80,7 +88,15 @@ class SigningKey:
 def load_signing_key(path: str | Path) -> SigningKey:
     """The Ed25519 private key in PEM file ``path``; ``ReceiptKeyError`` says what is wrong."""
     try:
-        data = Path(path).read_bytes()
+        # The mode of the file opened, not of a name that may point elsewhere a moment later.
+        with open(path, "rb") as file:
+            mode = stat.S_IMODE(os.fstat(file.fileno()).st_mode)
+            if mode & 0o077:
+                raise ReceiptKeyError(
+                    f"the receipt key file {path} can be read by others (mode {mode:04o}):"
+                    f" whoever reads it can sign receipts; make it private with: chmod 600 {path}"
+                )
+            data = file.read()
     except OSError as exc:
         raise ReceiptKeyError(f"cannot read the receipt key file ({exc.strerror})") from None
     try:
@@ -96,6 +112,28 @@ def load_signing_key(path: str | Path) -> SigningKey:
             " `openssl genpkey -algorithm ed25519 -out receipt-key.pem`"
         )
     return SigningKey.of(key)
+
+
+def write_signing_key(path: str | Path) -> SigningKey:
+    """A new key, written to ``path`` (which must not exist) as PEM readable by its owner
+    only (0600, whatever the umask); ``ReceiptKeyError`` if it cannot be."""
+    key = SigningKey.generate()
+    pem = key.private.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    try:
+        # Created 0600 (never readable by others, not even for a moment), then set exactly so.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _PRIVATE)
+        with os.fdopen(fd, "wb") as file:
+            os.fchmod(file.fileno(), _PRIVATE)
+            file.write(pem)
+    except OSError as exc:
+        raise ReceiptKeyError(
+            f"cannot write the receipt key file {path} ({exc.strerror})"
+        ) from None
+    return key
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from relay.gate.policy import Policy
 from relay.gate.rules import Rules
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter
-from relay.server.api import OWNER, AskApi
+from relay.server.api import OPERATOR, OWNER, AskApi
 from relay.server.approval_use import ApprovalUseApi
 from relay.server.approvals import ApprovalApi
 from relay.server.auth import Authenticator
@@ -32,7 +32,7 @@ from relay.server.mcp_origins import OriginPolicy
 from relay.server.mcp_sessions import SessionLimits
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
-from relay.server.receipts import ReceiptApi
+from relay.server.receipts import ReceiptApi, operator_may
 from relay.slack.app import slack_handler
 from relay.slack.identity import TOKEN_REFUSALS
 from relay.slack.provider import SlackProvider
@@ -132,6 +132,7 @@ def build_app(
     *,
     provider: SlackProvider,
     api_tokens: tuple[str, ...],
+    operator_tokens: tuple[str, ...] = (),
     max_wait: float = 60.0,
     max_body: int = 256 * 1024,
     serve_slack_events: bool = True,
@@ -154,13 +155,14 @@ def build_app(
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
     ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it).
     ``mcp`` bounds ``/mcp``'s sessions and lists the origins and hosts it answers.
+    ``operator_tokens`` (``RELAY_OPERATOR_TOKENS``) read every token's receipts, and only them.
     ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals, or
     ``rulings`` when the provider's Edit form holds edits to them (``operator_rulings``).
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
     """
-    auth = Authenticator(api_tokens)
+    auth = Authenticator(api_tokens, operator_tokens)
     limiter = Limiter(limits or TokenLimits())
     connections = Connections(
         limit=max_connections or default_connection_limit(), read_timeout=read_timeout
@@ -206,7 +208,18 @@ def build_app(
     async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             if request.path.startswith("/v1/"):
-                owner = auth.owner(request.headers.get("Authorization"))
+                header = request.headers.get("Authorization")
+                owner = auth.owner(header)
+                if owner is None and (operator := auth.operator(header)) is not None:
+                    if not operator_may(request):
+                        return error_response(
+                            "UNAUTHORIZED",
+                            "an operator token (RELAY_OPERATOR_TOKENS) reads receipts only"
+                            " (GET /v1/receipts, GET /v1/asks/{id}/receipt); send an agent's"
+                            " API token for anything else",
+                        )
+                    request[OPERATOR] = True
+                    owner = operator
                 if owner is None:
                     return error_response(
                         "UNAUTHORIZED",

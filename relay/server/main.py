@@ -79,7 +79,8 @@ def configure_logging(settings: Settings) -> None:
         settings.signing_secret or "",
         settings.webhook_key or "",
     )
-    handler.addFilter(RedactingFilter((*secrets, *settings.api_tokens)))
+    tokens = (*settings.api_tokens, *settings.operator_tokens)
+    handler.addFilter(RedactingFilter((*secrets, *tokens)))
     handler.addFilter(OneLineFilter())  # after redacting: a secret cut in two is still hidden
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -251,6 +252,7 @@ async def serve(
         mcp_progress_interval=settings.mcp_progress_interval,
         mcp=settings.mcp,
         api_tokens=settings.api_tokens,
+        operator_tokens=settings.operator_tokens,
         max_wait=settings.max_wait,
         max_body=settings.max_body,
         serve_slack_events=not settings.socket_mode,

@@ -62,7 +62,8 @@ def _chain(error: ErrorResponse) -> dict[str, Any]:
     return {
         "get": {
             "operationId": "listReceipts",
-            "summary": "Every receipt of this relay, in chain order, a page at a time.",
+            "summary": "The token's own receipts (an operator token's: every one), in chain"
+            " order, a page at a time.",
             "parameters": [
                 {
                     "name": "after",

@@ -2,9 +2,11 @@
 
 ``GET /v1/asks/{id}/receipt`` and ``GET /v1/approvals/{id}/receipt`` answer the compact JWS
 (``application/jose``) once the ask has ended (written then and there if no replica has
-yet), to the token that made the ask; ``GET /v1/receipts`` pages through the whole chain in
-order (what ``relay audit --receipts`` exports); ``GET /.well-known/jwks.json`` publishes
-the keys receipts verify with (RFC 7517), with no token, as keys are meant to be.
+yet), to the token that made the ask; ``GET /v1/receipts`` pages through the chain in order
+(what ``relay audit --receipts`` exports): a token's own receipts, or, to an operator token
+(``RELAY_OPERATOR_TOKENS``, which may read these routes and no other), all of them.
+``GET /.well-known/jwks.json`` publishes the keys receipts verify with (RFC 7517), with no
+token, as keys are meant to be.
 """
 
 from __future__ import annotations
@@ -16,17 +18,34 @@ from typing import Any
 from aiohttp import web
 
 from relay.receipts import ReceiptWriter
-from relay.server.api import AskApi
+from relay.server.api import OPERATOR, OWNER, AskApi
 from relay.server.approvals import ApprovalApi
 from relay.server.errors import ApiError
 from relay.store.receipts import ReceiptChain
 from relay.store.record import AskRecord
 
-__all__ = ["JOSE", "JWK_SET", "ReceiptApi"]
+__all__ = ["JOSE", "JWK_SET", "RECEIPT_ROUTES", "ReceiptApi", "operator_may"]
 
 JOSE = "application/jose"
 JWK_SET = "application/jwk-set+json"
 _PAGE_DEFAULT, _PAGE_MAX = 200, 1000
+# Receipts one request reads past looking for its token's own (the page says where it
+# stopped: the next one goes on from there).
+_SCAN_BUDGET = 20_000
+RECEIPT_ROUTES = frozenset(
+    {"/v1/receipts", "/v1/asks/{ask_id}/receipt", "/v1/approvals/{ask_id}/receipt"}
+)
+"""The routes an operator token may read (``GET`` only)."""
+
+
+def operator_may(request: web.Request) -> bool:
+    """Whether an operator token may make ``request``: a read of a receipt route."""
+    resource = request.match_info.route.resource
+    return (
+        request.method in ("GET", "HEAD")
+        and resource is not None
+        and resource.canonical in RECEIPT_ROUTES
+    )
 
 
 def _off() -> ApiError:
@@ -76,7 +95,8 @@ class ReceiptApi:
         return web.Response(text=token, content_type=JOSE)
 
     async def chain(self, request: web.Request) -> web.Response:
-        """``GET /v1/receipts?after=N&limit=M``: receipts after place N, in chain order."""
+        """``GET /v1/receipts?after=N&limit=M``: receipts after place N, in chain order: the
+        token's own, or every one to an operator token; ``next_after`` is where to go on."""
         after = _whole(request.query.get("after"), "after", 0, None)
         limit = _whole(request.query.get("limit"), "limit", _PAGE_DEFAULT, _PAGE_MAX)
         if self._writer is None:
@@ -84,14 +104,27 @@ class ReceiptApi:
         store = self._asks.provider.store
         if not isinstance(store, ReceiptChain):
             raise _off()
-        tokens = await store.receipt_range(start=after + 1, limit=limit)
-        items = [
-            {"seq": after + 1 + i, "id": _claim(t, "jti"), "ask": _claim(t, "ask"), "receipt": t}
-            for i, t in enumerate(tokens)
-        ]
-        body: dict[str, Any] = {"receipts": items}
-        body["next_after"] = after + len(tokens) if len(tokens) == limit else None
-        return web.json_response(body)
+        owner = None if request.get(OPERATOR) else request[OWNER]
+        items: list[dict[str, Any]] = []
+        place, scanned, more = after, 0, True
+        while len(items) < limit and scanned < _SCAN_BUDGET:
+            asked = limit - len(items) if owner is None else _PAGE_MAX
+            tokens = await store.receipt_range(start=place + 1, limit=asked)
+            scanned += len(tokens)
+            for token in tokens:
+                place += 1
+                if owner is None or _owner(token) == owner:
+                    ask = _claim(token, "ask")
+                    items.append(
+                        {"seq": place, "id": _claim(token, "jti"), "ask": ask, "receipt": token}
+                    )
+                    if len(items) == limit:
+                        break  # (with more to read, maybe: the page says where to go on)
+            else:
+                if len(tokens) < asked:
+                    more = False  # read to the chain's end
+                    break
+        return web.json_response({"receipts": items, "next_after": place if more else None})
 
     async def jwks(self, _: web.Request) -> web.Response:
         """``GET /.well-known/jwks.json``: the current and retired public keys."""
@@ -109,6 +142,11 @@ def _whole(raw: str | None, name: str, default: int, most: int | None) -> int:
     if most is not None and not 1 <= value <= most:
         raise ApiError("BAD_REQUEST", f"{name} must be from 1 to {most}")
     return value
+
+
+def _owner(token: str) -> Any:
+    agent = _claim(token, "agent")
+    return agent.get("owner") if isinstance(agent, dict) else None
 
 
 def _claim(token: str, name: str) -> Any:
