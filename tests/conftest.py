@@ -37,21 +37,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 # Tests that share one worker under ``--dist loadgroup``, by where they are: the browser tests
-# (one Chromium, not one per worker). By path, not by ``xdist_group`` markers: pytest-xdist 3.8
-# marks a group in the node id, which pytest 9.2 no longer lets a plugin change.
-_GROUPS = {"tests/browser/": "browser"}
+# (one Chromium, not one per worker). Not xdist's own loadgroup: it marks a group in the node
+# id, which pytest 9.2 no longer lets a plugin change, and it schedules by node id, which runs
+# only one of the tests schemathesis generates under one id (tests/hardening/test_api_fuzz.py).
+_GROUPS = ("tests/browser/",)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup`` with the groups of ``_GROUPS``; every other test on its own."""
+    """``--dist loadgroup``: xdist's ``load`` (by index: every collected test runs), with the
+    tests under ``_GROUPS`` sent to the first worker together."""
     if config.getvalue("dist") != "loadgroup":
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadScheduling
 
-    class Grouped(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            group = next((g for path, g in _GROUPS.items() if nodeid.startswith(path)), None)
-            return group or nodeid
+    class Grouped(LoadScheduling):
+        grouped = False
+
+        def _send_tests(self, node: Any, num: int) -> None:
+            if not self.grouped:  # the first batch of the run: the group goes first, whole
+                self.grouped = True
+                collection = self.collection or []
+                group = [i for i in self.pending if collection[i].startswith(_GROUPS)]
+                if group:
+                    self.pending[:] = [i for i in self.pending if i not in set(group)]
+                    self.node2pending[node].extend(group)
+                    node.send_runtest_some(group)
+            super()._send_tests(node, num)
 
     return Grouped(config, log)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["KINDS", "ProcessWatch", "kinds_of"]
+__all__ = ["KINDS", "ProcessWatch", "kinds_of", "reaches"]
 
 TESTS = Path(__file__).resolve().parent
 
@@ -100,6 +100,11 @@ class _Reader:
 
 
 _reader = _Reader()
+
+
+def reaches(obj: Any) -> frozenset[str]:
+    """The kinds a function or class under tests/ reaches through its code."""
+    return _reader.of(obj)
 
 
 def kinds_of(item: pytest.Item, fixturenames: Iterable[str] | None = None) -> frozenset[str]:
