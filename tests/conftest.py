@@ -59,7 +59,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 collection = self.collection or []
                 group = [i for i in self.pending if collection[i].startswith(_GROUPS)]
                 if group:
-                    self.pending[:] = [i for i in self.pending if i not in set(group)]
+                    grouped = frozenset(group)
+                    self.pending[:] = [i for i in self.pending if i not in grouped]
                     self.node2pending[node].extend(group)
                     node.send_runtest_some(group)
             super()._send_tests(node, num)
