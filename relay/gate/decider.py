@@ -40,6 +40,7 @@ from relay.gate.approval import (
     approval_question,
     decide_answer,
     decide_error,
+    offer_for,
 )
 from relay.gate.core import grant_scope
 from relay.gate.policy import combine
@@ -355,7 +356,7 @@ class Decider:
             if kind is not None and not terms.offers(kind):
                 kind = None  # the rules offer no such grant for the edited call: allow once
             if offer is not None:
-                offer = replace(offer, pattern=Pattern.exact(edit.tool, decision.updated_input))
+                offer = offer_for(offer, edit.tool, decision)
         if kind is None or offer is None or decision.by is None or decision.at is None:
             return decision
         grant = offer.grant(ask_id=ask_id, kind=kind, by=decision.by, at=decision.at)
