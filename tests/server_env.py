@@ -136,6 +136,13 @@ def relay_env(slack: FakeSlack, port: int, **extra: str) -> dict[str, str]:
         RELAY_HOST="127.0.0.1",
     )
     env.update(extra)
+    # The workspace issued the relay its tokens and holds its channel: FakeSlack takes no
+    # other (as Slack answers invalid_auth / channel_not_found).
+    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"):
+        if env.get(name):
+            slack.issue_token(env[name])
+    if env.get("RELAY_CHANNEL") and env["RELAY_CHANNEL"] not in slack.channels:
+        slack.add_channel(env["RELAY_CHANNEL"])
     return env
 
 

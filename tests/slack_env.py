@@ -79,7 +79,7 @@ async def slack_env(
             if not known.startswith(("U", "W")):
                 slack.add_channel(known)
         provider = SlackProvider(
-            client=AsyncWebClient(token="xoxb-test-token", base_url=slack.base_url),
+            client=AsyncWebClient(token=slack.bot_token, base_url=slack.base_url),
             signing_secret=SECRET,
             channel=channel,
             timeout=timeout,

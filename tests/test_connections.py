@@ -21,7 +21,7 @@ async def test_closing_with_more_asks_than_connections_withdraws_every_one() -> 
     async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
         # Each update takes 2 s and the client's timeout is 3 s: the 20 updates queued behind
         # the first 100 wait 2 s for their turn, then 2 s for their answer.
-        client = AsyncWebClient(token="xoxb-test-token", base_url=slack.base_url, timeout=3)
+        client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url, timeout=3)
 
         def route(request: AskUserQuestionRequest) -> SlackTarget:
             return SlackTarget(channel=f"C0{request.questions[0].id.upper()}")  # posts in parallel

@@ -46,6 +46,7 @@ async def slack() -> AsyncIterator[FakeSlack]:
         api_app_id="A0FAKE",
         bot_user_id="U0BOT",
         bot_id="B0BOT",
+        channels={c: f"channel-{c.lower()}" for c in ("C1", "C2", "C7", "C8", "C9")},
     ) as fake:
         fake.add_user("U123", name="alice", real_name="Alice Liddell")
         fake.add_user("U456", name="bob")
@@ -54,7 +55,7 @@ async def slack() -> AsyncIterator[FakeSlack]:
 
 @pytest.fixture
 def client(slack: FakeSlack) -> AsyncWebClient:
-    return AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+    return AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
 
 
 class AppStub:
@@ -179,10 +180,13 @@ def test_public_names() -> None:
     assert sorted(relay.testing.__all__) == [
         "BlocksRejected",
         "ClickResult",
+        "DEFAULT_APP_TOKEN",
+        "DEFAULT_BOT_TOKEN",
         "FakeMessage",
         "FakeModal",
         "FakeSlack",
         "FakeView",
+        "LENIENCIES",
         "Link",
         "ManualClock",
         "Mention",
@@ -215,12 +219,14 @@ async def test_auth_test(client: AsyncWebClient) -> None:
 
 async def test_auth_test_on_enterprise_grid() -> None:
     async with FakeSlack(enterprise_id="E0ORG") as workspace_install:
-        client = AsyncWebClient(token="xoxb-test", base_url=workspace_install.base_url)
+        client = AsyncWebClient(
+            token=workspace_install.bot_token, base_url=workspace_install.base_url
+        )
         response = await client.auth_test()
         assert (response["team_id"], response["enterprise_id"]) == ("T0FAKE", "E0ORG")
         assert response["is_enterprise_install"] is False
     async with FakeSlack(enterprise_id="E0ORG", enterprise_install=True) as org_install:
-        client = AsyncWebClient(token="xoxb-test", base_url=org_install.base_url)
+        client = AsyncWebClient(token=org_install.bot_token, base_url=org_install.base_url)
         response = await client.auth_test()
         assert response["enterprise_id"] == "E0ORG"
         assert response["is_enterprise_install"] is True
@@ -230,9 +236,11 @@ async def test_auth_test_on_enterprise_grid() -> None:
 
 async def test_org_wide_install_payloads_are_shaped_as_slack_sends_them() -> None:
     # bolt-python tests/slack_bolt/request/test_request.py, org-wide block_actions.
-    async with FakeSlack(enterprise_id="E0ORG", enterprise_install=True) as slack:
+    async with FakeSlack(
+        enterprise_id="E0ORG", enterprise_install=True, channels={"C1": "c1"}
+    ) as slack:
         slack.add_user("W0OWNER", name="owner", team_id="E0ORG")
-        client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+        client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
         message = await post_question(client, slack)
         payload = slack.build_block_actions(message, {"type": "button"}, user="U123")
         assert payload["team"] is None
@@ -245,7 +253,7 @@ async def test_org_wide_install_payloads_are_shaped_as_slack_sends_them() -> Non
 
 async def test_a_guest_from_another_workspace_keeps_their_team(slack: FakeSlack) -> None:
     slack.add_user("U0GUEST", name="guest", team_id="T0OTHER")
-    client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+    client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
     message = await post_question(client, slack)
     payload = slack.build_block_actions(message, {"type": "button"}, user="U0GUEST")
     assert payload["user"]["team_id"] == "T0OTHER"
@@ -275,7 +283,7 @@ async def test_post_message_records_message_and_call(
     assert isinstance(call, RecordedCall)
     assert call.args["blocks"] == blocks
     assert call.status == 200
-    assert call.token == "xoxb-test"
+    assert call.token == slack.bot_token
     assert call.ok
 
 
@@ -287,7 +295,7 @@ async def test_post_message_to_user_id_goes_to_their_dm(client: AsyncWebClient) 
 
 async def test_form_encoded_body_with_token_field(slack: FakeSlack) -> None:
     blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "form"}}]
-    form = {"token": "xoxb-form", "channel": "C9", "text": "form", "blocks": json.dumps(blocks)}
+    form = {"token": slack.bot_token, "channel": "C9", "text": "form", "blocks": json.dumps(blocks)}
     async with (
         aiohttp.ClientSession() as http,
         http.post(f"{slack.base_url}chat.postMessage", data=form) as response,
@@ -296,7 +304,7 @@ async def test_form_encoded_body_with_token_field(slack: FakeSlack) -> None:
     assert body["ok"] is True
     call = slack.calls_to("chat.postMessage")[0]
     assert call.args["blocks"] == blocks
-    assert call.token == "xoxb-form"
+    assert call.token == slack.bot_token
     assert "token" not in call.args
 
 
@@ -306,7 +314,13 @@ async def test_missing_token_is_not_authed(slack: FakeSlack) -> None:
         http.post(f"{slack.base_url}auth.test", json={}) as response,
     ):
         assert response.status == 200
-        assert await response.json() == {"ok": False, "error": "not_authed"}
+        body = await response.json()
+        # aiohttp's json= names no charset: Slack warns missing_charset beside the error.
+        assert (body["ok"], body["error"], body["warning"]) == (
+            False,
+            "not_authed",
+            "missing_charset",
+        )
 
 
 async def test_unknown_method(client: AsyncWebClient) -> None:
@@ -317,6 +331,7 @@ async def test_unknown_method(client: AsyncWebClient) -> None:
 
 async def test_channel_errors(slack: FakeSlack, client: AsyncWebClient) -> None:
     slack.missing_channels.add("CGONE")
+    slack.add_channel("COUT")
     slack.not_in_channels.add("COUT")
     for channel, error in (("CGONE", "channel_not_found"), ("COUT", "not_in_channel")):
         with pytest.raises(SlackApiError) as raised:
@@ -492,9 +507,11 @@ async def test_usergroups_and_users(slack: FakeSlack, client: AsyncWebClient) ->
     assert raised.value.response["error"] == "user_not_found"
 
 
-async def test_app_token_is_required_for_socket_mode(client: AsyncWebClient) -> None:
+async def test_app_token_is_required_for_socket_mode(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
     with pytest.raises(SlackApiError) as raised:
-        await client.apps_connections_open(app_token="xoxb-not-an-app-token")
+        await client.apps_connections_open(app_token=slack.bot_token)
     assert raised.value.response["error"] == "not_allowed_token_type"
 
 
@@ -611,7 +628,7 @@ async def test_fail_with_429_sends_retry_after(slack: FakeSlack, client: AsyncWe
 async def test_429_is_retried_by_the_sdk_handler(slack: FakeSlack) -> None:
     slack.fail("chat.postMessage", status=429, retry_after=1)
     client = AsyncWebClient(
-        token="xoxb-test",
+        token=slack.bot_token,
         base_url=slack.base_url,
         retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=1)],
     )
@@ -985,8 +1002,8 @@ class SocketApp:
         self.requests: asyncio.Queue[SocketModeRequest] = asyncio.Queue()
         self.ack = True
         self.client = SocketModeClient(
-            app_token="xapp-test",
-            web_client=AsyncWebClient(token="xoxb-test", base_url=slack.base_url),
+            app_token=slack.app_token,
+            web_client=AsyncWebClient(token=slack.bot_token, base_url=slack.base_url),
         )
         self.client.socket_mode_request_listeners.append(self.on_request)
 
@@ -1020,7 +1037,7 @@ async def test_socket_mode_round_trip(
 ) -> None:
     assert slack.socket_connections == 1
     opened = slack.calls_to("apps.connections.open")[0]
-    assert opened.token == "xapp-test"
+    assert opened.token == slack.app_token
     assert opened.response["url"].startswith("ws://127.0.0.1:")
     message = await post_question(client, slack)
 
@@ -1054,9 +1071,9 @@ async def raw_socket(
     slack: FakeSlack, session: aiohttp.ClientSession
 ) -> aiohttp.ClientWebSocketResponse:
     """A bare WebSocket opened the way a Socket Mode client opens one."""
-    opened = await AsyncWebClient(token="xapp-raw", base_url=slack.base_url).apps_connections_open(
-        app_token="xapp-raw"
-    )
+    opened = await AsyncWebClient(
+        token=slack.app_token, base_url=slack.base_url
+    ).apps_connections_open(app_token=slack.app_token)
     return await session.ws_connect(str(opened["url"]))
 
 
@@ -1123,7 +1140,7 @@ async def test_socket_mode_without_ack_times_out(
 def bolt_app(slack: FakeSlack) -> AsyncApp:
     """A Bolt app that locks the question when someone approves it."""
     app = AsyncApp(
-        client=AsyncWebClient(token="xoxb-test", base_url=slack.base_url), signing_secret=SECRET
+        client=AsyncWebClient(token=slack.bot_token, base_url=slack.base_url), signing_secret=SECRET
     )
 
     @app.action("approve")
@@ -1167,7 +1184,7 @@ async def test_bolt_over_http(slack: FakeSlack, client: AsyncWebClient) -> None:
 
 
 async def test_bolt_over_socket_mode(slack: FakeSlack, client: AsyncWebClient) -> None:
-    handler = AsyncSocketModeHandler(bolt_app(slack), "xapp-test")
+    handler = AsyncSocketModeHandler(bolt_app(slack), slack.app_token)
     try:
         await handler.connect_async()
         await slack.wait_for_socket()

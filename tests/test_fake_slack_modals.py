@@ -36,7 +36,7 @@ def clock() -> ManualClock:
 @pytest.fixture
 async def slack(clock: ManualClock) -> AsyncIterator[FakeSlack]:
     async with with_alice_and_bob(
-        FakeSlack(signing_secret=SECRET, bot_token=TOKEN, clock=clock)
+        FakeSlack(signing_secret=SECRET, bot_token=TOKEN, clock=clock, channels={"C0OPS": "ops"})
     ) as fake:
         yield fake
 
@@ -501,7 +501,7 @@ async def test_bolt_over_socket_mode_edit_round_trip(
     slack: FakeSlack, client: AsyncWebClient
 ) -> None:
     app = bolt_app(slack, signing_secret=SECRET)
-    handler = AsyncSocketModeHandler(app, app_token="xapp-modal-test")
+    handler = AsyncSocketModeHandler(app, app_token=slack.app_token)
     handler.client.web_client = AsyncWebClient(base_url=slack.base_url)
     await handler.connect_async()
     try:
@@ -712,7 +712,7 @@ async def test_socket_mode_envelope_accepts_a_response_payload(slack: FakeSlack)
         await seen.put(body)
         await ack(response_action="errors", errors={"count": "Too many"})
 
-    handler = AsyncSocketModeHandler(app, app_token="xapp-modal-test")
+    handler = AsyncSocketModeHandler(app, app_token=slack.app_token)
     handler.client.web_client = AsyncWebClient(base_url=slack.base_url)
     envelopes: list[bool] = []
 
@@ -781,7 +781,7 @@ async def test_over_socket_mode_slack_reads_an_ack_payload_only_where_the_envelo
     """A bare WebSocket app, so each ack is exactly what is sent: ``{envelope_id, payload}``,
     ``payload`` being what an HTTP app would answer in its body."""
     opened = await AsyncWebClient(base_url=slack.base_url).apps_connections_open(
-        app_token="xapp-raw"
+        app_token=slack.app_token
     )
     errors = {"response_action": "errors", "errors": {"count": "Too many"}}
     async with aiohttp.ClientSession() as session:

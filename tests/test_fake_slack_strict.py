@@ -13,7 +13,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.testing import FakeSlack
+from relay.testing import DEFAULT_BOT_TOKEN, FakeSlack
 from relay.testing.ratelimits import POST_MESSAGE_BURST, TIER_PER_MINUTE, TierLimiter
 from tests.fake_slack_env import with_alice_and_bob
 
@@ -212,14 +212,18 @@ async def raw_call(
     query: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    sent_headers = dict(headers or {})
+    data: Any = form
+    if json_body is not None:  # with its charset, as slack_sdk sends it (no warning)
+        data = json.dumps(json_body)
+        sent_headers.setdefault("Content-Type", "application/json; charset=utf-8")
     async with (
         aiohttp.ClientSession() as session,
         session.post(
             f"{slack.base_url}{method}",
-            json=json_body,
-            data=form,
+            data=data,
             params=query,
-            headers=headers or {},
+            headers=sent_headers,
         ) as response,
     ):
         body: dict[str, Any] = await response.json()
@@ -372,8 +376,98 @@ def test_tiers_count_per_method_per_workspace_and_post_message_per_channel() -> 
 
 
 async def test_rate_limits_can_be_turned_off_for_throughput_tests() -> None:
-    async with FakeSlack(rate_limits=False) as slack:
+    async with FakeSlack(rate_limits=False, bot_token=TOKEN, channels={"C0OPS": "ops"}) as slack:
         client = AsyncWebClient(token=TOKEN, base_url=slack.base_url)
         posted = await client.chat_postMessage(channel="C0OPS", text="v0")
         answers = [await raw_update(slack, posted["ts"], f"v{n}") for n in range(60)]
         assert all(answer["ok"] for answer in answers), json.dumps(answers[-1])
+
+
+# -- strict by default (issue 52): what a FakeSlack made with no arguments refuses ----------
+
+
+async def test_by_default_only_the_issued_token_is_taken() -> None:
+    async with FakeSlack(channels={"C0OPS": "ops"}) as fake:
+        assert fake.bot_token == DEFAULT_BOT_TOKEN
+        taken = AsyncWebClient(token=fake.bot_token, base_url=fake.base_url)
+        assert (await taken.auth_test())["ok"]
+        # Well formed, but never issued by this workspace: Slack answers invalid_auth.
+        stranger = AsyncWebClient(token="xoxb-1-never-issued", base_url=fake.base_url)
+        with pytest.raises(SlackApiError) as refused:
+            await stranger.chat_postMessage(channel="C0OPS", text="hi")
+        assert refused.value.response["error"] == "invalid_auth"
+        fake.issue_token("xoxb-1-never-issued")
+        assert (await stranger.chat_postMessage(channel="C0OPS", text="hi"))["ok"]
+
+
+async def test_by_default_an_undeclared_channel_is_not_found() -> None:
+    async with FakeSlack() as fake:
+        client = AsyncWebClient(token=fake.bot_token, base_url=fake.base_url)
+        with pytest.raises(SlackApiError) as refused:
+            await client.chat_postMessage(channel="C0NOWHERE", text="hi")
+        assert refused.value.response["error"] == "channel_not_found"
+        with pytest.raises(SlackApiError) as refused:
+            await client.chat_update(channel="C0NOWHERE", ts="1700000000.000100", text="x")
+        assert refused.value.response["error"] == "channel_not_found"
+        assert fake.messages == []
+
+
+async def test_leniency_is_an_explicit_opt_in() -> None:
+    async with FakeSlack(lenient={"any_token", "any_channel"}) as fake:
+        client = AsyncWebClient(token="xoxb-any-thing", base_url=fake.base_url)
+        assert (await client.chat_postMessage(channel="C0ANY", text="hi"))["ok"]
+    with pytest.raises(ValueError, match="unknown leniency 'any_block'"):
+        FakeSlack(lenient={"any_block"})
+
+
+async def test_an_initial_option_not_among_the_options_is_refused(
+    client: AsyncWebClient,
+) -> None:
+    stray = select(options=[option("Yes", "yes")], initial_option=option("No", "no"))
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postMessage(channel="C0OPS", text="x", blocks=[actions(stray)])
+    assert refused.value.response["error"] == "invalid_blocks"
+    assert "initial_option must match one of the options" in refused.value.response["errors"][0]
+    among = select(options=[option("Yes", "yes")], initial_option=option("Yes", "yes"))
+    assert (await client.chat_postMessage(channel="C0OPS", text="x", blocks=[actions(among)]))["ok"]
+
+
+async def test_initial_options_must_each_be_among_the_options(client: AsyncWebClient) -> None:
+    boxes = {
+        "type": "checkboxes",
+        "action_id": "boxes",
+        "options": [option("A", "a")],
+        "initial_options": [option("A", "a"), option("B", "b")],
+    }
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postMessage(channel="C0OPS", text="x", blocks=[actions(boxes)])
+    assert "/initial_options/1" in refused.value.response["errors"][0]
+
+
+async def test_two_focus_on_load_elements_are_refused(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postMessage(
+            channel="C0OPS",
+            text="x",
+            blocks=[text_input(focus_on_load=True), text_input(focus_on_load=True)],
+        )
+    assert refused.value.response["error"] == "invalid_blocks"
+    assert "only one element may set focus_on_load" in refused.value.response["errors"][0]
+    assert "/blocks/1/element/focus_on_load" in refused.value.response["errors"][0]
+
+
+async def test_a_json_body_without_charset_is_warned(slack: FakeSlack) -> None:
+    async with aiohttp.ClientSession() as session:
+        bare = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        async with session.post(f"{slack.base_url}auth.test", data=b"{}", headers=bare) as response:
+            body = await response.json()
+        assert body["ok"]
+        assert body["warning"] == "missing_charset"
+        assert body["response_metadata"]["warnings"] == ["missing_charset"]
+        with_charset = {**bare, "Content-Type": "application/json; charset=utf-8"}
+        async with session.post(
+            f"{slack.base_url}auth.test", data=b"{}", headers=with_charset
+        ) as response:
+            assert "warning" not in await response.json()

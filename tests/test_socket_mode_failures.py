@@ -91,7 +91,7 @@ async def test_transient_refusals_are_retried_with_backoff_until_connected() -> 
 
 
 def provider(slack: FakeSlack) -> SlackProvider:
-    client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+    client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
     return SlackProvider(client=client, channel=CHANNEL)
 
 
@@ -113,7 +113,7 @@ async def test_the_provider_reconnects_when_slack_drops_the_connection() -> None
     async with FakeSlack(signing_secret="unused") as slack:
         relay = provider(slack)
         try:
-            await relay.connect_socket_mode("xapp-1-test")
+            await relay.connect_socket_mode(slack.app_token)
             assert relay.socket_mode is not None
             assert relay.socket_mode.problem() is None
             await slack.disconnect_sockets()

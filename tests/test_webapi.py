@@ -55,7 +55,10 @@ async def posted(calls: LeanCalls) -> str:
 
 
 async def test_an_update_lands_with_its_blocks_token_and_default_params() -> None:
-    async with FakeSlack() as slack, lean(slack, team_id="T0TEAM") as calls:
+    async with (
+        FakeSlack(bot_token=TOKEN, channels={"C1": "c1"}) as slack,
+        lean(slack, team_id="T0TEAM") as calls,
+    ):
         ts = await posted(calls)
         blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "Approved ✓"}}]
         data = await calls.call(
@@ -75,7 +78,7 @@ async def test_an_update_lands_with_its_blocks_token_and_default_params() -> Non
 
 
 async def test_a_refusal_raises_slack_api_error_after_one_call() -> None:
-    async with FakeSlack() as slack, lean(slack) as calls:
+    async with FakeSlack(bot_token=TOKEN, channels={"C1": "c1"}) as slack, lean(slack) as calls:
         slack.fail("chat.update", error="message_not_found")
         with pytest.raises(SlackApiError) as info:
             await calls.call("chat.update", {"channel": "C1", "ts": "1.1", "text": "x"})
@@ -85,7 +88,7 @@ async def test_a_refusal_raises_slack_api_error_after_one_call() -> None:
 
 
 async def test_429_waits_retry_after_then_succeeds() -> None:
-    async with FakeSlack() as slack, lean(slack) as calls:
+    async with FakeSlack(bot_token=TOKEN, channels={"C1": "c1"}) as slack, lean(slack) as calls:
         ts = await posted(calls)
         slack.fail("chat.update", status=429, retry_after=1, times=1)
         began = time.monotonic()
@@ -95,7 +98,7 @@ async def test_429_waits_retry_after_then_succeeds() -> None:
 
 
 async def test_server_errors_are_retried_as_slack_sdk_retries_them() -> None:
-    async with FakeSlack() as slack, lean(slack) as calls:
+    async with FakeSlack(bot_token=TOKEN, channels={"C1": "c1"}) as slack, lean(slack) as calls:
         ts = await posted(calls)
         slack.fail("chat.update", status=503, times=2)
         await calls.call("chat.update", {"channel": "C1", "ts": ts, "text": "done"})
@@ -117,7 +120,7 @@ async def test_an_unreachable_slack_raises_the_network_error_after_the_retries()
 
 
 async def test_without_a_session_the_call_goes_through_slack_sdk() -> None:
-    async with FakeSlack() as slack:
+    async with FakeSlack(bot_token=TOKEN, channels={"C1": "c1"}) as slack:
         client = AsyncWebClient(token=TOKEN, base_url=slack.base_url)
         calls = LeanCalls(client)
         ts = await posted(calls)
@@ -219,7 +222,7 @@ def test_nan_in_a_body_is_null_which_is_json() -> None:
 
 
 async def test_a_response_url_post_reaches_the_clicker_without_a_token() -> None:
-    async with FakeSlack() as slack, lean(slack) as calls:
+    async with FakeSlack(bot_token=TOKEN, channels={"C1": "c1"}) as slack, lean(slack) as calls:
         ts = await posted(calls)
         url = slack.build_block_actions(slack.messages[0], {"type": "button"}, user="U1")[
             "response_url"
@@ -242,7 +245,7 @@ async def test_a_response_url_post_reaches_the_clicker_without_a_token() -> None
 
 
 async def test_a_response_url_post_without_a_session_opens_its_own() -> None:
-    async with FakeSlack() as slack:
+    async with FakeSlack(bot_token=TOKEN, channels={"C1": "c1"}) as slack:
         calls = LeanCalls(AsyncWebClient(token=TOKEN, base_url=slack.base_url))
         await calls.call("chat.postMessage", {"channel": "C1", "text": "Deploy?"})
         url = slack.build_block_actions(slack.messages[0], {"type": "button"}, user="U1")[

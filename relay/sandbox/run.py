@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
-_SANDBOX_BOT_TOKEN = "xoxb-sandbox-not-a-real-token"  # noqa: S105 - FakeSlack accepts any
+_SANDBOX_BOT_TOKEN = "xoxb-sandbox-not-a-real-token"  # noqa: S105 - issued by its FakeSlack
 
 
 def loopback_url(host: str, port: int) -> str:
@@ -171,7 +171,9 @@ async def serve_sandbox(
     relay: str = "relay",
 ) -> None:
     """Run the sandbox until SIGTERM/SIGINT: FakeSlack, the relay on it, and the page."""
-    async with FakeSlack(signing_secret=secrets.token_hex(20)) as slack:
+    async with FakeSlack(
+        signing_secret=secrets.token_hex(20), bot_token=_SANDBOX_BOT_TOKEN
+    ) as slack:
         settings, generated = sandbox_settings(slack, env, overrides)
         configure_logging(settings)
         if settings.gc_threshold is not None:

@@ -5,8 +5,8 @@ like Slack, records every call, injects failures and rate limits, and lets simul
 click, select, tick and type on the bot's messages, delivering signed ``block_actions``
 payloads over HTTP or Socket Mode::
 
-    async with FakeSlack(signing_secret="test-secret") as slack:
-        client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+    async with FakeSlack(signing_secret="test-secret", channels={"C123": "approvals"}) as slack:
+        client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
         ...
         message = await slack.wait_for_message(channel="C123")
         result = await slack.click(message, "Approve", user="U123")
@@ -17,12 +17,15 @@ fixtures ``fake_slack``, ``slack_provider`` and ``relay_service``.
 
 from .blocks import BlocksRejected, check_blocks
 from .elements import button_text_shown
-from .fake_slack import FakeSlack
+from .fake_slack import DEFAULT_APP_TOKEN, DEFAULT_BOT_TOKEN, LENIENCIES, FakeSlack
 from .mentions import Link, Mention
 from .modals import FakeModal, FakeView, ManualClock
 from .records import ClickResult, FakeMessage, RecordedCall, ViewResult
 
 __all__ = [
+    "DEFAULT_APP_TOKEN",
+    "DEFAULT_BOT_TOKEN",
+    "LENIENCIES",
     "BlocksRejected",
     "ClickResult",
     "FakeMessage",

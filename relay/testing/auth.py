@@ -6,8 +6,14 @@ as Slack does.
   header: ``not_authed``), nor one in the query string (refused for apps created after
   February 2021, docs.slack.dev/changelog/2020-11-no-more-tokens-in-querystrings-for-newly-
   created-apps).
-- No token: ``not_authed``. A token Slack does not know (wrong, malformed, revoked):
-  ``invalid_auth``.
+- No token: ``not_authed``. A token Slack does not know (one it never issued, malformed,
+  revoked): ``invalid_auth`` (docs.slack.dev/authentication/tokens; every method's errors
+  table lists ``invalid_auth``). The fake knows the tokens it issued: its bot and app token
+  and any ``issue_token`` added; ``any_token`` (an opt-in leniency) takes any well-formed one.
+- A JSON body whose ``Content-Type`` names no charset is read as UTF-8 and answered with the
+  warning ``missing_charset`` (docs.slack.dev/apis/web-api, "JSON-encoded bodies": "If you
+  don't include the charset parameter, we'll assume UTF-8 and return a missing_charset
+  warning").
 - Some read methods take no JSON body (the reference lists only form encoding for them):
   their JSON arguments are not read, so a required one is missing (``invalid_arguments``).
 """
@@ -21,7 +27,19 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["FORM_ONLY_METHODS", "DecodedRequest", "TokenCheck", "decode_api_request"]
+__all__ = [
+    "DEFAULT_APP_TOKEN",
+    "DEFAULT_BOT_TOKEN",
+    "FORM_ONLY_METHODS",
+    "DecodedRequest",
+    "TokenCheck",
+    "decode_api_request",
+]
+
+DEFAULT_BOT_TOKEN = "xoxb-0-fake-bot-token"  # noqa: S105 - the fake's own well-known token
+"""The bot token a ``FakeSlack`` issues when the test names none."""
+DEFAULT_APP_TOKEN = "xapp-0-fake-app-token"  # noqa: S105
+"""The app-level (Socket Mode) token a ``FakeSlack`` issues when the test names none."""
 
 FORM_ONLY_METHODS = frozenset({"usergroups.users.list", "users.info", "chat.getPermalink"})
 """Methods that read no JSON body."""
@@ -40,16 +58,17 @@ class DecodedRequest:
     token: str | None
     json_body: bool
     ignored_json: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
 class TokenCheck:
-    """Which tokens the workspace knows: exactly ``bot_token``/``app_token`` when given,
-    otherwise any token of the right shape (``xoxb-``/``xoxp-`` or ``xapp-`` and more);
-    ``revoked`` ones never."""
+    """Which tokens the workspace knows: the ones it issued (``issued``: its bot and app
+    token and any added since); with ``any_token``, any token of the right shape
+    (``xoxb-``/``xoxp-`` or ``xapp-`` and more); ``revoked`` ones never."""
 
-    bot_token: str | None = None
-    app_token: str | None = None
+    issued: set[str] = field(default_factory=set)
+    any_token: bool = False
     revoked: set[str] = field(default_factory=set)
 
     def error(self, token: str | None) -> str | None:
@@ -58,13 +77,14 @@ class TokenCheck:
             return "not_authed"
         if token in self.revoked:
             return "invalid_auth"
+        if token in self.issued:
+            return None
+        if not self.any_token:
+            return "invalid_auth"
         if token.startswith(_APP_PREFIX):
-            expected, well_formed = self.app_token, len(token) > len(_APP_PREFIX)
+            well_formed = len(token) > len(_APP_PREFIX)
         else:
-            expected = self.bot_token
             well_formed = token.startswith(_BOT_PREFIXES) and len(token) > len(_BOT_PREFIXES[0])
-        if expected is not None:
-            return None if token == expected else "invalid_auth"
         return None if well_formed else "invalid_auth"
 
 
@@ -76,9 +96,12 @@ async def decode_api_request(request: web.Request, method: str) -> DecodedReques
     token: str | None = None
     json_body = False
     ignored: dict[str, Any] = {}
+    warnings: list[str] = []
     if request.can_read_body:
         if request.content_type == "application/json":
             json_body = True
+            if request.charset is None:
+                warnings.append("missing_charset")
             try:
                 data = loads(await request.read())
             except (ValueError, RecursionError):  # nested too deep: answered as not JSON
@@ -103,7 +126,13 @@ async def decode_api_request(request: web.Request, method: str) -> DecodedReques
     if authorization.startswith("Bearer "):
         token = authorization.removeprefix("Bearer ").strip()
     args = {k: v for k, v in args.items() if v is not None}
-    return DecodedRequest(args=args, token=token or None, json_body=json_body, ignored_json=ignored)
+    return DecodedRequest(
+        args=args,
+        token=token or None,
+        json_body=json_body,
+        ignored_json=ignored,
+        warnings=warnings,
+    )
 
 
 def loads(text: str | bytes) -> Any:

@@ -32,6 +32,7 @@ from typing import Any
 from slack_sdk.models.blocks import Block
 
 from .blockkit_check import block_errors, code_units
+from .blockkit_cross import cross_errors
 
 __all__ = [
     "MAX_BLOCKS",
@@ -88,6 +89,7 @@ def check_blocks(blocks: object) -> BlocksRejected | None:
             block_ids.add(block_id)
         if block.get("type") == "markdown" and isinstance(block.get("text"), str):
             markdown_chars += code_units(block["text"])
+    errors.extend(cross_errors(blocks, "/blocks"))
     if markdown_chars > MAX_MARKDOWN_CHARS:
         errors.append(
             f"markdown blocks hold {markdown_chars} characters in total, more than "

@@ -12,7 +12,7 @@ import asyncio
 import json
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from types import TracebackType
 from typing import Any
 
@@ -20,7 +20,13 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
-from .auth import DecodedRequest, TokenCheck, decode_api_request
+from .auth import (
+    DEFAULT_APP_TOKEN,
+    DEFAULT_BOT_TOKEN,
+    DecodedRequest,
+    TokenCheck,
+    decode_api_request,
+)
 from .faults import ApiReply, Fault, FaultPlan, RateLimiter
 from .human import Humans
 from .install import Install
@@ -34,7 +40,10 @@ from .view import WorkspaceView
 from .waits import CallLog
 from .workspace import Workspace
 
-__all__ = ["FakeSlack"]
+__all__ = ["DEFAULT_APP_TOKEN", "DEFAULT_BOT_TOKEN", "LENIENCIES", "FakeSlack"]
+
+LENIENCIES = frozenset({"any_token", "any_channel"})
+"""The rules ``FakeSlack(lenient=...)`` can relax (each a way Slack is stricter)."""
 
 _APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 _MESSAGE_METHODS = frozenset(
@@ -49,12 +58,17 @@ class FakeSlack(WorkspaceView, CallLog, Humans, ModalHumans):
     fails on demand (``fail``, ``rate_limit``) and delivers simulated humans' actions to the
     app as signed ``block_actions`` requests or Socket Mode envelopes.
 
-    As strict as Slack: Block Kit checked against Slack's rules (unknown fields refused),
-    tokens read and judged as Slack does (``bot_token``/``app_token`` when given, else any
-    ``xoxb-``/``xapp-`` token), Slack's rate limit tiers per method per workspace and
-    ``chat.postMessage``'s per channel (``rate_limits=False`` turns them off for throughput
-    tests), and, once declared (``channels``, ``add_channel``, ``add_user``), only the
-    workspace's own channels and people.
+    As strict as Slack, by default: Block Kit checked against Slack's rules (unknown fields
+    refused, ``initial_option`` among the options, one ``focus_on_load``), only the tokens it
+    issued (``bot_token``/``app_token``, ``DEFAULT_BOT_TOKEN``/``DEFAULT_APP_TOKEN`` when not
+    given, and any ``issue_token`` adds; others answer ``invalid_auth``), only the
+    workspace's own channels (``channels``, ``add_channel``; others answer
+    ``channel_not_found``) and, once declared (``add_user``), people, Slack's rate limit
+    tiers per method per workspace and ``chat.postMessage``'s per channel
+    (``rate_limits=False`` turns them off for throughput tests), and a JSON body without a
+    charset warned ``missing_charset``. ``lenient`` relaxes named rules for tests that want
+    it: ``"any_token"`` takes any well-formed ``xoxb-``/``xoxp-``/``xapp-`` token,
+    ``"any_channel"`` any channel id until one is declared (``LENIENCIES``).
 
     ``enterprise_id`` puts the workspace in an Enterprise Grid organisation;
     ``enterprise_install`` makes the app's install org-wide (``auth.test`` and payloads
@@ -86,7 +100,13 @@ class FakeSlack(WorkspaceView, CallLog, Humans, ModalHumans):
         rate_limits: bool = True,
         channels: dict[str, str] | None = None,
         clock: Clock | None = None,
+        lenient: Collection[str] = (),
     ) -> None:
+        unknown = sorted(set(lenient) - LENIENCIES)
+        if unknown:
+            raise ValueError(
+                f"unknown leniency {unknown[0]!r}: FakeSlack relaxes only {sorted(LENIENCIES)}"
+            )
         super().__init__()
         self.signing_secret = signing_secret
         self.interactivity_url: str | None = None
@@ -106,7 +126,14 @@ class FakeSlack(WorkspaceView, CallLog, Humans, ModalHumans):
             clock=clock or time.monotonic,
         )
         self._workspace.channels.update(channels or {})
-        self._tokens = TokenCheck(bot_token=bot_token, app_token=app_token)
+        self._workspace.any_channel = "any_channel" in lenient
+        self.bot_token = bot_token or DEFAULT_BOT_TOKEN
+        """The bot token this workspace issued to the app (``xoxb-``): give it to the relay."""
+        self.app_token = app_token or DEFAULT_APP_TOKEN
+        """The app-level token it issued (``xapp-``), for Socket Mode."""
+        self._tokens = TokenCheck(
+            issued={self.bot_token, self.app_token}, any_token="any_token" in lenient
+        )
         self._tiers = TierLimiter() if rate_limits else None
         self._faults = FaultPlan()
         self.arrived: list[RecordedCall] = []
@@ -216,6 +243,12 @@ class FakeSlack(WorkspaceView, CallLog, Humans, ModalHumans):
             found, timeout=timeout, describe=self._missing(f"arrival of {method} #{count}")
         )
 
+    def issue_token(self, token: str) -> None:
+        """Make the workspace know ``token`` too (another install's bot token, a user
+        token): Slack takes only tokens it issued."""
+        self._tokens.issued.add(token)
+        self._tokens.revoked.discard(token)
+
     def revoke_token(self, token: str) -> None:
         """Make ``token`` answer ``invalid_auth`` from now on, as after an uninstall."""
         self._tokens.revoked.add(token)
@@ -237,6 +270,8 @@ class FakeSlack(WorkspaceView, CallLog, Humans, ModalHumans):
         self.arrived.append(arrived)
         await self._changes.notify()
         reply = await self._answer(method, decoded)
+        if decoded.warnings:
+            reply = reply.warned(decoded.warnings)
         await self._record(
             RecordedCall(
                 method=method,

@@ -30,6 +30,16 @@ class ApiReply:
         """Slack's usual failure: HTTP 200 with ``{"ok": false, "error": error}``."""
         return cls(body={"ok": False, "error": error, **extra})
 
+    def warned(self, warnings: list[str]) -> ApiReply:
+        """This answer with Slack's warnings added: ``warning`` (comma-separated) and
+        ``response_metadata.warnings``, as Slack sends them beside a result."""
+        body = dict(self.body)
+        body["warning"] = ",".join(warnings)
+        metadata = dict(body.get("response_metadata") or {})
+        metadata["warnings"] = [*metadata.get("warnings", []), *warnings]
+        body["response_metadata"] = metadata
+        return ApiReply(body=body, status=self.status, headers=self.headers)
+
     @classmethod
     def rate_limited(cls, retry_after: int) -> ApiReply:
         """HTTP 429 with a ``Retry-After`` header, as Slack answers over its limits."""

@@ -21,6 +21,7 @@ from typing import Any
 from slack_sdk.models.views import View
 
 from .blockkit_check import block_errors, code_units
+from .blockkit_cross import cross_errors
 from .blocks import sdk_block_errors
 
 __all__ = [
@@ -140,6 +141,7 @@ def _blocks_errors(blocks: object) -> list[str]:
                 errors.append(_at(f"duplicate block_id {block_id!r}", f"{pointer}/block_id"))
             block_ids.add(block_id)
         errors.extend(_duplicate_action_ids(block, pointer))
+    errors.extend(cross_errors(blocks, "/view/blocks"))
     return errors
 
 

@@ -109,7 +109,7 @@ async def slack_provider(fake_slack: Any) -> AsyncIterator[Any]:
                 await self.drain()
 
     provider = SettledSlackProvider(
-        token="xoxb-relay-pytest",  # noqa: S106 - FakeSlack accepts any bot token
+        token=fake_slack.bot_token,
         base_url=fake_slack.base_url,
         signing_secret=SIGNING_SECRET,
         channel=CHANNEL,

@@ -60,12 +60,13 @@ class WorkspaceView:
 
     @property
     def channels(self) -> dict[str, str]:
-        """Declared channels (id -> name). Until one is declared every channel id exists;
-        after, any other answers ``channel_not_found`` (DMs the bot opens excepted)."""
+        """Declared channels (id -> name): any other answers ``channel_not_found`` (DMs the
+        bot opens excepted; with ``lenient={"any_channel"}``, every id until one is
+        declared)."""
         return self._workspace.channels
 
     def add_channel(self, channel_id: str, *, name: str | None = None) -> None:
-        """Declare a channel of the workspace (which closes the list: see ``channels``)."""
+        """Declare a channel of the workspace (see ``channels``)."""
         self._workspace.channels[channel_id] = name or channel_id.lower()
 
     def add_user(

@@ -63,8 +63,9 @@ class Workspace:
         self.bot_id = install.bot_id
         self.users: dict[str, dict[str, str]] = {}
         self.channels: dict[str, str] = {}
-        """Declared channels (id -> name): once any is, every other answers
-        ``channel_not_found``; until then every channel id exists."""
+        """Declared channels (id -> name): every other answers ``channel_not_found`` (with
+        ``any_channel``, only once one is declared)."""
+        self.any_channel = False
         self._opened: set[str] = set()  # DMs and group DMs conversations.open handed out
         self.usergroups: dict[str, list[str]] = {}
         self.missing_channels: set[str] = set()
@@ -121,11 +122,13 @@ class Workspace:
         return "privategroup" if channel.startswith("G") else channel.lower()
 
     def knows_channel(self, channel: str) -> bool:
-        """Whether ``channel`` exists: not in ``missing_channels`` and, once channels are
-        declared, declared or a DM the bot opened."""
+        """Whether ``channel`` exists: not in ``missing_channels``, and declared or a DM the
+        bot opened (with ``any_channel``, any id until a channel is declared)."""
         if not channel or channel in self.missing_channels:
             return False
-        return not self.channels or channel in self.channels or channel in self._opened
+        if self.any_channel and not self.channels:
+            return True
+        return channel in self.channels or channel in self._opened
 
     def knows_user(self, user: str) -> bool:
         """Whether ``user`` exists: the bot, or, once people are declared (``add_user``),

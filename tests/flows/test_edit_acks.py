@@ -42,7 +42,7 @@ async def group_env(*, socket_mode: bool = False) -> AsyncIterator[Env]:
         env.slack.usergroups = {GROUP: ["U0BOB"]}
         if socket_mode:
             env.slack.interactivity_url = None
-            await env.provider.connect_socket_mode("xapp-1-test")
+            await env.provider.connect_socket_mode(env.slack.app_token)
             await env.slack.wait_for_socket()
         yield env
 

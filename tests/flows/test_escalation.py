@@ -182,7 +182,7 @@ async def test_two_replicas_escalate_once_even_when_the_creator_is_gone(redis_ur
 
         def replica(**kw: object) -> SlackProvider:
             return SlackProvider(
-                client=AsyncWebClient(token="xoxb-test-token", base_url=slack.base_url),
+                client=AsyncWebClient(token=slack.bot_token, base_url=slack.base_url),
                 channel="C0APPROVALS",
                 store=RedisStore(url=redis_url, prefix="esc2:"),
                 sweep_interval=0.05,

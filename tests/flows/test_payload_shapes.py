@@ -63,7 +63,7 @@ async def test_a_real_payload_shape_gives_the_answer_or_notice_it_should(name: s
     ) as env:
         socket = bool(setup.get("socket_mode"))
         if socket:
-            await env.provider.connect_socket_mode("xapp-1-test")
+            await env.provider.connect_socket_mode(env.slack.app_token)
             await env.slack.wait_for_socket()
             env.slack.interactivity_url = None
         request = AskUserQuestionRequest.from_dict(setup["request"], strict=True)

@@ -81,7 +81,7 @@ async def test_no_reminder_after_the_ask_is_answered() -> None:
 async def test_two_replicas_send_each_reminder_once(redis_url: str) -> None:
     async with slack_env(store=RedisStore(url=redis_url, prefix="rem2:")) as env:
         other = SlackProvider(
-            client=AsyncWebClient(token="xoxb-test-token", base_url=env.slack.base_url),
+            client=AsyncWebClient(token=env.slack.bot_token, base_url=env.slack.base_url),
             channel="C0APPROVALS",
             store=RedisStore(url=redis_url, prefix="rem2:"),
             sweep_interval=0.05,

@@ -16,12 +16,12 @@ from tests.slack_env import CHANNEL, question
 async def test_a_click_over_socket_mode_answers_the_agent() -> None:
     async with FakeSlack(signing_secret="unused") as slack:
         provider = SlackProvider(
-            client=AsyncWebClient(token="xoxb-test", base_url=slack.base_url), channel=CHANNEL
+            client=AsyncWebClient(token=slack.bot_token, base_url=slack.base_url), channel=CHANNEL
         )
         service = UserInteractionService()
         service.register_provider(provider)
         try:
-            await provider.connect_socket_mode("xapp-1-test")
+            await provider.connect_socket_mode(slack.app_token)
             await slack.wait_for_socket()
             task = asyncio.create_task(service.ask(AskUserQuestionRequest([question()])))
             message = await slack.wait_for_message()

@@ -21,7 +21,7 @@ RETRY = 0.3
 
 
 def replica(slack: FakeSlack) -> SlackProvider:
-    client = AsyncWebClient(token="xoxb-test", base_url=slack.base_url)
+    client = AsyncWebClient(token=slack.bot_token, base_url=slack.base_url)
     return SlackProvider(client=client, channel=CHANNEL)
 
 
@@ -29,10 +29,10 @@ async def test_a_replica_past_the_cap_backs_off_and_connects_when_a_slot_frees()
     async with FakeSlack(max_socket_connections=1) as slack:
         first, second = replica(slack), replica(slack)
         try:
-            await first.connect_socket_mode("xapp-1-test", retry_refused_after=RETRY)
+            await first.connect_socket_mode(slack.app_token, retry_refused_after=RETRY)
             await slack.wait_for_socket()
             # Not waiting to be connected: it is refused until the first one goes.
-            await second.connect_socket_mode("xapp-1-test", wait=False, retry_refused_after=RETRY)
+            await second.connect_socket_mode(slack.app_token, wait=False, retry_refused_after=RETRY)
             # Refused once, then retried after the wait (not at once), refused again, and
             # retried after a longer wait: three opens for the second replica.
             await slack.wait_for_call("apps.connections.open", count=4, timeout=10)
@@ -63,7 +63,7 @@ async def test_a_refresh_requested_disconnect_reconnects_at_once() -> None:
     async with FakeSlack() as slack:
         provider = replica(slack)
         try:
-            await provider.connect_socket_mode("xapp-1-test", retry_refused_after=60)
+            await provider.connect_socket_mode(slack.app_token, retry_refused_after=60)
             await slack.wait_for_socket()
             await slack.disconnect_sockets(reason="refresh_requested")
             await slack.wait_for_call("apps.connections.open", count=2)
