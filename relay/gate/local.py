@@ -16,13 +16,14 @@ from dataclasses import replace
 from typing import Any
 
 from relay.abort import AbortSignal
+from relay.asks.target import AskTarget
 from relay.errors import ErrorCode, UserInteractionError, ask_aborted
 from relay.gate.approval import ApprovalRequest, Approver, Decision
 from relay.gate.decider import Decider, Proposal, Rulings
 from relay.gate.rules import Rules
 from relay.grants.base import GrantStore
 from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest
-from relay.slack.provider import SlackProvider, SlackTarget
+from relay.slack.provider import SlackProvider
 from relay.store.record import AskRecord, AskStatus
 
 __all__ = [
@@ -36,10 +37,10 @@ __all__ = [
 ]
 
 
-def target_for(request: ApprovalRequest, base: SlackTarget | None = None) -> SlackTarget:
+def target_for(request: ApprovalRequest, base: AskTarget | None = None) -> AskTarget:
     """Where ``request`` is asked and who may answer it: what the Decider settled, over the
     client's own ``base`` settings (a thread, a requester); unset: the provider's defaults."""
-    current = base if base is not None else SlackTarget(channel="")
+    current = base if base is not None else AskTarget(channel="")
     escalation: dict[str, Any] = {}
     if request.escalate_after is not None:
         # The rules' escalation is one whole: nothing of the provider's defaults mixes in.
@@ -69,7 +70,7 @@ class SlackAsks:
     """The seam's provider over a ``SlackProvider``, for one owner and a default target."""
 
     def __init__(
-        self, provider: SlackProvider, *, owner: str | None, target: SlackTarget | None = None
+        self, provider: SlackProvider, *, owner: str | None, target: AskTarget | None = None
     ) -> None:
         self._provider = provider
         self._owner = owner
@@ -80,7 +81,7 @@ class SlackAsks:
         return await self.ask_at(request, self._target)
 
     async def ask_at(
-        self, request: AskUserQuestionRequest, target: SlackTarget | None
+        self, request: AskUserQuestionRequest, target: AskTarget | None
     ) -> AskUserQuestionAnswer:
         """Post the questions to ``target``, wait, and withdraw them if aborted or cancelled."""
         signal = request.signal

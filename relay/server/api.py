@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from relay import safejson
+from relay.asks.target import LONGEST_TIMEOUT, MAX_REMINDERS, UNSET, AskTarget
 from relay.audit import audit_json, encode_cursor
 from relay.errors import ErrorCode, HarnessError, UserInteractionError, bad_request
 from relay.questions import AskUserQuestionRequest, validate_request
@@ -21,8 +22,7 @@ from relay.server.idempotency import DEFAULT_WINDOW, CreateKeys
 from relay.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from relay.server.limits import Limiter, RateLimited
 from relay.server.listing import LIST_MAX, LIST_SCAN_BUDGET, read_list_query
-from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTarget
-from relay.slack.target import MAX_REMINDERS
+from relay.slack.provider import SlackProvider
 from relay.store import PendingLimitReached
 from relay.store.idempotency import IdempotencyStore
 from relay.store.listing import AskListing
@@ -300,7 +300,7 @@ class AskApi:
         return body
 
 
-def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]:
+def _read_ask(body: object) -> tuple[AskUserQuestionRequest, AskTarget | None]:
     """Read the strict wire form plus the optional ``slack`` routing object."""
     if not isinstance(body, Mapping):
         raise ApiError("BAD_REQUEST", "the body must be a JSON object with a questions list")
@@ -316,8 +316,8 @@ def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]
     return request, target
 
 
-def read_slack_section(data: object) -> SlackTarget:
-    """The API body's ``slack`` object as a ``SlackTarget``, or ``BAD_REQUEST`` naming the
+def read_slack_section(data: object) -> AskTarget:
+    """The API body's ``slack`` object as a ``AskTarget``, or ``BAD_REQUEST`` naming the
     field that is wrong (``relay ask --file`` checks its requests with it too)."""
     if not isinstance(data, Mapping):
         raise bad_request("slack must be an object")
@@ -369,7 +369,7 @@ def read_slack_section(data: object) -> SlackTarget:
         and (not isinstance(escalate_channel, str) or not escalate_channel.strip())
     ):
         raise bad_request("slack.escalate_channel must be a channel id (or a user id), or null")
-    return SlackTarget(
+    return AskTarget(
         channel=channel or "",
         thread_ts=thread_ts,
         allowed_users=allowed,

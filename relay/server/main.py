@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
+from relay.asks.names import NamePolicy
+from relay.asks.target import AskTarget
 from relay.config import Settings
 from relay.errors import RelayConfigError
 from relay.gate.policy import Policy, load_policy
@@ -26,8 +28,7 @@ from relay.server.app import CONNECTIONS, build_app, operator_rulings
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
 from relay.server.limits import limits_of
 from relay.server.logs import LogFormatter, OneLineFilter, ProtocolLog
-from relay.slack.named import NamePolicy
-from relay.slack.provider import SlackProvider, SlackTarget
+from relay.slack.provider import SlackProvider
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
 from relay.store.outbox import WebhookOutbox
@@ -192,9 +193,9 @@ def _default_channel(settings: Settings) -> frozenset[str]:
     return frozenset({settings.channel}) if settings.channel else frozenset()
 
 
-def _no_default_channel(_: object) -> SlackTarget:
+def _no_default_channel(_: object) -> AskTarget:
     # No RELAY_CHANNEL: every API request must name its channel (the provider says so).
-    return SlackTarget(channel="")
+    return AskTarget(channel="")
 
 
 async def serve(

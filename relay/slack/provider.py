@@ -1,10 +1,8 @@
 """``SlackProvider``: the seam's provider that asks in Slack and waits for the click.
 
-The provider wires the ask's lifecycle (``relay.asks``: create, wait, answer, end, time out,
-every end an atomic claim in the store) to the Slack channel that shows it: rendering
+It wires the ask's lifecycle (``relay.asks``) to the Slack channel that shows it: rendering
 (``render``), posting and updating (``messages``), click intake (``clicks``), the Bolt and
-aiohttp apps (``app``) and Socket Mode (``socket_mode``).
-"""
+aiohttp apps (``app``) and Socket Mode (``socket_mode``)."""
 
 from __future__ import annotations
 
@@ -19,6 +17,7 @@ from relay.asks.edit_review import EditReview
 from relay.asks.expiry import Settling
 from relay.asks.lifecycle import AskLifecycle, known
 from relay.asks.rules import LONGEST_TIMEOUT, QuestionDefaults, answer_of, capped, check_timeout
+from relay.asks.target import UNSET, AskTarget, Route, TargetDefaults, check_reminders, ids
 from relay.errors import RelayConfigError, ask_aborted, ask_closed
 from relay.events import Events
 from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest, validate_request
@@ -30,10 +29,9 @@ from relay.slack.identity import InstallationLookup
 from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
-from relay.slack.people import Gatekeeper, ids
+from relay.slack.people import Gatekeeper
 from relay.slack.posting import AskPoster
 from relay.slack.retries import default_retry_handlers
-from relay.slack.target import UNSET, Route, SlackTarget, TargetDefaults, check_reminders
 from relay.store import AskRecord, AskStore, MemoryStore
 
 if TYPE_CHECKING:
@@ -41,10 +39,9 @@ if TYPE_CHECKING:
     from slack_bolt.async_app import AsyncApp
 
     from relay.abort import AbortSignal
-    from relay.slack.named import NamePolicy
+    from relay.asks.names import NamePolicy
     from relay.slack.socket_mode import SocketMode
 
-# SlackProvider and SlackTarget, and the names other modules and users import from here.
 __all__ = [
     "LONGEST_TIMEOUT",
     "SLACK_FAILURES",
@@ -54,6 +51,9 @@ __all__ = [
     "SlackTarget",
     "provider_failed",
 ]
+
+SlackTarget = AskTarget
+"""The public name of ``AskTarget`` for Slack users: where one ask goes, who may answer it."""
 
 
 class SlackProvider:
