@@ -136,10 +136,9 @@ def build_app(
     policy: Policy | None = None,
     rulings: Rulings | None = None,
 ) -> web.Application:
-    """The server's application: the channel's routes (``/slack/events``), ``/v1/…``,
-    ``/mcp``, health, metrics, OpenAPI. ``channel`` shows the asks (``relay serve`` builds
-    it; ``serve_channel_routes=False`` leaves its routes out). ``grants`` holds the
-    approvals' grants (in memory when not given).
+    """The server's application: the channel's routes (``/slack/events``; left out when not
+    ``serve_channel_routes``), ``/v1/…``, ``/mcp``, health, metrics, OpenAPI. ``channel``
+    shows the asks; ``grants`` holds the approvals' grants (in memory when not given).
     ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people any tool approval
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
     ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it).
@@ -171,10 +170,9 @@ def build_app(
         webhooks=webhooks,
     )
     grant_store = grants if grants is not None else MemoryGrants()
+    rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
     # The one Decider behind /v1/approvals and /mcp (the Edit form holds edits to the same
     # rulings: relay serve gives the channel rulings.edit_terms).
-    if rulings is None:
-        rulings = operator_rulings(policy, min_approvals)
     decider = Decider(rulings=rulings, grants=grant_store, channel=PostingChannel(channel))
     app = web.Application(
         client_max_size=max(max_body, _CHANNEL_MAX_BODY),
