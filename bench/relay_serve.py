@@ -4,7 +4,7 @@
 ``Settings`` from an environment as an operator's would be (an API token, no default
 channel, a rate limit and a pending limit high enough for the benchmark, no timeout) and
 does what ``relay.server.main.run`` does: ``tune_gc`` with the settings' threshold, then
-``serve(settings)``, which builds the app (``build_app`` with a ``SlackProvider``) and
+``serve(settings, channel=slack_channel)``, which builds the app (``build_app`` over Slack) and
 freezes the start-up heap once it listens. Then it prints ``{"port": …}`` and answers one
 JSON line per command line, as ``bench.server`` does (``stats``, ``gc_mode``, ``gc_reset``,
 ``tracked``, ``gc``, ``idle``, ``quit``). The pending count is on ``/metrics``
@@ -22,6 +22,7 @@ from bench.replicas import API_TOKEN
 from bench.server import install_collections, obey, reply
 from relay.config import Settings
 from relay.server.main import configure_logging, serve
+from relay.slack.serving import slack_channel
 from relay.tuning import tune_gc
 
 
@@ -49,7 +50,7 @@ def settings_for(slack_url: str, redis_url: str | None) -> Settings:
 async def run(settings: Settings) -> None:
     """Serve, then obey commands until ``quit`` or end of input."""
     ready = asyncio.Event()
-    serving = asyncio.create_task(serve(settings, ready=ready))
+    serving = asyncio.create_task(serve(settings, channel=slack_channel, ready=ready))
     waiting = asyncio.create_task(ready.wait())
     await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
     waiting.cancel()

@@ -64,9 +64,9 @@ from bench.common import (
     serve,
 )
 from relay import AskUserQuestionRequest
+from relay.asks.target import Route
 from relay.events import AskEvent
-from relay.slack import SlackProvider
-from relay.slack.target import Route, SlackTarget
+from relay.slack import SlackProvider, SlackTarget
 from relay.tuning import tune_gc
 
 _WAVE = 200

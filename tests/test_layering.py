@@ -161,6 +161,32 @@ def test_the_lifecycle_imports_no_channel() -> None:
     assert bad == {}
 
 
+# The doors, which reach a channel only through relay.asks.channel.AskChannel (and the
+# server's ServedChannel): the composition roots (relay serve's CLI, the sandbox, the
+# in-process CLI backend) build the Slack channel and hand it in.
+DOORS = ("relay.server", "relay.mcp", "relay.gate", "relay.integrations")
+
+
+def _channel_imports(names: list[str]) -> dict[str, list[str]]:
+    return {
+        name: sorted(i for i in _imports(name) if i.startswith("relay.slack"))
+        for name in names
+        if any(i.startswith("relay.slack") for i in _imports(name))
+    }
+
+
+def test_the_doors_import_no_channel() -> None:
+    doors = [n for n in MODULES if n.startswith(DOORS)]
+    assert "relay.server.main" in doors
+    assert "relay.gate.local" in doors
+    assert _channel_imports(doors) == {}
+
+
+def test_the_door_checker_sees_a_channel_import() -> None:
+    # relay.cli.serve is a composition root: it may (and does) import the Slack channel.
+    assert _channel_imports(["relay.cli.serve"]) == {"relay.cli.serve": ["relay.slack.serving"]}
+
+
 def test_no_import_circles() -> None:
     assert _cycles(_graph()) == []
 

@@ -8,6 +8,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from relay.server.app import build_app
 from relay.server.openapi import openapi_document
 from relay.slack import SlackProvider
+from relay.slack.serving import SlackServing
 
 
 def test_the_document_is_valid_openapi() -> None:
@@ -18,7 +19,7 @@ async def test_the_document_matches_the_routes() -> None:
     provider = SlackProvider(
         client=AsyncWebClient(token="xoxb-x"), signing_secret="s", channel="C1"
     )
-    app = build_app(provider=provider, api_tokens=("t" * 20,))
+    app = build_app(channel=SlackServing(provider), api_tokens=("t" * 20,))
     routes = {
         (route.method.lower(), route.resource.canonical)  # type: ignore[union-attr]
         for route in app.router.routes()

@@ -9,6 +9,7 @@ import pytest
 
 from relay.config import Settings
 from relay.server import main
+from relay.slack.serving import slack_channel
 from relay.tuning import DEFAULT_GC_THRESHOLD, tune_gc
 
 GOOD = {
@@ -48,14 +49,14 @@ def test_relay_serve_tunes_the_collector_unless_told_to_keep_pythons(
 ) -> None:
     served: list[Settings] = []
 
-    async def serve(settings: Settings) -> None:
+    async def serve(settings: Settings, *, channel: object) -> None:
         served.append(settings)
 
     monkeypatch.setattr(main, "serve", serve)
     monkeypatch.setattr(main, "configure_logging", lambda settings: None)
     before = gc.get_threshold()
-    main.run(Settings.from_env({**GOOD, "RELAY_GC_THRESHOLD": "python"}))
+    main.run(Settings.from_env({**GOOD, "RELAY_GC_THRESHOLD": "python"}), channel=slack_channel)
     assert gc.get_threshold() == before
-    main.run(Settings.from_env(GOOD))
+    main.run(Settings.from_env(GOOD), channel=slack_channel)
     assert gc.get_threshold()[0] == DEFAULT_GC_THRESHOLD
     assert len(served) == 2

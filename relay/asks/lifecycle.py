@@ -2,9 +2,9 @@
 
 An ask is created pending; it ends once, by the first of: every question answered, its
 deadline passing, an abort, the relay closing, a failure to post. Each end is an atomic
-claim in the store (``answer``, ``finish``), so with many replicas exactly one wins. The
-lifecycle knows no channel: whoever shows the ask (``relay.slack``) passes ``on_end``, which
-is called once, by the winner, for every end that is not an answer.
+claim in the store (``answer``, ``finish``), so with many replicas exactly one wins. It knows
+no channel: the composition root builds it, and the channel showing the asks (``relay.slack``)
+``attach``es its ``on_end``, called once, by the winner, for every end that is not an answer.
 
 A message whose final update did not land (Slack down, the replica killed first) is the
 store's "unsettled" until the channel reports it ``settled``; the expiry task sweeps those
@@ -21,9 +21,10 @@ from collections.abc import Awaitable, Callable, Set
 
 from relay.asks.expiry import Expiry, Settling
 from relay.asks.followups import FollowUps
-from relay.asks.rules import default_answers, ended_event
+from relay.asks.rules import default_answers, ended_event, known, votes_on_version
 from relay.errors import (
     ErrorCode,
+    RelayConfigError,
     UserInteractionError,
     ask_aborted,
     ask_closed,
@@ -62,7 +63,7 @@ class AskLifecycle:
         *,
         store: AskStore,
         events: Events,
-        on_end: Callable[[AskRecord], None],
+        on_end: Callable[[AskRecord], None] | None = None,
         sweep_interval: float | None = None,
         on_remind: Callable[[AskRecord, int], Awaitable[None]] | None = None,
         on_escalate: Callable[[AskRecord], Awaitable[None]] | None = None,
@@ -74,29 +75,57 @@ class AskLifecycle:
         self.claims: ClickClaims | None = store if isinstance(store, ClickClaims) else None
         """The store, when it checks and claims a click in one step (see ``claim_click``)."""
         self.events = events
+        self._sweep_interval = sweep_interval
+        self._reminder_lease = reminder_lease
+        self._settling = settling if settling is not None else Settling()
+        self.waiting: set[str] = set()
+        self._waits = Waits()  # every wait() in progress: stopping answers them at once
+        self.closed = False
+        self._attached = False
+        # Without on_end, the lifecycle waits for its channel to attach (relay serve's way).
+        self.attach(
+            on_end=on_end or (lambda _: None),  # nothing shown, nothing to withdraw
+            on_remind=on_remind,
+            on_escalate=on_escalate,
+            on_unsettled=on_unsettled,
+        )
+        self._attached = on_end is not None
+
+    def attach(
+        self,
+        *,
+        on_end: Callable[[AskRecord], None],
+        on_remind: Callable[[AskRecord, int], Awaitable[None]] | None = None,
+        on_escalate: Callable[[AskRecord], Awaitable[None]] | None = None,
+        on_unsettled: Callable[[AskRecord, Set[int]], Awaitable[None]] | None = None,
+    ) -> None:
+        """Connect the channel that shows these asks (once, before the expiry starts): it
+        withdraws what ends unanswered (``on_end``), reminds, escalates and re-shows."""
+        if self._attached:
+            raise RelayConfigError(
+                "this AskLifecycle already serves a channel: build one lifecycle per channel",
+                setting="lifecycle",
+            )
+        self._attached = True
         self._on_end = on_end
         self.follow_ups = FollowUps(
-            store=store,
-            events=events,
+            store=self.store,
+            events=self.events,
             wake=lambda at: self._expiry.add(at),
             on_remind=on_remind,
             on_escalate=on_escalate,
             on_unsettled=on_unsettled,
-            settling=settling if settling is not None else Settling(),
+            settling=self._settling,
         )
-        self.waiting: set[str] = set()
-        # Every wait() in progress: stopping answers them at once (see stop).
-        self._waits = Waits()
         self._expiry = Expiry(
-            store=store,
+            store=self.store,
             expire=self.expire,
-            sweep_interval=sweep_interval,
+            sweep_interval=self._sweep_interval,
             remind=self.follow_ups.remind if on_remind is not None else None,
-            reminder_lease=reminder_lease,
+            reminder_lease=self._reminder_lease,
             resettle=self.follow_ups.resettle if on_unsettled is not None else None,
             settling=self.follow_ups.settling,
         )
-        self.closed = False
 
     async def create(self, record: AskRecord, *, held: bool) -> None:
         """Record a new pending ask; ``held`` when an ``ask()`` here waits for its outcome.
@@ -267,7 +296,7 @@ class AskLifecycle:
             )
         if result.outcome in ("counted", "decided", "completed"):
             self.events.emit(
-                "voted", record.id, question=question.id, by=by, votes=_on_version(result)
+                "voted", record.id, question=question.id, by=by, votes=votes_on_version(result)
             )
         if result.outcome in ("decided", "completed"):
             self._answered(record, question.id, item, by=by, last=result.outcome == "completed")
@@ -369,18 +398,3 @@ class AskLifecycle:
                     _log.warning("could not close ask %s while stopping: %s", ask_id, exc)
         finally:
             self._waits.release()
-
-
-def known(ask_id: str, record: AskRecord | None) -> AskRecord:
-    """``record``, or ``PROVIDER_FAILED`` if the store no longer has the ask."""
-    if record is None:
-        raise UserInteractionError(
-            ErrorCode.PROVIDER_FAILED,
-            f"ask {ask_id} is not in the store (it expired or was lost); ask again",
-        )
-    return record
-
-
-def _on_version(result: VoteResult) -> int:
-    """How many votes count on the version being voted (an edit's replaced the others)."""
-    return sum(1 for v in result.votes if v.version == result.version)

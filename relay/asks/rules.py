@@ -21,6 +21,7 @@ from relay.questions import (
     AskUserQuestionItem,
     AskUserQuestionRequest,
 )
+from relay.store import VoteResult
 from relay.store.record import AskError, AskRecord, AskStatus, Target
 
 __all__ = [
@@ -37,10 +38,12 @@ __all__ = [
     "ended_event",
     "escalated",
     "escalated_at",
+    "known",
     "needs_repair",
     "next_reminder_at",
     "nudges",
     "outcome_of",
+    "votes_on_version",
     "widened",
 ]
 
@@ -272,3 +275,18 @@ def _with_defaults(
     if q.veto is None and offered and len(set(offered)) < len(set(labels)):
         changes["veto"] = offered
     return replace(q, **changes) if changes else q  # type: ignore[arg-type]
+
+
+def known(ask_id: str, record: AskRecord | None) -> AskRecord:
+    """``record``, or ``PROVIDER_FAILED`` if the store no longer has the ask."""
+    if record is None:
+        raise UserInteractionError(
+            ErrorCode.PROVIDER_FAILED,
+            f"ask {ask_id} is not in the store (it expired or was lost); ask again",
+        )
+    return record
+
+
+def votes_on_version(result: VoteResult) -> int:
+    """How many votes count on the version being voted (an edit's replaced the others)."""
+    return sum(1 for v in result.votes if v.version == result.version)

@@ -171,12 +171,15 @@ async def _slack_backend(
 ) -> Backend:
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from relay.asks.lifecycle import AskLifecycle
     from relay.config import TeamDefaults
+    from relay.events import Events
     from relay.gate.decider import Rulings
     from relay.gate.local import slack_approver
     from relay.grants import MemoryGrants
     from relay.service import UserInteractionService
-    from relay.slack import SlackProvider
+    from relay.slack import SlackProvider, SlackSettings
+    from relay.store import MemoryStore
 
     env = os.environ
     team = TeamDefaults.from_env(env)
@@ -188,7 +191,7 @@ async def _slack_backend(
             approvals=team.approvals_required,
         )
     rulings = Rulings(rules=lambda _: rules, source=rules.source if rules else "the rules")
-    slack = SlackProvider(
+    settings = SlackSettings(
         client=AsyncWebClient(
             token=bot, base_url=env.get("SLACK_API_URL") or AsyncWebClient.BASE_URL
         ),
@@ -199,6 +202,9 @@ async def _slack_backend(
         edit_review=rulings.edit_terms,
         **team.provider_kwargs(),
     )
+    # This process is the composition root: its asks live in its memory, shown in Slack.
+    lifecycle = AskLifecycle(store=MemoryStore(), events=Events())
+    slack = SlackProvider(settings, lifecycle=lifecycle)
     try:
         await slack.connect_socket_mode(app)
     except BaseException:

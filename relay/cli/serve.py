@@ -82,6 +82,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         run_sandbox(overrides, env=os.environ, relay=relay_command())
         return 0
     from relay.server.main import run
+    from relay.slack.serving import slack_channel
 
     try:
         settings = Settings.from_env(**overrides)
@@ -91,5 +92,5 @@ def _run_serve(args: argparse.Namespace) -> int:
             sys.stderr.write(NO_CREDENTIALS_HELP.replace("`relay ", f"`{relay_command()} "))
             return 2
         raise
-    run(settings)
+    run(settings, channel=slack_channel)  # the composition root: Slack shows the asks
     return 0

@@ -69,8 +69,8 @@ RulesFor = Callable[[str], "Rules | None"]
 
 
 class Channel(Protocol):
-    """How the Decider asks people (a seam ``Protocol``): ``relay.gate.local.SlackChannel``
-    over a ``SlackProvider``, ``SeamChannel`` over any seam provider."""
+    """How the Decider asks people (a seam ``Protocol``): ``relay.gate.local.PostingChannel``
+    over an ``AskChannel``, ``SeamChannel`` over any seam provider."""
 
     async def ask(
         self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest

@@ -2,9 +2,10 @@
 
 ``LocalApprover`` serves ``relay mcp`` and ``relay hook`` when they talk to Slack themselves
 (grants live in the process's memory, the user's rules file is the relay's) and the
-framework integrations in process. ``SlackChannel`` is the Decider's channel over a
-``SlackProvider`` (``relay serve``'s ``/v1/approvals`` and ``/mcp`` use it too);
-``SlackAsks`` is the seam provider over a ``SlackProvider`` with an owner and a per-ask target.
+framework integrations in process. ``PostingChannel`` is the Decider's channel over an
+``AskChannel`` such as a ``SlackProvider`` (``relay serve``'s ``/v1/approvals`` and ``/mcp``
+use it too); ``ChannelAsks`` is the seam provider over an ``AskChannel`` with an owner and a
+per-ask target. Nothing here imports a channel: the composition root hands one in.
 """
 
 from __future__ import annotations
@@ -16,30 +17,31 @@ from dataclasses import replace
 from typing import Any
 
 from relay.abort import AbortSignal
+from relay.asks.channel import AskChannel
+from relay.asks.target import AskTarget
 from relay.errors import ErrorCode, UserInteractionError, ask_aborted
 from relay.gate.approval import ApprovalRequest, Approver, Decision
 from relay.gate.decider import Decider, Proposal, Rulings
 from relay.gate.rules import Rules
 from relay.grants.base import GrantStore
 from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest
-from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.record import AskRecord, AskStatus
 
 __all__ = [
     "Approver",
+    "ChannelAsks",
     "LocalApprover",
+    "PostingChannel",
     "SeamChannel",
-    "SlackAsks",
-    "SlackChannel",
     "slack_approver",
     "target_for",
 ]
 
 
-def target_for(request: ApprovalRequest, base: SlackTarget | None = None) -> SlackTarget:
+def target_for(request: ApprovalRequest, base: AskTarget | None = None) -> AskTarget:
     """Where ``request`` is asked and who may answer it: what the Decider settled, over the
     client's own ``base`` settings (a thread, a requester); unset: the provider's defaults."""
-    current = base if base is not None else SlackTarget(channel="")
+    current = base if base is not None else AskTarget(channel="")
     escalation: dict[str, Any] = {}
     if request.escalate_after is not None:
         # The rules' escalation is one whole: nothing of the provider's defaults mixes in.
@@ -65,11 +67,11 @@ def target_for(request: ApprovalRequest, base: SlackTarget | None = None) -> Sla
     )
 
 
-class SlackAsks:
-    """The seam's provider over a ``SlackProvider``, for one owner and a default target."""
+class ChannelAsks:
+    """The seam's provider over an ``AskChannel``, for one owner and a default target."""
 
     def __init__(
-        self, provider: SlackProvider, *, owner: str | None, target: SlackTarget | None = None
+        self, provider: AskChannel, *, owner: str | None, target: AskTarget | None = None
     ) -> None:
         self._provider = provider
         self._owner = owner
@@ -80,7 +82,7 @@ class SlackAsks:
         return await self.ask_at(request, self._target)
 
     async def ask_at(
-        self, request: AskUserQuestionRequest, target: SlackTarget | None
+        self, request: AskUserQuestionRequest, target: AskTarget | None
     ) -> AskUserQuestionAnswer:
         """Post the questions to ``target``, wait, and withdraw them if aborted or cancelled."""
         signal = request.signal
@@ -114,17 +116,18 @@ class SlackAsks:
         raise final.error.to_exception()
 
 
-class SlackChannel:
-    """The Decider's ``Channel`` over a ``SlackProvider``."""
+class PostingChannel:
+    """The Decider's ``Channel`` over an ``AskChannel`` (a ``SlackProvider``): it posts, and
+    may return the pending record without waiting."""
 
-    def __init__(self, provider: SlackProvider) -> None:
+    def __init__(self, provider: AskChannel) -> None:
         self._provider = provider
 
     async def ask(
         self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
     ) -> AskUserQuestionAnswer:
-        """Post, wait, withdraw if aborted (``SlackAsks``)."""
-        asks = SlackAsks(self._provider, owner=proposal.owner)
+        """Post, wait, withdraw if aborted (``ChannelAsks``)."""
+        asks = ChannelAsks(self._provider, owner=proposal.owner)
         return await asks.ask_at(question, target_for(request, proposal.target))
 
     async def start(
@@ -177,13 +180,14 @@ class LocalApprover:
 
 
 def slack_approver(
-    provider: SlackProvider, grants: GrantStore, *, owner: str, rules: Rules | None = None
+    provider: AskChannel, grants: GrantStore, *, owner: str, rules: Rules | None = None
 ) -> LocalApprover:
-    """A ``LocalApprover`` asking through ``provider`` on behalf of ``owner``; ``rules``: the
-    rules this process decides by (asking Slack itself, the user's file is the relay's)."""
+    """A ``LocalApprover`` asking through ``provider`` (a ``SlackProvider``, or any
+    ``AskChannel``) on behalf of ``owner``; ``rules``: the rules this process decides by
+    (asking Slack itself, the user's file is the relay's)."""
     decider = Decider(
         rulings=Rulings(rules=lambda _: rules, source=rules.source if rules else "the rules"),
         grants=grants,
-        channel=SlackChannel(provider),
+        channel=PostingChannel(provider),
     )
     return LocalApprover(decider, owner=owner)

@@ -22,6 +22,7 @@ from relay.sandbox.directory import CHANNELS, DEFAULT_CHANNEL, GROUPS, PEOPLE
 from relay.sandbox.page import SandboxPage
 from relay.sandbox.standin import Sandbox
 from relay.server.main import configure_logging, serve
+from relay.slack.serving import slack_channel
 from relay.testing import FakeSlack
 from relay.tuning import tune_gc
 
@@ -202,7 +203,11 @@ async def serve_sandbox(
         try:
             # A key of its own, so that the sandbox shows receipts (gone with the process).
             await serve(
-                settings, ready=ready, extend=page.install, receipt_key=SigningKey.generate()
+                settings,
+                channel=slack_channel,
+                ready=ready,
+                extend=page.install,
+                receipt_key=SigningKey.generate(),
             )
         finally:
             announcing.cancel()

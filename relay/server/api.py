@@ -10,6 +10,8 @@ from typing import Any
 from aiohttp import web
 
 from relay import safejson
+from relay.asks.channel import AskChannel
+from relay.asks.target import LONGEST_TIMEOUT, MAX_REMINDERS, UNSET, AskTarget
 from relay.audit import audit_json, encode_cursor
 from relay.errors import ErrorCode, HarnessError, UserInteractionError, bad_request
 from relay.questions import AskUserQuestionRequest, validate_request
@@ -21,8 +23,6 @@ from relay.server.idempotency import DEFAULT_WINDOW, CreateKeys
 from relay.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from relay.server.limits import Limiter, RateLimited
 from relay.server.listing import LIST_MAX, LIST_SCAN_BUDGET, read_list_query
-from relay.slack.provider import LONGEST_TIMEOUT, UNSET, SlackProvider, SlackTarget
-from relay.slack.target import MAX_REMINDERS
 from relay.store import PendingLimitReached
 from relay.store.idempotency import IdempotencyStore
 from relay.store.listing import AskListing
@@ -74,7 +74,7 @@ class AskApi:
     def __init__(
         self,
         *,
-        provider: SlackProvider,
+        channel: AskChannel,
         max_wait: float,
         max_body: int,
         read_timeout: float,
@@ -83,10 +83,11 @@ class AskApi:
         idempotency_window: float = DEFAULT_WINDOW,
         webhooks: Webhooks | None = None,
     ) -> None:
-        self.provider = provider
+        self.channel = channel
+        """Shows the asks and records their answers (Slack, on ``relay serve``)."""
         self.webhooks = webhooks
         """Sends outcome webhooks to an ask's ``callback_url`` (``None``: not configured)."""
-        store = provider.store
+        store = channel.store
         self.keys = CreateKeys(
             store=store if isinstance(store, IdempotencyStore) else None,
             window=idempotency_window,
@@ -121,7 +122,7 @@ class AskApi:
             else:
                 try:
                     validate_request(ask_request)
-                    record = await self.provider.start(
+                    record = await self.channel.start(
                         ask_request, target=target, owner=request[OWNER]
                     )
                 except HarnessError as exc:
@@ -166,7 +167,7 @@ class AskApi:
 
     async def replayed(self, request: web.Request, ask_id: str) -> AskRecord:
         """The ask an earlier request with the same ``Idempotency-Key`` created."""
-        record = await self.provider.store.get(ask_id=ask_id)
+        record = await self.channel.store.get(ask_id=ask_id)
         if record is None or record.owner != request[OWNER]:
             raise ApiError(
                 "NOT_FOUND",
@@ -178,7 +179,7 @@ class AskApi:
     async def list(self, request: web.Request) -> web.Response:
         """``GET /v1/asks``: the token's asks, newest first, filtered, a page at a time."""
         query = read_list_query(request.query)
-        store = self.provider.store
+        store = self.channel.store
         if not isinstance(store, AskListing):
             raise ApiError("BAD_REQUEST", "this relay's store keeps no audit index")
         items: list[AskRecord] = []
@@ -220,7 +221,7 @@ class AskApi:
         """``record_json``, with the votes cast so far when questions are decided by votes."""
         if not needs_votes(record):
             return record_json(record)
-        return record_json(record, votes=await self.provider.store.votes(ask_id=record.id))
+        return record_json(record, votes=await self.channel.store.votes(ask_id=record.id))
 
     async def long_poll(self, request: web.Request, ask_id: str, wait: float) -> AskRecord:
         """Wait for the ask, within the token's long-poll limit; a client that hangs up
@@ -230,11 +231,11 @@ class AskApi:
             self._connections.cancel_on_hangup(request),
         ):
             try:
-                return await self.provider.wait(ask_id, within=wait)
+                return await self.channel.wait(ask_id, within=wait)
             except UserInteractionError as exc:
                 if exc.code != ErrorCode.PROVIDER_FAILED:
                     raise
-                if await self.provider.store.get(ask_id=ask_id) is not None:
+                if await self.channel.store.get(ask_id=ask_id) is not None:
                     raise
                 # The store lost the ask while it was waited on (Redis restarted empty).
                 raise ApiError(
@@ -247,13 +248,13 @@ class AskApi:
         """``DELETE /v1/asks/{id}``: abort a pending ask; the final record either way."""
         record = await self.owned(request)
         if record.pending:
-            record = await self.provider.abort(record.id) or record
+            record = await self.channel.abort(record.id) or record
         return web.json_response(await self.shown(record))
 
     async def owned(self, request: web.Request, *, what: str = "ask") -> AskRecord:
         """The ask named in the path if this request's token created it, else ``NOT_FOUND``."""
         ask_id = request.match_info["ask_id"]
-        record = await self.provider.store.get(ask_id=ask_id)
+        record = await self.channel.store.get(ask_id=ask_id)
         # Someone else's ask is reported exactly like a missing one: ids reveal nothing.
         if record is None or (record.owner != request[OWNER] and not request.get(OPERATOR)):
             raise ApiError(
@@ -300,7 +301,7 @@ class AskApi:
         return body
 
 
-def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]:
+def _read_ask(body: object) -> tuple[AskUserQuestionRequest, AskTarget | None]:
     """Read the strict wire form plus the optional ``slack`` routing object."""
     if not isinstance(body, Mapping):
         raise ApiError("BAD_REQUEST", "the body must be a JSON object with a questions list")
@@ -316,8 +317,8 @@ def _read_ask(body: object) -> tuple[AskUserQuestionRequest, SlackTarget | None]
     return request, target
 
 
-def read_slack_section(data: object) -> SlackTarget:
-    """The API body's ``slack`` object as a ``SlackTarget``, or ``BAD_REQUEST`` naming the
+def read_slack_section(data: object) -> AskTarget:
+    """The API body's ``slack`` object as a ``AskTarget``, or ``BAD_REQUEST`` naming the
     field that is wrong (``relay ask --file`` checks its requests with it too)."""
     if not isinstance(data, Mapping):
         raise bad_request("slack must be an object")
@@ -369,7 +370,7 @@ def read_slack_section(data: object) -> SlackTarget:
         and (not isinstance(escalate_channel, str) or not escalate_channel.strip())
     ):
         raise bad_request("slack.escalate_channel must be a channel id (or a user id), or null")
-    return SlackTarget(
+    return AskTarget(
         channel=channel or "",
         thread_ts=thread_ts,
         allowed_users=allowed,

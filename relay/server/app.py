@@ -8,13 +8,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiohttp
 from aiohttp import web
-from slack_sdk.errors import SlackApiError, SlackClientError
+from aiohttp.typedefs import Middleware
 
 from relay.config_mcp import McpSettings
 from relay.gate.decider import Decider, Rulings
-from relay.gate.local import SlackChannel
+from relay.gate.local import PostingChannel
 from relay.gate.policy import Policy
 from relay.gate.rules import Rules
 from relay.grants import GrantStore, MemoryGrants
@@ -24,6 +23,7 @@ from relay.server.approval_use import ApprovalUseApi
 from relay.server.approvals import ApprovalApi
 from relay.server.auth import Authenticator
 from relay.server.bodies import ClientGone
+from relay.server.channel import ServedChannel
 from relay.server.connections import Connections, default_connection_limit
 from relay.server.errors import ApiError, error_response
 from relay.server.limits import Limiter, RateLimited, TokenLimits, retry_after_header
@@ -33,9 +33,6 @@ from relay.server.mcp_sessions import SessionLimits
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
 from relay.server.receipts import ReceiptApi, operator_may
-from relay.slack.app import slack_handler
-from relay.slack.identity import TOKEN_REFUSALS
-from relay.slack.provider import SlackProvider
 from relay.store.base import StoreUnavailable
 from relay.store.uses import ApprovalUses
 from relay.webhooks.sender import Webhooks
@@ -44,13 +41,13 @@ __all__ = ["CONNECTIONS", "build_app"]
 
 _log = logging.getLogger("relay.server")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-# Slack's interactivity payloads echo the whole message back, so they may be larger than
+# A channel's payloads (Slack's interactivity echoes the whole message back) may be larger than
 # the API's body cap; this bounds them without refusing a legitimate click.
-_SLACK_MAX_BODY = 2 * 1024 * 1024
+_CHANNEL_MAX_BODY = 2 * 1024 * 1024
 
 
 class _Readiness:
-    """Checks Slack's ``auth.test`` and the store for ``/readyz``, one check at a time.
+    """Checks the channel (Slack's ``auth.test``) and the store for ``/readyz``, one at a time.
 
     Probes come unauthenticated and often; while Slack fails, each one calling Slack would
     turn a probe flood into an ``auth.test`` flood. So one check runs at a time (probes that
@@ -59,12 +56,12 @@ class _Readiness:
     """
 
     def __init__(
-        self, provider: SlackProvider, *, ttl: float = 30.0, failure_ttl: float = 5.0
+        self, channel: ServedChannel, *, ttl: float = 30.0, failure_ttl: float = 5.0
     ) -> None:
-        self._provider = provider
+        self._channel = channel
         self._ttl = ttl
         self._failure_ttl = failure_ttl
-        self._slack: tuple[float, str | None] = (-float("inf"), None)
+        self._last: tuple[float, str | None] = (-float("inf"), None)
         self._checking: asyncio.Future[dict[str, str]] | None = None
         self._logged: dict[str, str] = {}
 
@@ -85,30 +82,20 @@ class _Readiness:
         # where (no Redis or Slack address, no exception text); the details go to the log.
         problems: dict[str, str] = {}
         details: dict[str, str] = {}
-        checked_at, failure = self._slack
+        checked_at, failure = self._last
         ttl = self._ttl if failure is None else self._failure_ttl
         if time.monotonic() - checked_at > ttl:
-            try:
-                await self._provider.client.auth_test()
-                failure = None
-            except SlackApiError as exc:
-                code = exc.response.get("error") if exc.response is not None else None
-                # In relay's words, not slack-sdk's (its text holds the URL and the body).
-                refused = code in TOKEN_REFUSALS
-                failure = "refused token" if refused else f"auth.test failed ({code or 'error'})"
-                details["slack"] = f"auth.test answered {code or 'an error'}"
-            except (SlackClientError, aiohttp.ClientError, OSError) as exc:
-                failure = "auth.test failed (Slack unreachable)"
-                details["slack"] = f"{exc or type(exc).__name__}"
-            self._slack = (time.monotonic(), failure)
+            failed = await self._channel.check()
+            failure = failed.problem if failed is not None else None
+            if failed is not None:
+                details[self._channel.name] = failed.detail
+            self._last = (time.monotonic(), failure)
         if failure is not None:
-            problems["slack"] = failure
-        socket = self._provider.socket_mode
-        if socket is not None and (problem := socket.problem()) is not None:
-            problems["socket_mode"] = problem.split(" (last attempt", 1)[0]
+            problems[self._channel.name] = failure
+        problems.update(self._channel.problems())
         try:
             async with asyncio.timeout(2.0):
-                await self._provider.store.ping()
+                await self._channel.store.ping()
         except Exception as exc:
             problems["store"] = "unreachable"
             details["store"] = f"{exc or type(exc).__name__}"
@@ -130,12 +117,12 @@ CONNECTIONS = web.AppKey("relay_connections", Connections)
 
 def build_app(
     *,
-    provider: SlackProvider,
+    channel: ServedChannel,
     api_tokens: tuple[str, ...],
     operator_tokens: tuple[str, ...] = (),
     max_wait: float = 60.0,
     max_body: int = 256 * 1024,
-    serve_slack_events: bool = True,
+    serve_channel_routes: bool = True,
     limits: TokenLimits | None = None,
     read_timeout: float = 10.0,
     max_connections: int | None = None,
@@ -149,15 +136,16 @@ def build_app(
     policy: Policy | None = None,
     rulings: Rulings | None = None,
 ) -> web.Application:
-    """The server's application: ``/slack/events``, ``/v1/…``, ``/mcp``, health, metrics,
-    OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
+    """The server's application: the channel's routes (``/slack/events``; left out when not
+    ``serve_channel_routes``), ``/v1/…``, ``/mcp``, health, metrics, OpenAPI. ``channel``
+    shows the asks; ``grants`` holds the approvals' grants (in memory when not given).
     ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people any tool approval
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
     ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it).
     ``mcp`` bounds ``/mcp``'s sessions and lists the origins and hosts it answers.
     ``operator_tokens`` (``RELAY_OPERATOR_TOKENS``) read every token's receipts, and only them.
     ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals, or
-    ``rulings`` when the provider's Edit form holds edits to them (``operator_rulings``).
+    ``rulings`` when the channel's Edit form holds edits to them (``operator_rulings``).
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -167,13 +155,12 @@ def build_app(
     connections = Connections(
         limit=max_connections or default_connection_limit(), read_timeout=read_timeout
     )
-    metrics = Metrics(store=provider.store, limiter=limiter, connections=connections)
-    provider.events.subscribe(metrics.observe)
+    metrics = Metrics(store=channel.store, limiter=limiter, connections=connections)
+    channel.events.subscribe(metrics.observe)
     if webhooks is not None:
         webhooks.on_result = metrics.webhook_result
-    readiness = _Readiness(provider)
     api = AskApi(
-        provider=provider,
+        channel=channel,
         max_wait=max_wait,
         max_body=max_body,
         read_timeout=read_timeout,
@@ -183,19 +170,78 @@ def build_app(
         webhooks=webhooks,
     )
     grant_store = grants if grants is not None else MemoryGrants()
+    rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
     # The one Decider behind /v1/approvals and /mcp (the Edit form holds edits to the same
-    # rulings: relay serve gives the provider rulings.edit_terms).
-    if rulings is None:
-        rulings = operator_rulings(policy, min_approvals)
-    decider = Decider(rulings=rulings, grants=grant_store, channel=SlackChannel(provider))
+    # rulings: relay serve gives the channel rulings.edit_terms).
+    decider = Decider(rulings=rulings, grants=grant_store, channel=PostingChannel(channel))
+    app = web.Application(
+        client_max_size=max(max_body, _CHANNEL_MAX_BODY),
+        middlewares=[_errors(auth, limiter, metrics, connections)],
+    )
+    app[CONNECTIONS] = connections
+    app.add_routes(_probes(_Readiness(channel), metrics))
+    app.add_routes(_api_routes(api, decider, grant_store, receipts))
+    mount_mcp(
+        app,
+        provider=channel,
+        decider=decider,
+        auth=auth,
+        progress_interval=mcp_progress_interval,
+        receipts=receipts is not None,
+        **_mcp_bounds(mcp or McpSettings()),
+        limiter=limiter,
+        read_timeout=read_timeout,
+    )
+    if serve_channel_routes:
+        app.add_routes(channel.routes(read_timeout=read_timeout))
+    return app
+
+
+def _api_routes(
+    api: AskApi, decider: Decider, grants: GrantStore, receipts: ReceiptWriter | None
+) -> list[web.RouteDef]:
+    """``/v1``: asks, approvals, their use (when the store records uses), receipts."""
     approvals = ApprovalApi(asks=api, decider=decider)
     receipt_api = ReceiptApi(asks=api, approvals=approvals, writer=receipts)
-    store = provider.store
+    store = api.channel.store
     uses = (
-        ApprovalUseApi(asks=api, approvals=approvals, grants=grant_store, uses=store).routes()
+        ApprovalUseApi(asks=api, approvals=approvals, grants=grants, uses=store).routes()
         if isinstance(store, ApprovalUses)
         else []  # a store that records no uses: no /consume, so no ticket runs a call
     )
+    return [*api.routes(), *approvals.routes(), *uses, *receipt_api.routes()]
+
+
+def _probes(readiness: _Readiness, metrics: Metrics) -> list[web.RouteDef]:
+    """Health, readiness, metrics and the OpenAPI document (no token needed)."""
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def readyz(_: web.Request) -> web.Response:
+        problems = await readiness.check()
+        body: dict[str, Any] = {"ok": not problems, **problems}
+        return web.json_response(body, status=503 if problems else 200)
+
+    async def metrics_route(_: web.Request) -> web.Response:
+        return web.Response(body=await metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+    async def openapi(_: web.Request) -> web.Response:
+        return web.json_response(openapi_document())
+
+    return [
+        web.get("/healthz", healthz),
+        web.get("/readyz", readyz),
+        web.get("/metrics", metrics_route),
+        web.get("/openapi.json", openapi),
+    ]
+
+
+def _errors(
+    auth: Authenticator, limiter: Limiter, metrics: Metrics, connections: Connections
+) -> Middleware:
+    """The middleware: counts the connection's requests, checks ``/v1``'s token and rate,
+    and turns every failure into the API's error body."""
 
     @web.middleware
     async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -208,26 +254,9 @@ def build_app(
     async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             if request.path.startswith("/v1/"):
-                header = request.headers.get("Authorization")
-                owner = auth.owner(header)
-                if owner is None and (operator := auth.operator(header)) is not None:
-                    if not operator_may(request):
-                        return error_response(
-                            "UNAUTHORIZED",
-                            "an operator token (RELAY_OPERATOR_TOKENS) reads receipts only"
-                            " (GET /v1/receipts, GET /v1/asks/{id}/receipt); send an agent's"
-                            " API token for anything else",
-                        )
-                    request[OPERATOR] = True
-                    owner = operator
-                if owner is None:
-                    return error_response(
-                        "UNAUTHORIZED",
-                        "send a valid relay API token as 'Authorization: Bearer <token>'",
-                        headers={"WWW-Authenticate": 'Bearer realm="relay"'},
-                    )
-                request[OWNER] = owner
-                limiter.hit(owner)
+                if (refused := _authorise(request, auth)) is not None:
+                    return refused
+                limiter.hit(request[OWNER])
             return await handler(request)
         except ApiError as exc:
             return error_response(exc.code, exc.message, status=exc.status)
@@ -268,50 +297,32 @@ def build_app(
             _log.exception("unexpected error on %s %s", request.method, request.path)
             return error_response("INTERNAL", "the relay failed unexpectedly; see its logs")
 
-    async def healthz(_: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
+    return errors
 
-    async def readyz(_: web.Request) -> web.Response:
-        problems = await readiness.check()
-        body: dict[str, Any] = {"ok": not problems, **problems}
-        return web.json_response(body, status=503 if problems else 200)
 
-    async def metrics_route(_: web.Request) -> web.Response:
-        return web.Response(body=await metrics.render(), headers={"Content-Type": CONTENT_TYPE})
-
-    async def openapi(_: web.Request) -> web.Response:
-        return web.json_response(openapi_document())
-
-    app = web.Application(client_max_size=max(max_body, _SLACK_MAX_BODY), middlewares=[errors])
-    app[CONNECTIONS] = connections
-    app.add_routes(
-        [
-            web.get("/healthz", healthz),
-            web.get("/readyz", readyz),
-            web.get("/metrics", metrics_route),
-            web.get("/openapi.json", openapi),
-            *api.routes(),
-            *approvals.routes(),
-            *uses,
-            *receipt_api.routes(),
-        ]
-    )
-    mount_mcp(
-        app,
-        provider=provider,
-        decider=decider,
-        auth=auth,
-        progress_interval=mcp_progress_interval,
-        receipts=receipts is not None,
-        **_mcp_bounds(mcp or McpSettings()),
-        limiter=limiter,
-        read_timeout=read_timeout,
-    )
-    if serve_slack_events:
-        app.router.add_post(
-            "/slack/events", slack_handler(provider.bolt_app, read_timeout=read_timeout)
+def _authorise(request: web.Request, auth: Authenticator) -> web.Response | None:
+    """Note the ``/v1`` request's owner (an agent's token, or an operator's reading
+    receipts); the refusal when there is none."""
+    header = request.headers.get("Authorization")
+    owner = auth.owner(header)
+    if owner is None and (operator := auth.operator(header)) is not None:
+        if not operator_may(request):
+            return error_response(
+                "UNAUTHORIZED",
+                "an operator token (RELAY_OPERATOR_TOKENS) reads receipts only"
+                " (GET /v1/receipts, GET /v1/asks/{id}/receipt); send an agent's"
+                " API token for anything else",
+            )
+        request[OPERATOR] = True
+        owner = operator
+    if owner is None:
+        return error_response(
+            "UNAUTHORIZED",
+            "send a valid relay API token as 'Authorization: Bearer <token>'",
+            headers={"WWW-Authenticate": 'Bearer realm="relay"'},
         )
-    return app
+    request[OWNER] = owner
+    return None
 
 
 def _mcp_bounds(settings: McpSettings) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from relay.asks.channel import AskChannel
+from relay.asks.target import UNSET, AskTarget
 from relay.errors import HarnessError
 from relay.gate.approval import QUESTION_ID, ApprovalRequest, Decision
 from relay.gate.core import BAD_PATTERN
@@ -26,7 +28,6 @@ from relay.records import iso_time
 from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
 from relay.server.idempotency import read_key
-from relay.slack.provider import UNSET, SlackProvider, SlackTarget
 from relay.store.record import AskRecord
 
 __all__ = ["ApprovalApi", "approval_json"]
@@ -74,7 +75,7 @@ class ApprovalApi:
     def __init__(self, *, asks: AskApi, decider: Decider) -> None:
         # Approvals are asks: read, limited and long-polled exactly as /v1/asks reads them.
         self._asks = asks
-        self._provider: SlackProvider = asks.provider
+        self._provider: AskChannel = asks.channel
         self.decider = decider
         self.grants = decider.grants
 
@@ -278,7 +279,7 @@ def _client_verdict(body: Mapping[str, Any]) -> str:
     return str(verdict)
 
 
-def _asked_of(target: SlackTarget) -> dict[str, Any]:
+def _asked_of(target: AskTarget) -> dict[str, Any]:
     """What the body's ``slack`` section asks of the approval, as the Decider reads it (who
     may answer, where, how long): the operator's requirements then override it."""
 

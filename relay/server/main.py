@@ -11,23 +11,25 @@ import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from slack_sdk.web.async_client import AsyncWebClient
 
+from relay.asks.lifecycle import AskLifecycle
 from relay.config import Settings
 from relay.errors import RelayConfigError
+from relay.events import Events
+from relay.gate.decider import Rulings
 from relay.gate.policy import Policy, load_policy
 from relay.gate.rules import RulesError
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter, SigningKey
 from relay.server.app import CONNECTIONS, build_app, operator_rulings
+from relay.server.channel import ChannelFactory, ServedChannel
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
 from relay.server.limits import limits_of
 from relay.server.logs import LogFormatter, OneLineFilter, ProtocolLog
-from relay.slack.named import NamePolicy
-from relay.slack.provider import SlackProvider, SlackTarget
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
 from relay.store.outbox import WebhookOutbox
@@ -188,83 +190,38 @@ def _receipts(
     return ReceiptWriter(store=store, key=key, issuer=settings.receipt_issuer, retired=retired)
 
 
-def _default_channel(settings: Settings) -> frozenset[str]:
-    return frozenset({settings.channel}) if settings.channel else frozenset()
+@dataclass(frozen=True, slots=True)
+class _Relay:
+    """What ``serve`` composed: the state, the channel over the lifecycle, the evidence."""
 
-
-def _no_default_channel(_: object) -> SlackTarget:
-    # No RELAY_CHANNEL: every API request must name its channel (the provider says so).
-    return SlackTarget(channel="")
+    store: AskStore
+    grants: GrantStore
+    channel: ServedChannel
+    rulings: Rulings
+    receipts: ReceiptWriter | None
+    webhooks: Webhooks | None
 
 
 async def serve(
     settings: Settings,
     *,
+    channel: ChannelFactory,
     ready: asyncio.Event | None = None,
     extend: Callable[[web.Application], None] | None = None,
     receipt_key: SigningKey | None = None,
 ) -> None:
     """Run the relay until SIGTERM/SIGINT (or cancellation), then shut down cleanly.
 
-    ``extend`` may add routes and hooks to the application before it starts (the sandbox's
-    page does); the relay's own routes are unchanged. ``receipt_key`` signs receipts when
-    ``RELAY_RECEIPT_KEY_FILE`` names none (the sandbox's generated key)."""
-    store = await _store(settings)
-    # The operator's rules, decided in one place: the Decider behind /v1 and /mcp, and the
-    # Edit form holding each edit to them before it is recorded.
-    rulings = operator_rulings(_policy(settings), settings.team.approvals_required)
-    client = AsyncWebClient(
-        token=settings.bot_token, base_url=settings.slack_api_url or AsyncWebClient.BASE_URL
-    )
-    provider = SlackProvider(
-        client=client,
-        signing_secret=settings.signing_secret,
-        channel=settings.channel,
-        route=None if settings.channel else _no_default_channel,
-        timeout=settings.timeout,
-        allowed_users=settings.allowed_users,
-        allowed_groups=settings.allowed_groups,
-        # An API client may narrow who answers its ask, never widen it past the operator's.
-        policy_users=settings.allowed_users,
-        policy_groups=settings.allowed_groups,
-        # And it may name only the channels and groups the operator lists (none: none).
-        names=NamePolicy(
-            channels=(settings.allowed_channels or frozenset()) | _default_channel(settings),
-            groups=settings.allowed_groups or frozenset(),
-        ),
-        store=store,
-        sweep_interval=1.0 if store.durable else None,
-        max_timeout=settings.max_timeout,
-        edit_review=rulings.edit_terms,
-        **settings.team.provider_kwargs(),
-    )
-    grants = _grants(settings)
-    receipts = _receipts(settings, store, receipt_key)
-    if receipts is not None:
-        provider.events.subscribe(receipts.observe)
-    webhooks = _webhooks(settings, store)
-    if webhooks is not None:
-        webhooks.receipts = receipts
-        provider.events.subscribe(webhooks.observe)
-    app = build_app(
-        provider=provider,
-        grants=grants,
-        mcp_progress_interval=settings.mcp_progress_interval,
-        mcp=settings.mcp,
-        api_tokens=settings.api_tokens,
-        operator_tokens=settings.operator_tokens,
-        max_wait=settings.max_wait,
-        max_body=settings.max_body,
-        serve_slack_events=not settings.socket_mode,
-        idempotency_window=settings.idempotency_window,
-        webhooks=webhooks,
-        receipts=receipts,
-        rulings=rulings,
-        **limits_of(settings),
-    )
+    ``channel`` builds the channel that shows the asks (``relay.slack.serving.
+    slack_channel``) over the lifecycle built here. ``extend`` may add routes and hooks to
+    the application before it starts (the sandbox's page does); the relay's own routes are
+    unchanged. ``receipt_key`` signs receipts when ``RELAY_RECEIPT_KEY_FILE`` names none
+    (the sandbox's generated key)."""
+    relay = await _compose(settings, channel, receipt_key)
+    app = _application(settings, relay)
     if extend is not None:
         extend(app)
-    app.on_response_prepare.append(_close_when_stopping(provider))
+    app.on_response_prepare.append(_close_when_stopping(relay.channel))
     runner = web.AppRunner(
         app,
         access_log=None,
@@ -275,81 +232,131 @@ async def serve(
     )
     await runner.setup()
     site = GuardedSite(runner, settings.host, settings.port, connections=app[CONNECTIONS])
+    stop = _stop_on_signals()
+    loop = asyncio.get_running_loop()
+    listening = False
+    try:
+        await _listen(site, settings)
+        listening = True
+        await _open(settings, relay)
+        if ready is not None:
+            ready.set()
+        await _until_stopped(stop, relay.channel)
+        _log.info("shutting down")
+    finally:
+        started = loop.time()
+        await _shut_down(relay, runner)
+        if listening:
+            _log.info("stopped in %.1f s", loop.time() - started)
+
+
+async def _compose(
+    settings: Settings, channel: ChannelFactory, receipt_key: SigningKey | None
+) -> _Relay:
+    """The composition root: the store, the ask's lifecycle over it, the channel showing
+    the asks, the grants, and the receipts and webhooks fed by the asks' events."""
+    store = await _store(settings)
+    # The operator's rules, decided in one place: the Decider behind /v1 and /mcp, and the
+    # Edit form holding each edit to them before it is recorded.
+    rulings = operator_rulings(_policy(settings), settings.team.approvals_required)
+    lifecycle = AskLifecycle(
+        store=store, events=Events(), sweep_interval=1.0 if store.durable else None
+    )
+    served = channel(settings, lifecycle, rulings.edit_terms)
+    grants = _grants(settings)
+    receipts = _receipts(settings, store, receipt_key)
+    if receipts is not None:
+        served.events.subscribe(receipts.observe)
+    webhooks = _webhooks(settings, store)
+    if webhooks is not None:
+        webhooks.receipts = receipts
+        served.events.subscribe(webhooks.observe)
+    return _Relay(store, grants, served, rulings, receipts, webhooks)
+
+
+def _application(settings: Settings, relay: _Relay) -> web.Application:
+    """The server's application over what ``_compose`` built."""
+    return build_app(
+        channel=relay.channel,
+        grants=relay.grants,
+        mcp_progress_interval=settings.mcp_progress_interval,
+        mcp=settings.mcp,
+        api_tokens=settings.api_tokens,
+        operator_tokens=settings.operator_tokens,
+        max_wait=settings.max_wait,
+        max_body=settings.max_body,
+        idempotency_window=settings.idempotency_window,
+        webhooks=relay.webhooks,
+        receipts=relay.receipts,
+        rulings=relay.rulings,
+        **limits_of(settings),
+    )
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event SIGTERM and SIGINT set (where the loop can handle signals)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    listening = False
+    return stop
+
+
+async def _open(settings: Settings, relay: _Relay) -> None:
+    """Listening: open the channel (a refused token stops the start here, in one line; an
+    unreachable Slack is retried in the background), start the senders, say so."""
+    await relay.channel.open(within=_TOKEN_CHECK_WAIT)
+    if relay.webhooks is not None:
+        relay.webhooks.start()
+    if relay.receipts is not None:
+        relay.receipts.start()
+    mode = "Socket Mode" if settings.socket_mode else "HTTP mode (POST /slack/events)"
+    _log.info(
+        "relay listening on %s:%d in %s; store=%s",
+        settings.host,
+        settings.port,
+        mode,
+        "redis" if settings.redis_url else "memory",
+    )
+    if settings.gc_threshold is not None:
+        freeze_startup()  # the app, Bolt and the clients now exist: out of the collector's way
+
+
+async def _shut_down(relay: _Relay, runner: web.AppRunner) -> None:
+    """Answer the long-polls, stop serving, then send what is still owed, within bounds."""
+    # Long-polls first: each is answered now with its record (pending, on a durable
+    # store) instead of holding the process for its whole ?wait= (Kubernetes allows 30 s).
+    await relay.channel.stop_asking()
+    await runner.cleanup()
     try:
-        await _listen(site, settings)
-        listening = True
-        provider.start_expiry()
-        provider.prefetch_identity()
-        # A bot token Slack refuses stops the relay here, in one line; one it cannot reach
-        # yet is retried in the background (the first attempt waited for briefly).
-        refusal = await provider.lookup.first_check(within=_TOKEN_CHECK_WAIT)
-        if refusal is not None:
-            raise refusal
-        if webhooks is not None:
-            webhooks.start()
-        if receipts is not None:
-            receipts.start()
-        if settings.app_token:
-            # In the background: serving, /readyz and signals work while Slack is unreachable.
-            await provider.connect_socket_mode(settings.app_token, wait=False)
-        mode = "Socket Mode" if settings.socket_mode else "HTTP mode (POST /slack/events)"
-        _log.info(
-            "relay listening on %s:%d in %s; store=%s",
-            settings.host,
-            settings.port,
-            mode,
-            "redis" if settings.redis_url else "memory",
-        )
-        if settings.gc_threshold is not None:
-            freeze_startup()  # the app, Bolt and the clients now exist: out of the collector's way
-        if ready is not None:
-            ready.set()
-        await _until_stopped(stop, provider)
-        _log.info("shutting down")
-    finally:
-        # Long-polls first: each is answered now with its record (pending, on a durable
-        # store) instead of holding the process for its whole ?wait= (Kubernetes allows 30 s).
-        started = loop.time()
-        await provider.stop_asking()
-        await runner.cleanup()
-        try:
-            async with asyncio.timeout(SHUTDOWN_TIMEOUT):
-                await provider.aclose()  # the withdrawals and updates still owed to Slack
+        async with asyncio.timeout(SHUTDOWN_TIMEOUT):
+            await relay.channel.aclose()  # the withdrawals and updates still owed to Slack
+    except TimeoutError:
+        _log.warning("stopped before every Slack update was sent (Slack too slow?)")
+    if relay.webhooks is not None:
+        # Deliveries in flight get a moment; the rest stay owed in the store.
+        await relay.webhooks.aclose(grace=SHUTDOWN_TIMEOUT / 4)
+    if relay.receipts is not None:
+        try:  # the receipts being signed (a missed one is written by its first reader)
+            async with asyncio.timeout(SHUTDOWN_TIMEOUT / 4):
+                await relay.receipts.aclose()
         except TimeoutError:
-            _log.warning("stopped before every Slack update was sent (Slack too slow?)")
-        if webhooks is not None:
-            # Deliveries in flight get a moment; the rest stay owed in the store.
-            await webhooks.aclose(grace=SHUTDOWN_TIMEOUT / 4)
-        if receipts is not None:
-            try:  # the receipts being signed (a missed one is written by its first reader)
-                async with asyncio.timeout(SHUTDOWN_TIMEOUT / 4):
-                    await receipts.aclose()
-            except TimeoutError:
-                _log.warning("stopped before every receipt was written")
-        try:
-            async with asyncio.timeout(SHUTDOWN_TIMEOUT / 2):
-                await store.aclose()
-                await grants.aclose()
-        except TimeoutError:
-            _log.warning("stopped before the store's connections were closed")
-        if listening:
-            _log.info("stopped in %.1f s", loop.time() - started)
+            _log.warning("stopped before every receipt was written")
+    try:
+        async with asyncio.timeout(SHUTDOWN_TIMEOUT / 2):
+            await relay.store.aclose()
+            await relay.grants.aclose()
+    except TimeoutError:
+        _log.warning("stopped before the store's connections were closed")
 
 
-async def _until_stopped(stop: asyncio.Event, provider: SlackProvider) -> None:
-    """Wait for SIGTERM/SIGINT; raise ``RelayConfigError`` if Slack refuses a token."""
+async def _until_stopped(stop: asyncio.Event, channel: ServedChannel) -> None:
+    """Wait for SIGTERM/SIGINT; raise ``RelayConfigError`` if the channel's token is refused."""
     waits: set[asyncio.Future[Any]] = {
         asyncio.ensure_future(stop.wait()),
-        asyncio.ensure_future(provider.lookup.refused()),
+        asyncio.ensure_future(channel.refused()),
     }
-    if provider.socket_mode is not None:
-        waits.add(asyncio.ensure_future(provider.socket_mode.refused()))
     try:
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -362,13 +369,13 @@ async def _until_stopped(stop: asyncio.Event, provider: SlackProvider) -> None:
 
 
 def _close_when_stopping(
-    provider: SlackProvider,
+    channel: ServedChannel,
 ) -> Callable[[web.Request, web.StreamResponse], Awaitable[None]]:
     """A response hook: once stopping, each response closes its connection, so the client
     sends its next request (another long-poll) on a new connection, to another replica."""
 
     async def close_connection(_: web.Request, response: web.StreamResponse) -> None:
-        if provider.stopping:
+        if channel.stopping:
             response.force_close()  # the server hangs up after this response
             response.headers["Connection"] = "close"  # and says so (headers are set by now)
 
@@ -393,9 +400,9 @@ async def _listen(site: web.TCPSite, settings: Settings) -> None:
         ) from None
 
 
-def run(settings: Settings) -> None:
+def run(settings: Settings, *, channel: ChannelFactory) -> None:
     """Configure logging and serve until stopped (the body of ``relay serve``)."""
     configure_logging(settings)
     if settings.gc_threshold is not None:
         tune_gc(settings.gc_threshold)  # many pending asks make CPython's defaults costly
-    asyncio.run(serve(settings))
+    asyncio.run(serve(settings, channel=channel))

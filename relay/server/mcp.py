@@ -25,10 +25,11 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from relay.abort import AbortSignal
+from relay.asks.channel import AskChannel
 from relay.gate.approval import ApprovalRequest, Decision
 from relay.gate.decider import Decider, Proposal
 from relay.gate.gate import ToolUse
-from relay.gate.local import SlackAsks
+from relay.gate.local import ChannelAsks
 from relay.mcp.asgi import GONE_KEY, serve_asgi
 from relay.mcp.server import Context, Toolbox, build_server, client_name, note_asked
 from relay.questions import AgentRef
@@ -39,7 +40,6 @@ from relay.server.limits import Limiter
 from relay.server.mcp_origins import OriginPolicy
 from relay.server.mcp_sessions import SessionLimits, Sessions, SessionsManager, opens_session
 from relay.service import UserInteractionService
-from relay.slack.provider import SlackProvider
 
 __all__ = ["MCP_PATH", "OWNER_KEY", "mount_mcp"]
 MCP_PATH = "/mcp"
@@ -50,7 +50,7 @@ _RESULTS_GRACE = 2.0
 
 
 def _toolbox_for(
-    provider: SlackProvider, decider: Decider, sessions: Sessions, *, receipts: bool
+    provider: AskChannel, decider: Decider, sessions: Sessions, *, receipts: bool
 ) -> Any:
     def toolbox(ctx: Context) -> Toolbox:
         request = ctx.request
@@ -66,7 +66,7 @@ def _toolbox_for(
         # nothing else that tells one agent from another under the token: offer no grants.
         agent = AgentRef(id=f"mcp:{session_id or name}", name=name)
         service = UserInteractionService()
-        service.register_provider(SlackAsks(provider, owner=owner))
+        service.register_provider(ChannelAsks(provider, owner=owner))
 
         async def approve(use: ToolUse, signal: AbortSignal) -> Decision:
             request = ApprovalRequest(
@@ -92,7 +92,7 @@ def _toolbox_for(
 def mount_mcp(
     app: web.Application,
     *,
-    provider: SlackProvider,
+    provider: AskChannel,
     decider: Decider,
     auth: Authenticator,
     progress_interval: float = 10.0,

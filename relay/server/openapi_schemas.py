@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from relay.limits import LONGEST_TIMEOUT
 from relay.questions import MAX_QUESTIONS
 from relay.server.api import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
-from relay.slack.provider import LONGEST_TIMEOUT
 
 __all__ = [
     "ANSWER_SCHEMA",

@@ -101,7 +101,7 @@ class ReceiptApi:
         limit = _whole(request.query.get("limit"), "limit", _PAGE_DEFAULT, _PAGE_MAX)
         if self._writer is None:
             raise _off()
-        store = self._asks.provider.store
+        store = self._asks.channel.store
         if not isinstance(store, ReceiptChain):
             raise _off()
         owner = None if request.get(OPERATOR) else request[OWNER]

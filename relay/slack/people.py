@@ -10,28 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Collection
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.errors import RelayConfigError
+from relay.asks.target import ids
 from relay.slack import notices
 from relay.store.record import Target
 
 __all__ = ["Gatekeeper", "ids"]
-
-
-def ids(value: Collection[str] | None, setting: str) -> frozenset[str] | None:
-    """A set of Slack ids from a collection (a lone string is a mistake, not a set of letters)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        raise RelayConfigError(
-            f"{setting} must be a collection of ids, not one string", setting=setting
-        )
-    return frozenset(value)
 
 
 class Gatekeeper:

@@ -1,174 +1,110 @@
 """``SlackProvider``: the seam's provider that asks in Slack and waits for the click.
 
-The provider wires the ask's lifecycle (``relay.asks``: create, wait, answer, end, time out,
-every end an atomic claim in the store) to the Slack channel that shows it: rendering
+It wires the ask's lifecycle (``relay.asks``) to the Slack channel that shows it: rendering
 (``render``), posting and updating (``messages``), click intake (``clicks``), the Bolt and
-aiohttp apps (``app``) and Socket Mode (``socket_mode``).
-"""
+aiohttp apps (``app``) and Socket Mode (``socket_mode``)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from slack_sdk.web.async_client import AsyncWebClient
-
-from relay.asks.edit_review import EditReview
-from relay.asks.expiry import Settling
-from relay.asks.lifecycle import AskLifecycle, known
-from relay.asks.rules import LONGEST_TIMEOUT, QuestionDefaults, answer_of, capped, check_timeout
+from relay.asks.lifecycle import AskLifecycle
+from relay.asks.rules import LONGEST_TIMEOUT, answer_of, known
+from relay.asks.target import UNSET, AskTarget, Route, ids
 from relay.errors import RelayConfigError, ask_aborted, ask_closed
 from relay.events import Events
 from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest, validate_request
 from relay.slack.background import Background
 from relay.slack.clicks import ClickIntake
-from relay.slack.credentials import check_credentials
 from relay.slack.failures import SLACK_FAILURES, provider_failed
 from relay.slack.identity import InstallationLookup
 from relay.slack.installation import Installation
 from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
-from relay.slack.people import Gatekeeper, ids
+from relay.slack.people import Gatekeeper
 from relay.slack.posting import AskPoster
-from relay.slack.retries import default_retry_handlers
-from relay.slack.target import UNSET, Route, SlackTarget, TargetDefaults, check_reminders
-from relay.store import AskRecord, AskStore, MemoryStore
+from relay.slack.settings import SlackSettings, lifecycle_of, settings_of
+from relay.store import AskRecord, AskStore
 
 if TYPE_CHECKING:
     from aiohttp import web
     from slack_bolt.async_app import AsyncApp
 
     from relay.abort import AbortSignal
-    from relay.slack.named import NamePolicy
     from relay.slack.socket_mode import SocketMode
 
-# SlackProvider and SlackTarget, and the names other modules and users import from here.
 __all__ = [
     "LONGEST_TIMEOUT",
     "SLACK_FAILURES",
     "UNSET",
     "Route",
     "SlackProvider",
+    "SlackSettings",
     "SlackTarget",
     "provider_failed",
 ]
+
+SlackTarget = AskTarget
+"""The public name of ``AskTarget`` for Slack users: where one ask goes, who may answer it."""
 
 
 class SlackProvider:
     """The seam's provider for Slack: one Block Kit message per question, answered by clicks.
 
-    ``allowed_users``/``allowed_groups`` are each ask's default allowlist, which a
-    ``SlackTarget`` may replace; ``policy_users``/``policy_groups`` are a ceiling no ask can
-    lift (``relay serve`` sets both from ``RELAY_ALLOWED_USERS``/``RELAY_ALLOWED_GROUPS``).
-    ``max_timeout`` is a ceiling on every ask's timeout (a longer one, or none, becomes it).
-    ``remind_after``/``reminders`` and ``escalate_*``: each ask's default reminders and
-    escalation (see ``SlackTarget``). ``default_option``, ``approvals_required`` and
-    ``veto``: each question's, where it sets none. ``settling``: when a final update is
-    retried; ``names``: what a ``target`` may name; ``edit_review``: rules for an edit.
+    ``settings`` (``SlackSettings``) say how to reach Slack and what every ask inherits; its
+    fields are accepted as keywords too (the older form). ``lifecycle`` is the ask's
+    lifecycle the composition root built (``relay serve``); without one, the provider builds
+    its own, from ``store``, ``events``, ``sweep_interval``, ``reminder_lease``, ``settling``.
     """
 
     def __init__(
         self,
+        settings: SlackSettings | None = None,
+        /,
         *,
-        client: AsyncWebClient | None = None,
-        token: str | None = None,
-        signing_secret: str | None = None,
-        channel: str | None = None,
-        timeout: float | None = 900.0,
-        allowed_users: Collection[str] | None = None,
-        allowed_groups: Collection[str] | None = None,
-        prevent_self_approval: bool = False,
-        policy_users: Collection[str] | None = None,
-        policy_groups: Collection[str] | None = None,
-        route: Route | None = None,
-        store: AskStore | None = None,
-        base_url: str | None = None,
-        events: Events | None = None,
-        sweep_interval: float | None = None,
-        max_timeout: float | None = None,
-        remind_after: float | None = None,
-        reminders: int = 1,
-        reminder_lease: float = 30.0,
-        escalate_after: float | None = None,
-        escalate_users: Collection[str] | None = None,
-        escalate_groups: Collection[str] | None = None,
-        escalate_channel: str | None = None,
-        default_option: str | None = None,
-        approvals_required: int | None = None,
-        veto: Collection[str] | None = None,
-        settling: Settling | None = None,
-        names: NamePolicy | None = None,
-        edit_review: EditReview | None = None,
+        lifecycle: AskLifecycle | None = None,
+        **options: Any,
     ) -> None:
-        check_credentials(client, token, signing_secret)
-        if channel is None and route is None:
-            raise RelayConfigError(
-                "pass channel= (a channel id, or a user id for a DM) or a route= function",
-                setting="channel",
-            )
-        if client is None:
-            kwargs: dict[str, Any] = {"token": token}
-            if base_url is not None:
-                kwargs["base_url"] = base_url
-            client = AsyncWebClient(**kwargs)
-        default_retry_handlers(client)
-        self.client = client
-        self.store: AskStore = store if store is not None else MemoryStore()
-        self.events = events if events is not None else Events()
-        self._signing_secret = signing_secret
+        settings, life_options = settings_of(settings, options)
+        settings.checked()
+        self.client = client = settings.web_client()
+        self._signing_secret = settings.signing_secret
         # The operator's ceiling: whatever an ask allows, nobody else answers (see Gatekeeper).
         self.gatekeeper = Gatekeeper(
             client,
-            policy_users=ids(policy_users, "policy_users"),
-            policy_groups=ids(policy_groups, "policy_groups"),
+            policy_users=ids(settings.policy_users, "policy_users"),
+            policy_groups=ids(settings.policy_groups, "policy_groups"),
         )
-        ceiling = check_timeout(max_timeout, "max_timeout")
-        self._defaults = TargetDefaults(
-            channel=channel,
-            route=route,
-            timeout=capped(check_timeout(timeout, "timeout"), ceiling),
-            max_timeout=ceiling,
-            allowed_users=ids(allowed_users, "allowed_users"),
-            allowed_groups=ids(allowed_groups, "allowed_groups"),
-            prevent_self_approval=prevent_self_approval,
-            policy_users=self.gatekeeper.policy_users,
-            policy_groups=self.gatekeeper.policy_groups,
-            remind_after=check_timeout(remind_after, "remind_after"),
-            reminders=check_reminders(reminders),
-            escalate_after=check_timeout(escalate_after, "escalate_after"),
-            escalate_users=ids(escalate_users, "escalate_users"),
-            escalate_groups=ids(escalate_groups, "escalate_groups"),
-            escalate_channel=escalate_channel or None,
-            names=names,
+        self._defaults = settings.target_defaults(
+            self.gatekeeper.policy_users, self.gatekeeper.policy_groups
         )
-        self._questions = QuestionDefaults.checked(default_option, approvals_required, veto)
+        self._questions = settings.question_defaults()
+        self._life = lifecycle_of(lifecycle, life_options)
+        self.store: AskStore = self._life.store
+        self.events: Events = self._life.events
         self._background = Background(client)
         self.lookup = InstallationLookup(client, background=self._background)
         self._messages = SlackMessages(
             client=client, store=self.store, events=self.events, background=self._background
         )
-        self._life = AskLifecycle(
-            store=self.store,
-            events=self.events,
-            on_end=self._ended,
-            sweep_interval=sweep_interval,
-            on_remind=self._messages.remind,
-            on_escalate=self._messages.escalate,
-            reminder_lease=reminder_lease,
-            on_unsettled=self._messages.reshow,
-            settling=settling,
-        )
         # The asks an ask() call here waits for (the lifecycle's set; closing ends them).
         self._waiting = self._life.waiting
+        self._life.attach(
+            on_end=self._ended,
+            on_remind=self._messages.remind,
+            on_escalate=self._messages.escalate,
+            on_unsettled=self._messages.reshow,
+        )
         self._clicks = ClickIntake(
             life=self._life,
             messages=self._messages,
             gatekeeper=self.gatekeeper,
             background=self._background,
             installation=self.installation,
-            edit_review=edit_review,
+            edit_review=settings.edit_review,
         )
         self._poster = AskPoster(life=self._life, messages=self._messages)
         self._finished = False

@@ -16,6 +16,7 @@ import aiohttp
 from aiohttp import web
 
 from relay.server.app import build_app
+from relay.slack.serving import SlackServing
 from tests.slack_env import Env, question, result, slack_env
 
 # What Slack's interactivity requests may weigh at most on the relay (the server's cap).
@@ -47,7 +48,7 @@ def forged_headers() -> dict[str, str]:
 @asynccontextmanager
 async def served(env: Env) -> AsyncIterator[str]:
     """``relay serve``'s application for ``env``'s provider (its 2 MiB cap for Slack)."""
-    app = build_app(provider=env.provider, api_tokens=("t" * 20,))
+    app = build_app(channel=SlackServing(env.provider), api_tokens=("t" * 20,))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

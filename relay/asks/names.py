@@ -1,4 +1,4 @@
-"""What a client's ``SlackTarget`` may name on a relay that serves agents.
+"""What a client's ``AskTarget`` may name on a relay that serves agents.
 
 An agent holds its API token and writes the ``slack`` section of its requests. Were every
 channel and user group open to it, it could make the bot post anywhere the bot is a member
@@ -20,7 +20,7 @@ __all__ = ["NamePolicy"]
 
 
 class Named(Protocol):
-    """What a target names (``SlackTarget``'s fields)."""
+    """What a target names (``AskTarget``'s fields)."""
 
     @property
     def channel(self) -> object: ...

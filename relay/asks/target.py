@@ -1,6 +1,8 @@
-"""``SlackTarget``: where one ask goes and who may answer it, and how its gaps are filled.
+"""``AskTarget``: where one ask goes and who may answer it, and how its gaps are filled.
 
-A ``SlackTarget``'s unset fields inherit the provider's defaults (``TargetDefaults``); the
+Channel-neutral: the edges (the API, the Decider's channel) build targets without knowing
+which channel shows the ask; ``relay.slack`` re-exports ``AskTarget`` as ``SlackTarget``.
+An ``AskTarget``'s unset fields inherit the channel's defaults (``TargetDefaults``); the
 resolved ``Target`` is what the store records, with every default applied and checked.
 """
 
@@ -12,14 +14,34 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from relay.asks.rules import MAX_REMINDERS, capped, check_timeout
+from relay.asks.names import NamePolicy
+from relay.asks.rules import LONGEST_TIMEOUT, MAX_REMINDERS, capped, check_timeout
 from relay.errors import RelayConfigError, bad_request
 from relay.questions import AskUserQuestionRequest
-from relay.slack.named import NamePolicy
-from relay.slack.people import ids
 from relay.store.record import Target
 
-__all__ = ["MAX_REMINDERS", "UNSET", "Route", "SlackTarget", "TargetDefaults", "check_reminders"]
+__all__ = [
+    "LONGEST_TIMEOUT",
+    "MAX_REMINDERS",
+    "UNSET",
+    "AskTarget",
+    "Route",
+    "TargetDefaults",
+    "check_reminders",
+    "ids",
+]
+
+
+def ids(value: Collection[str] | None, setting: str) -> frozenset[str] | None:
+    """A set of user or group ids from a collection (a lone string is a mistake, not a set
+    of letters)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise RelayConfigError(
+            f"{setting} must be a collection of ids, not one string", setting=setting
+        )
+    return frozenset(value)
 
 
 def check_reminders(value: int) -> int:
@@ -36,10 +58,11 @@ class _Unset(Enum):
 
 
 UNSET = _Unset.UNSET
+"""A target field left unset: it inherits the channel's default."""
 
 
 @dataclass(frozen=True, slots=True)
-class SlackTarget:
+class AskTarget:
     """Where one ask goes and who may answer it; unset fields inherit the provider's defaults,
     but ``allowed_users`` and ``allowed_groups`` are one allowlist: naming either replaces both.
 
@@ -67,7 +90,7 @@ class SlackTarget:
     escalate_channel: str | _Unset | None = UNSET
 
 
-Route = Callable[[AskUserQuestionRequest], "SlackTarget | Awaitable[SlackTarget]"]
+Route = Callable[[AskUserQuestionRequest], "AskTarget | Awaitable[AskTarget]"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,17 +118,17 @@ class TargetDefaults:
     escalate_channel: str | None = None
     names: NamePolicy | None = None  # what a client's own target may name (relay serve)
 
-    async def resolve(self, request: AskUserQuestionRequest, target: SlackTarget | None) -> Target:
+    async def resolve(self, request: AskUserQuestionRequest, target: AskTarget | None) -> Target:
         """The ``Target`` for ``request``: ``target``, else the route's, else the default
         channel, with every unset field inherited; ``BAD_REQUEST`` for what may not be."""
         if target is not None and self.names is not None:
             self.names.check(target)
         if target is None:
-            target = SlackTarget(channel=self.channel or "")
+            target = AskTarget(channel=self.channel or "")
             if self.route is not None:
                 routed = self.route(request)
                 target = await routed if inspect.isawaitable(routed) else routed
-                if not isinstance(target, SlackTarget):
+                if not isinstance(target, AskTarget):
                     raise RelayConfigError("route must return a SlackTarget", setting="route")
         channel = target.channel or self.channel
         if not channel:
@@ -144,7 +167,7 @@ class TargetDefaults:
             **escalation,
         )
 
-    def _escalation(self, target: SlackTarget) -> dict[str, Any]:
+    def _escalation(self, target: AskTarget) -> dict[str, Any]:
         """The target's escalation fields, each inherited when unset, checked together."""
 
         def pick(name: str) -> Any:
