@@ -18,6 +18,7 @@ import aiohttp
 from redis_server import free_port
 
 from relay.testing import FakeSlack
+from tests.slack_env import WORKSPACE_CHANNELS
 
 TOKEN = "token-for-agent-one-0123456789"
 OTHER_TOKEN = "token-for-agent-two-9876543210"
@@ -141,8 +142,9 @@ def relay_env(slack: FakeSlack, port: int, **extra: str) -> dict[str, str]:
     for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"):
         if env.get(name):
             slack.issue_token(env[name])
-    if env.get("RELAY_CHANNEL") and env["RELAY_CHANNEL"] not in slack.channels:
-        slack.add_channel(env["RELAY_CHANNEL"])
+    for channel in (env.get("RELAY_CHANNEL", ""), *WORKSPACE_CHANNELS):
+        if channel[:1] in ("C", "G") and channel not in slack.channels:
+            slack.add_channel(channel)
     return env
 
 

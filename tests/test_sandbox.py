@@ -341,7 +341,11 @@ async def test_scripts_serve_starts_the_sandbox_only_without_credentials(
 ) -> None:
     port = free_port()
     env = sandbox_env(port, VENV=str(Path(sys.executable).parent.parent))
-    async with FakeSlack(signing_secret="scripts-serve-secret") as slack:
+    async with FakeSlack(
+        signing_secret="scripts-serve-secret",
+        bot_token="xoxb-scripts-serve",
+        channels={"C0SERVE": "serve"},
+    ) as slack:
         if credentials:
             env.update(
                 SLACK_BOT_TOKEN="xoxb-scripts-serve",
@@ -409,8 +413,11 @@ async def test_on_loopback_the_page_answers_only_to_loopback_host_names() -> Non
 async def test_the_slack_stand_in_refuses_what_another_site_makes_a_browser_send() -> None:
     # The stand-in (FakeSlack) listens on loopback on the user's machine: a page open in the
     # browser could post a form to it as the bot, or open its Socket Mode WebSocket.
-    async with FakeSlack() as slack, aiohttp.ClientSession() as session:
-        form = {"token": "xoxb-any", "channel": "C0SBGENERAL", "text": "<!channel> click here"}
+    async with (
+        FakeSlack(channels={"C0SBGENERAL": "general"}) as slack,
+        aiohttp.ClientSession() as session,
+    ):
+        form = {"token": slack.bot_token, "channel": "C0SBGENERAL", "text": "<!channel> click here"}
         for headers in (
             {"Origin": "https://evil.example"},
             {"Origin": "null"},

@@ -29,7 +29,7 @@ def socket_env(slack: FakeSlack, **extra: str) -> dict[str, str]:
 async def test_a_refused_app_token_is_one_line_naming_slack_app_token_and_exit_2(
     error: str,
 ) -> None:
-    async with FakeSlack(signing_secret="unused") as slack:
+    async with FakeSlack(signing_secret="unused", channels={CHANNEL: "approvals"}) as slack:
         slack.fail("apps.connections.open", error=error, times=100)
         code, lines = await run_to_exit(socket_env(slack))
     assert code == 2, lines
@@ -43,7 +43,7 @@ async def test_a_refused_app_token_is_one_line_naming_slack_app_token_and_exit_2
 
 
 async def test_an_unreachable_slack_is_retried_quietly_and_sigterm_still_stops_the_relay() -> None:
-    async with FakeSlack(signing_secret="unused") as slack:
+    async with FakeSlack(signing_secret="unused", channels={CHANNEL: "approvals"}) as slack:
         env = socket_env(slack)
     # Slack is gone: nothing listens at SLACK_API_URL any more.
     relay = await start_relay(env)  # serving (and handling signals) while connecting
@@ -67,7 +67,7 @@ async def test_an_unreachable_slack_is_retried_quietly_and_sigterm_still_stops_t
 
 
 async def test_transient_refusals_are_retried_with_backoff_until_connected() -> None:
-    async with FakeSlack(signing_secret="unused") as slack:
+    async with FakeSlack(signing_secret="unused", channels={CHANNEL: "approvals"}) as slack:
         slack.fail("apps.connections.open", error="internal_error", times=2)
         relay = await start_relay(socket_env(slack))
         try:
@@ -96,7 +96,7 @@ def provider(slack: FakeSlack) -> SlackProvider:
 
 
 async def test_connect_socket_mode_raises_a_config_error_when_slack_refuses_the_token() -> None:
-    async with FakeSlack(signing_secret="unused") as slack:
+    async with FakeSlack(signing_secret="unused", channels={CHANNEL: "approvals"}) as slack:
         slack.fail("apps.connections.open", error="invalid_auth")
         relay = provider(slack)
         try:
@@ -110,7 +110,7 @@ async def test_connect_socket_mode_raises_a_config_error_when_slack_refuses_the_
 
 
 async def test_the_provider_reconnects_when_slack_drops_the_connection() -> None:
-    async with FakeSlack(signing_secret="unused") as slack:
+    async with FakeSlack(signing_secret="unused", channels={CHANNEL: "approvals"}) as slack:
         relay = provider(slack)
         try:
             await relay.connect_socket_mode(slack.app_token)
@@ -128,7 +128,7 @@ async def test_the_provider_reconnects_when_slack_drops_the_connection() -> None
 
 
 async def test_a_lost_connection_makes_the_relay_unready_until_it_is_back() -> None:
-    slack = FakeSlack(signing_secret="unused")
+    slack = FakeSlack(signing_secret="unused", channels={CHANNEL: "approvals"})
     await slack.start()
     relay = await start_relay(socket_env(slack))
     try:

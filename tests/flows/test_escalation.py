@@ -29,7 +29,7 @@ from relay.store import AskRecord, AskStatus, Target, utcnow
 from relay.store.redis import RedisStore
 from relay.testing import FakeMessage, FakeSlack
 from tests.server_env import TOKEN, relay_server
-from tests.slack_env import question, slack_env
+from tests.slack_env import WORKSPACE_CHANNELS, question, slack_env
 
 ESCALATION = ":rotating_light: Escalated"
 
@@ -178,7 +178,7 @@ async def test_an_impossible_escalation_is_refused_and_nothing_is_posted(
 
 
 async def test_two_replicas_escalate_once_even_when_the_creator_is_gone(redis_url: str) -> None:
-    async with FakeSlack() as slack:
+    async with FakeSlack(channels={c: c.lower() for c in WORKSPACE_CHANNELS}) as slack:
 
         def replica(**kw: object) -> SlackProvider:
             return SlackProvider(

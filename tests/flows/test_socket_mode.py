@@ -14,7 +14,7 @@ from tests.slack_env import CHANNEL, question
 
 
 async def test_a_click_over_socket_mode_answers_the_agent() -> None:
-    async with FakeSlack(signing_secret="unused") as slack:
+    async with FakeSlack(signing_secret="unused", channels={CHANNEL: "approvals"}) as slack:
         provider = SlackProvider(
             client=AsyncWebClient(token=slack.bot_token, base_url=slack.base_url), channel=CHANNEL
         )

@@ -26,7 +26,7 @@ def replica(slack: FakeSlack) -> SlackProvider:
 
 
 async def test_a_replica_past_the_cap_backs_off_and_connects_when_a_slot_frees() -> None:
-    async with FakeSlack(max_socket_connections=1) as slack:
+    async with FakeSlack(max_socket_connections=1, channels={CHANNEL: "approvals"}) as slack:
         first, second = replica(slack), replica(slack)
         try:
             await first.connect_socket_mode(slack.app_token, retry_refused_after=RETRY)
@@ -60,7 +60,7 @@ async def test_a_replica_past_the_cap_backs_off_and_connects_when_a_slot_frees()
 
 
 async def test_a_refresh_requested_disconnect_reconnects_at_once() -> None:
-    async with FakeSlack() as slack:
+    async with FakeSlack(channels={CHANNEL: "approvals"}) as slack:
         provider = replica(slack)
         try:
             await provider.connect_socket_mode(slack.app_token, retry_refused_after=60)
