@@ -19,6 +19,7 @@ from relay.gate.policy import Policy
 from relay.gate.rules import Rules
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter
+from relay.receipts.checkpoint import Checkpointer
 from relay.server.api import OPERATOR, OWNER, AskApi
 from relay.server.approval_use import ApprovalUseApi
 from relay.server.approvals import ApprovalApi
@@ -145,6 +146,7 @@ def build_app(
     webhooks: Webhooks | None = None,
     min_approvals: int | None = None,
     receipts: ReceiptWriter | None = None,
+    checkpoints: Checkpointer | None = None,
     mcp: McpSettings | None = None,
     policy: Policy | None = None,
     rulings: Rulings | None = None,
@@ -153,7 +155,8 @@ def build_app(
     OpenAPI. ``grants`` holds the approvals' grants (in memory when not given).
     ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people any tool approval
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
-    ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it).
+    ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it);
+    ``checkpoints`` signs checkpoints of the chain (``/receipts/checkpoint``).
     ``mcp`` bounds ``/mcp``'s sessions and lists the origins and hosts it answers.
     ``operator_tokens`` (``RELAY_OPERATOR_TOKENS``) read every token's receipts, and only them.
     ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals, or
@@ -189,7 +192,9 @@ def build_app(
         rulings = operator_rulings(policy, min_approvals)
     decider = Decider(rulings=rulings, grants=grant_store, channel=SlackChannel(provider))
     approvals = ApprovalApi(asks=api, decider=decider)
-    receipt_api = ReceiptApi(asks=api, approvals=approvals, writer=receipts)
+    receipt_api = ReceiptApi(
+        asks=api, approvals=approvals, writer=receipts, checkpoints=checkpoints
+    )
     store = provider.store
     uses = (
         ApprovalUseApi(asks=api, approvals=approvals, grants=grant_store, uses=store).routes()

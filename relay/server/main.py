@@ -22,6 +22,7 @@ from relay.gate.policy import Policy, load_policy
 from relay.gate.rules import RulesError
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter, SigningKey
+from relay.receipts.checkpoint import checkpointer_for
 from relay.server.app import CONNECTIONS, build_app, operator_rulings
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
 from relay.server.limits import limits_of
@@ -242,6 +243,7 @@ async def serve(
     receipts = _receipts(settings, store, receipt_key)
     if receipts is not None:
         provider.events.subscribe(receipts.observe)
+    checkpoints = checkpointer_for(settings, store, receipts)
     webhooks = _webhooks(settings, store)
     if webhooks is not None:
         webhooks.receipts = receipts
@@ -259,6 +261,7 @@ async def serve(
         idempotency_window=settings.idempotency_window,
         webhooks=webhooks,
         receipts=receipts,
+        checkpoints=checkpoints,
         rulings=rulings,
         **limits_of(settings),
     )
@@ -295,6 +298,8 @@ async def serve(
             webhooks.start()
         if receipts is not None:
             receipts.start()
+        if checkpoints is not None:
+            checkpoints.start()
         if settings.app_token:
             # In the background: serving, /readyz and signals work while Slack is unreachable.
             await provider.connect_socket_mode(settings.app_token, wait=False)
@@ -326,6 +331,8 @@ async def serve(
         if webhooks is not None:
             # Deliveries in flight get a moment; the rest stay owed in the store.
             await webhooks.aclose(grace=SHUTDOWN_TIMEOUT / 4)
+        if checkpoints is not None:
+            await checkpoints.aclose()
         if receipts is not None:
             try:  # the receipts being signed (a missed one is written by its first reader)
                 async with asyncio.timeout(SHUTDOWN_TIMEOUT / 4):
