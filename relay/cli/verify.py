@@ -117,7 +117,7 @@ def _check_checkpoints(
             failures.append(Failed(name, f"not a checkpoint ({exc})"))
             continue
         mark = check_checkpoint(entry.checkpoint, keys, name=name)
-        if isinstance(mark, Failure):
+        if isinstance(mark, Failed):
             failures.append(mark)
             continue
         marks.append(mark)
