@@ -406,8 +406,13 @@ def _checkpoints(get: Callable[[str], str | None]) -> dict[str, Any]:
         "checkpoint_every": max(
             1, read_whole(get("RELAY_CHECKPOINT_EVERY"), "RELAY_CHECKPOINT_EVERY", 1000)
         ),
-        "tsa_url": read_url(get("RELAY_TSA_URL"), "RELAY_TSA_URL"),
+        "tsa_url": None,
     }
+    tsa = get("RELAY_TSA_URL")
+    if tsa:
+        # As given: a TSA's URL is often a path with no trailing slash (read_url adds one).
+        read_url(tsa, "RELAY_TSA_URL")
+        out["tsa_url"] = tsa
     raw = get("RELAY_RECEIPT_RETENTION")
     if raw:
         try:
