@@ -54,6 +54,7 @@ TYPE = "relay-checkpoint+jws"
 """The JWS ``typ`` of a checkpoint (a receipt's is ``relay-receipt+jws``)."""
 # Receipts read per step while looking for the ones to trim.
 _TRIM_BATCH = 500
+_TRIM_MOST = 5000
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -271,9 +272,13 @@ class Checkpointer:
         base = await self._store.receipt_base()
         place, last = base.seq, None
         done = False
+        batch = 1  # (a look at the first alone, each poll: mostly nothing is due)
         while not done:
-            tokens = await self._store.receipt_range(start=place + 1, limit=_TRIM_BATCH)
-            done = len(tokens) < _TRIM_BATCH
+            tokens = await self._store.receipt_range(start=place + 1, limit=batch)
+            batch = _TRIM_BATCH
+            # At most _TRIM_MOST a tick (one script, its asks' ids as arguments); the next
+            # tick goes on.
+            done = not tokens or place - base.seq >= _TRIM_MOST
             for token in tokens:
                 ended = _claims(token).get("ended")
                 # RFC 3339 UTC times of one format compare as text; a receipt with no end

@@ -1,5 +1,6 @@
 """The OpenAPI parts of the receipts (issues 41, 51): an ask's and an approval's receipt,
-the chain, its signed checkpoints, and the public keys, laid over the document ``relay.server.openapi`` builds."""
+the chain, its signed checkpoints, and the public keys, laid over the document
+``relay.server.openapi`` builds."""
 
 from __future__ import annotations
 
