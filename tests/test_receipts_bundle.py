@@ -170,3 +170,74 @@ async def test_the_bundle_verifies_whole_and_fails_cut(
         code, out = await run_cli(env, *check, str(cut))
         assert code == 1, out
         assert shows in out
+
+
+def claims_of(token: str) -> dict[str, Any]:
+    part = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))  # type: ignore[no-any-return]
+
+
+async def test_a_chain_trimmed_by_retention_still_verifies_with_its_checkpoint(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    async with FakeSlack(signing_secret=SECRET) as slack:
+        env = relay_env(
+            slack,
+            free_port(),
+            REDIS_URL=redis_server.url,
+            RELAY_RECEIPT_KEY_FILE=key_file(tmp_path),
+            RELAY_OPERATOR_TOKENS=OPERATOR,
+            RELAY_CHECKPOINT_INTERVAL="0.1",
+            RELAY_RETENTION="1",
+            RELAY_RECEIPT_RETENTION="3s",
+        )
+        relay = await start_relay(env)
+
+        async def end_asks(n: int) -> None:
+            for _ in range(n):
+                status, created = await relay.request("POST", "/v1/asks", json=QUESTION)
+                assert status == 201, created
+                status, _ = await relay.request("DELETE", f"/v1/asks/{created['id']}")
+                assert status == 200
+
+        try:
+            await end_asks(3)
+            kept = await latest_checkpoint(relay, 3)  # what an auditor fetched then
+            # Three seconds on, the three are trimmed and a checkpoint says the chain
+            # starts after them.
+            deadline = time.monotonic() + 60
+            while (
+                claims_of((latest := await latest_checkpoint(relay, 3))["checkpoint"])["first"] < 4
+            ):
+                assert time.monotonic() < deadline, latest
+                await asyncio.sleep(0.05)
+            assert claims_of(latest["checkpoint"])["base"] is not None
+            await end_asks(2)
+            await latest_checkpoint(relay, 5)
+            bundle = tmp_path / "bundle.jsonl"
+            cli_env = {**env, "RELAY_URL": relay.url, "RELAY_TOKEN": OPERATOR}
+            code, out = await run_cli(cli_env, "audit", "--receipts", "-O", str(bundle))
+            assert code == 0, out
+            status, jwks = await relay.request("GET", "/.well-known/jwks.json", token=None)
+            assert status == 200
+        finally:
+            await relay.stop()
+    lines = [json.loads(line) for line in bundle.read_text().splitlines()]
+    seqs = [line["seq"] for line in lines if "receipt" in line]
+    assert seqs
+    assert seqs[0] >= 4  # (the two after may be trimmed too, on a slow machine)
+    keys = tmp_path / "jwks.json"
+    keys.write_text(json.dumps(jwks))
+    auditors = tmp_path / "kept.json"
+    auditors.write_text(json.dumps(kept))
+    check = ("verify", "--keys", str(keys), "--chain", "--checkpoint", str(auditors))
+    code, out = await run_cli(env, *check, str(bundle))
+    assert code == 0, out
+    # Without the bundle's checkpoints, the trimmed chain reads as cut at its head.
+    receipts_only = tmp_path / "receipts.jsonl"
+    receipts_only.write_text(
+        "".join(json.dumps(line) + "\n" for line in lines if "receipt" in line)
+    )
+    code, out = await run_cli(env, "verify", "--keys", str(keys), "--chain", str(receipts_only))
+    assert code == 1, out
+    assert "head is cut" in out

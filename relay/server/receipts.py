@@ -124,7 +124,9 @@ class ReceiptApi:
             tokens = await store.receipt_range(start=place + 1, limit=asked)
             scanned += len(tokens)
             for token in tokens:
-                place += 1
+                # Its own place: after a trim (RELAY_RECEIPT_RETENTION) the chain starts later.
+                seq = _claim(token, "seq")
+                place = seq if isinstance(seq, int) else place + 1
                 if owner is None or _owner(token) == owner:
                     ask = _claim(token, "ask")
                     items.append(
