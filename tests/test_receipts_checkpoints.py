@@ -18,10 +18,11 @@ import pytest
 from cryptography import x509
 
 from relay.cli import main
-from relay.receipts import ReceiptWriter
+from relay.receipts import ReceiptWriter, SigningKey
 from relay.receipts.checkpoint import Checkpointer, Stored, TimestampAuthority
+from relay.receipts.keys import PublicKeys
 from relay.receipts.payload import digest
-from relay.receipts.verify import Mark, check_checkpoint, check_timestamp, verify_all
+from relay.receipts.verify import Failure, Mark, check_checkpoint, check_timestamp, verify_all
 from relay.store import MemoryStore
 from relay.store.receipts import ChainHead
 from tests.test_receipts import KEY, ask, click, ended, keys, payload_of
@@ -274,3 +275,20 @@ async def test_relay_verify_takes_checkpoints_and_a_tsa_ca(
     code, out, _ = run(await store.receipt_range(), "--checkpoint", str(checkpoint), "--tsa-ca", ca)
     assert code == 1
     assert "timestamp does not verify" in out
+
+
+async def test_a_receipt_or_another_keys_checkpoint_is_no_checkpoint() -> None:
+    store = MemoryStore()
+    chain = await receipted(store, 2)
+    posing = check_checkpoint(chain[-1], keys(), name="given")
+    assert isinstance(posing, Failure)
+    assert "is not a checkpoint" in posing.problem
+    other_key = SigningKey.generate()
+    other = Checkpointer(store=store, key=other_key, issuer="relay.example")
+    stored = await other.make(now=time.time())
+    assert stored is not None
+    forged = check_checkpoint(stored.checkpoint, keys(), name="given")
+    assert isinstance(forged, Failure)
+    assert "does not hold" in forged.problem
+    mine = PublicKeys.of([other_key.private.public_key()])
+    assert isinstance(check_checkpoint(stored.checkpoint, mine, name="given"), Mark)
