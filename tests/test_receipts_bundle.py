@@ -144,6 +144,23 @@ async def test_the_bundle_verifies_whole_and_fails_cut(
             cli_env = {**env, "RELAY_URL": relay.url, "RELAY_TOKEN": OPERATOR}
             code, out = await run_cli(cli_env, "audit", "--receipts", "-O", str(bundle))
             assert code == 0, out
+            # The latest checkpoint and the keys straight from the relay, by URL.
+            exported = bundle.read_text().splitlines()
+            receipts_only = [line for line in exported if '"receipt"' in line]
+            by_url = (
+                "verify",
+                "--keys",
+                f"{relay.url}/.well-known/jwks.json",
+                "--chain",
+                "--checkpoint",
+                f"{relay.url}/receipts/checkpoint",
+            )
+            for kept, code_wanted in ((receipts_only, 0), (receipts_only[:-1], 1)):
+                part = tmp_path / "part.jsonl"
+                part.write_text("\n".join(kept) + "\n")
+                code, out = await run_cli(env, *by_url, str(part))
+                assert code == code_wanted, out
+            assert "tail is cut" in out
         finally:
             await relay.stop()
     lines = [json.loads(line) for line in bundle.read_text().splitlines()]
@@ -203,6 +220,7 @@ async def test_a_chain_trimmed_by_retention_still_verifies_with_its_checkpoint(
         try:
             await end_asks(3)
             kept = await latest_checkpoint(relay, 3)  # what an auditor fetched then
+            assert kept["timestamp"] is None  # (no RELAY_TSA_URL: signed, not stamped)
             # Three seconds on, the three are trimmed and a checkpoint says the chain
             # starts after them.
             deadline = time.monotonic() + 60
