@@ -114,6 +114,13 @@ ENV_VARS: dict[str, str] = {
     "RELAY_RECEIPT_RETIRED_KEYS_FILE": "earlier receipt keys' public keys (PEM, or a saved JWK"
     " Set), still published so that their receipts verify",
     "RELAY_RECEIPT_ISSUER": "the issuer name receipts carry (default relay)",
+    "RELAY_CHECKPOINT_INTERVAL": "seconds between signed checkpoints of the receipt chain, when"
+    " receipts were added (default 300)",
+    "RELAY_CHECKPOINT_EVERY": "receipts after which a checkpoint is signed sooner (default 1000)",
+    "RELAY_RECEIPT_RETENTION": "how long receipts are kept, as 30d, 12h or 2w (at least"
+    " RELAY_RETENTION; default: forever); older ones are trimmed and a checkpoint says where"
+    " the chain starts",
+    "RELAY_TSA_URL": "an RFC 3161 timestamp authority's URL: each checkpoint carries its token",
     **MCP_ENV_VARS,
 }
 
@@ -254,6 +261,10 @@ class Settings:
     receipt_key_file: str | None = None
     receipt_retired_keys_file: str | None = None
     receipt_issuer: str = "relay"
+    checkpoint_interval: float = 300.0
+    checkpoint_every: int = 1000
+    receipt_retention: float | None = None
+    tsa_url: str | None = None
     team: TeamDefaults = field(default_factory=TeamDefaults)
     mcp: McpSettings = field(default_factory=McpSettings)
     rules_file: str | None = None
@@ -380,7 +391,46 @@ class Settings:
             receipt_issuer=get("RELAY_RECEIPT_ISSUER") or "relay",
             mcp=McpSettings.from_env(get),
             **_webhooks(get),
+            **_checkpoints(get),
         )
+
+
+def _checkpoints(get: Callable[[str], str | None]) -> dict[str, Any]:
+    """The receipt chain's checkpoint, retention and timestamp settings."""
+    from relay.receipts.checkpoint import parse_duration
+
+    out: dict[str, Any] = {
+        "checkpoint_interval": read_seconds(
+            get("RELAY_CHECKPOINT_INTERVAL"), "RELAY_CHECKPOINT_INTERVAL", 300.0
+        ),
+        "checkpoint_every": max(
+            1, read_whole(get("RELAY_CHECKPOINT_EVERY"), "RELAY_CHECKPOINT_EVERY", 1000)
+        ),
+        "tsa_url": None,
+    }
+    tsa = get("RELAY_TSA_URL")
+    if tsa:
+        # As given: a TSA's URL is often a path with no trailing slash (read_url adds one).
+        read_url(tsa, "RELAY_TSA_URL")
+        out["tsa_url"] = tsa
+    raw = get("RELAY_RECEIPT_RETENTION")
+    if raw:
+        try:
+            keep = parse_duration(raw)
+        except ValueError as exc:
+            raise RelayConfigError(
+                f"RELAY_RECEIPT_RETENTION: {exc}", setting="RELAY_RECEIPT_RETENTION"
+            ) from None
+        asks = read_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0)
+        if keep < asks:
+            # A receipt trimmed while its ask is still kept would be signed again on read.
+            raise RelayConfigError(
+                "RELAY_RECEIPT_RETENTION must be at least RELAY_RETENTION (receipts outlive"
+                " their asks): raise it, or lower RELAY_RETENTION",
+                setting="RELAY_RECEIPT_RETENTION",
+            )
+        out["receipt_retention"] = keep
+    return out
 
 
 def _webhooks(get: Callable[[str], str | None]) -> dict[str, Any]:

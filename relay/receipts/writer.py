@@ -78,6 +78,11 @@ class ReceiptWriter:
         self.written = 0
         """Receipts this process appended (for tests and the bench)."""
 
+    @property
+    def key(self) -> SigningKey:
+        """The key receipts are signed with (the chain's checkpoints are signed with it too)."""
+        return self._key
+
     def observe(self, event: AskEvent) -> None:
         """An ``Events`` observer: write the receipt of an ask that just ended, in the
         background."""
