@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from relay.config_mcp import MCP_ENV_VARS, McpSettings
+from relay.config_receipts import RECEIPT_ENV_VARS, receipt_settings
 from relay.config_values import (
     read_api_tokens,
     read_gc_threshold,
@@ -109,18 +110,7 @@ ENV_VARS: dict[str, str] = {
     "RELAY_WEBHOOK_RETRY_FOR": "seconds to keep retrying a webhook delivery (default 86400)",
     "RELAY_WEBHOOK_BACKOFF": "seconds before the first retry of a webhook, doubling up to"
     " 600 (default 1)",
-    "RELAY_RECEIPT_KEY_FILE": "PEM file of the Ed25519 key every ended ask's receipt is signed"
-    " with (secret); turns receipts on",
-    "RELAY_RECEIPT_RETIRED_KEYS_FILE": "earlier receipt keys' public keys (PEM, or a saved JWK"
-    " Set), still published so that their receipts verify",
-    "RELAY_RECEIPT_ISSUER": "the issuer name receipts carry (default relay)",
-    "RELAY_CHECKPOINT_INTERVAL": "seconds between signed checkpoints of the receipt chain, when"
-    " receipts were added (default 300)",
-    "RELAY_CHECKPOINT_EVERY": "receipts after which a checkpoint is signed sooner (default 1000)",
-    "RELAY_RECEIPT_RETENTION": "how long receipts are kept, as 30d, 12h or 2w (at least"
-    " RELAY_RETENTION; default: forever); older ones are trimmed and a checkpoint says where"
-    " the chain starts",
-    "RELAY_TSA_URL": "an RFC 3161 timestamp authority's URL: each checkpoint carries its token",
+    **RECEIPT_ENV_VARS,
     **MCP_ENV_VARS,
 }
 
@@ -391,46 +381,8 @@ class Settings:
             receipt_issuer=get("RELAY_RECEIPT_ISSUER") or "relay",
             mcp=McpSettings.from_env(get),
             **_webhooks(get),
-            **_checkpoints(get),
+            **receipt_settings(get),
         )
-
-
-def _checkpoints(get: Callable[[str], str | None]) -> dict[str, Any]:
-    """The receipt chain's checkpoint, retention and timestamp settings."""
-    from relay.receipts.checkpoint import parse_duration
-
-    out: dict[str, Any] = {
-        "checkpoint_interval": read_seconds(
-            get("RELAY_CHECKPOINT_INTERVAL"), "RELAY_CHECKPOINT_INTERVAL", 300.0
-        ),
-        "checkpoint_every": max(
-            1, read_whole(get("RELAY_CHECKPOINT_EVERY"), "RELAY_CHECKPOINT_EVERY", 1000)
-        ),
-        "tsa_url": None,
-    }
-    tsa = get("RELAY_TSA_URL")
-    if tsa:
-        # As given: a TSA's URL is often a path with no trailing slash (read_url adds one).
-        read_url(tsa, "RELAY_TSA_URL")
-        out["tsa_url"] = tsa
-    raw = get("RELAY_RECEIPT_RETENTION")
-    if raw:
-        try:
-            keep = parse_duration(raw)
-        except ValueError as exc:
-            raise RelayConfigError(
-                f"RELAY_RECEIPT_RETENTION: {exc}", setting="RELAY_RECEIPT_RETENTION"
-            ) from None
-        asks = read_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0)
-        if keep < asks:
-            # A receipt trimmed while its ask is still kept would be signed again on read.
-            raise RelayConfigError(
-                "RELAY_RECEIPT_RETENTION must be at least RELAY_RETENTION (receipts outlive"
-                " their asks): raise it, or lower RELAY_RETENTION",
-                setting="RELAY_RECEIPT_RETENTION",
-            )
-        out["receipt_retention"] = keep
-    return out
 
 
 def _webhooks(get: Callable[[str], str | None]) -> dict[str, Any]:

@@ -263,7 +263,9 @@ def test_no_credentials_at_all_explains_what_to_create() -> None:
 
 def test_every_documented_variable_is_read() -> None:
     relay = Path(__file__).parents[1] / "relay"
-    source = "".join((relay / name).read_text() for name in ("config.py", "config_mcp.py"))
+    source = "".join(
+        (relay / name).read_text() for name in ("config.py", "config_mcp.py", "config_receipts.py")
+    )
     for name in ENV_VARS:
         assert f'get("{name}")' in source
 

@@ -41,7 +41,6 @@ __all__ = [
     "TimestampError",
     "checkpoint_payload",
     "checkpointer_for",
-    "parse_duration",
 ]
 
 if TYPE_CHECKING:
@@ -55,17 +54,6 @@ TYPE = "relay-checkpoint+jws"
 # Receipts read per step while looking for the ones to trim.
 _TRIM_BATCH = 500
 _TRIM_MOST = 5000
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in ``text``: a whole number with a unit, ``30d`` (also s, m, h, w);
-    ``ValueError`` otherwise."""
-    text = text.strip()
-    number, unit = text[:-1], text[-1:]
-    if unit not in _UNITS or not (number.isascii() and number.isdigit()) or int(number) < 1:
-        raise ValueError("a duration is a whole number and a unit: 30d, 12h, 90m, 2w")
-    return float(int(number) * _UNITS[unit])
 
 
 def _time(at: float) -> str:
