@@ -5,7 +5,8 @@ Reads receipts one a line (``relay audit --receipts`` output: JSON objects with 
 JWK Set (``--keys``: a file, or a URL such as ``https://relay.example.com/.well-known/jwks.json``;
 default ``$RELAY_URL/.well-known/jwks.json``), and with ``--chain`` that the receipts link in
 order with none missing, moved or forked. Exit 0 when all hold; 1 with one line per failure
-naming the receipt and what is wrong.
+naming the receipt and what is wrong. Error receipts (an ask whose record the relay could
+not receipt, signed in its place) hold and link like any other; each is listed.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def add_verify(commands: Commands) -> None:
 
 def _run_verify(args: argparse.Namespace) -> int:
     from relay.receipts.keys import ReceiptKeyError, public_keys_from
-    from relay.receipts.verify import verify_all
+    from relay.receipts.verify import quarantined, verify_all
 
     source = args.keys or _default_keys()
     try:
@@ -54,12 +55,16 @@ def _run_verify(args: argparse.Namespace) -> int:
     failures = verify_all(tokens, keys, chain=args.chain)
     for failure in failures:
         sys.stdout.write(f"{failure}\n")
+    errors = quarantined(tokens)
+    for line in errors:
+        sys.stdout.write(f"{line}\n")
     if failures:
         problems = _count(len(failures), "problem")
         sys.stderr.write(f"relay: {problems} in {_count(len(tokens), 'receipt')}\n")
         return 1
     linked = " and they link in order" if args.chain else ""
-    sys.stderr.write(f"relay: {_count(len(tokens), 'receipt')} verified{linked}\n")
+    noted = f", {_count(len(errors), 'error receipt')} among them" if errors else ""
+    sys.stderr.write(f"relay: {_count(len(tokens), 'receipt')} verified{linked}{noted}\n")
     return 0
 
 

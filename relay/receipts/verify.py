@@ -6,6 +6,10 @@ the same JSON, fails), and the payload's ``kid`` and ``v`` are the header's and 
 relay's. A chain passes when each receipt's ``seq`` is one past the one before and its
 ``prev`` is the digest of that receipt's compact JWS: a receipt dropped, moved, duplicated
 or from a fork breaks one of the two.
+
+An *error receipt* (``error.code`` ``record_not_receiptable``: the relay could not receipt
+that ask's record, and signed this in its place) is a valid receipt and a valid link;
+``quarantined`` names them so that a report can list them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from relay.receipts.jws import BadJWS, parse
 from relay.receipts.keys import PublicKeys
 from relay.receipts.payload import VERSION, digest
 
-__all__ = ["Checked", "Failure", "check_chain", "check_receipt", "verify_all"]
+# The error code of an error receipt (relay.receipts.writer writes it).
+ERROR_CODE = "record_not_receiptable"
+
+__all__ = ["Checked", "Failure", "check_chain", "check_receipt", "quarantined", "verify_all"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,3 +146,22 @@ def verify_all(tokens: list[tuple[str, str]], keys: PublicKeys, *, chain: bool) 
     if chain:
         failures.extend(check_chain(checked))
     return failures
+
+
+def quarantined(tokens: list[tuple[str, str]]) -> list[str]:
+    """One line for each error receipt among ``tokens`` (``(name, compact JWS)``): its id,
+    its ask and why the relay could not receipt that ask. Reads payloads only: pair it with
+    ``verify_all``, which says whether they hold."""
+    lines: list[str] = []
+    for name, token in tokens:
+        try:
+            payload = json.loads(parse(token).payload)
+        except (BadJWS, UnicodeDecodeError, json.JSONDecodeError):
+            continue  # verify_all reports it
+        error = payload.get("error") if isinstance(payload, dict) else None
+        if isinstance(error, dict) and error.get("code") == ERROR_CODE:
+            lines.append(
+                f"{payload.get('jti', name)}: an error receipt: ask {payload.get('ask')}"
+                f" could not be receipted: {error.get('reason')}"
+            )
+    return lines
