@@ -307,3 +307,69 @@ async def test_mcp_tools_answer_an_error_result_for_each_case(name: str) -> None
     assert decision["message"].startswith(
         f"relay could not read the permission request: {CODES[name]}: the arguments"
     ), decision
+
+
+async def test_mcp_stdio_answers_a_lone_surrogate_with_its_code() -> None:
+    """``relay mcp`` on stdio, driven line by line: the SDK would drop a message it cannot
+    parse unanswered; the door answers that request's id with the code, and goes on."""
+    import asyncio
+    import os
+    import sys
+
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        env = {**os.environ, "RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "mcp",
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert process.stdin is not None
+        assert process.stdout is not None
+
+        async def send(line: str) -> None:
+            assert process.stdin is not None
+            process.stdin.write(line.encode("utf-8", "surrogatepass") + b"\n")
+            await process.stdin.drain()
+
+        async def answer(ident: int) -> dict[str, Any]:
+            assert process.stdout is not None
+            while True:
+                line = await asyncio.wait_for(process.stdout.readline(), 60)
+                assert line, "relay mcp closed its stdout"
+                message = json.loads(line)
+                if message.get("id") == ident:
+                    return message  # type: ignore[no-any-return]
+
+        try:
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "probe", "version": "1"},
+                },
+            }
+            await send(json.dumps(init))
+            assert "result" in await answer(1)
+            await send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+            args = '{"questions": [' + question_with(REFUSED["escaped lone surrogate"]) + "]}"
+            await send(
+                '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": '
+                '{"name": "ask_user_question", "arguments": ' + args + "}}"
+            )
+            refused = await answer(2)
+            assert refused["error"]["code"] == -32602, refused
+            assert refused["error"]["data"] == {"code": "JSON_LONE_SURROGATE"}, refused
+            # The session goes on: the next request is answered as usual.
+            await send('{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}')
+            assert "result" in await answer(3)
+            assert slack.messages == []
+        finally:
+            process.stdin.close()
+            await asyncio.wait_for(process.wait(), 30)
