@@ -15,7 +15,8 @@ start where the latest says: a cut head or tail, or a chain rewritten since, fai
 checked as ``openssl ts -verify`` would, and a checkpoint without one fails.
 
 Exit 0 when all hold; 1 with one line per failure naming the receipt or checkpoint and what
-is wrong.
+is wrong. Error receipts (an ask whose record the relay could not receipt,
+signed in its place) hold and link like any other; each is listed.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def add_verify(commands: Commands) -> None:
 
 def _run_verify(args: argparse.Namespace) -> int:
     from relay.receipts.keys import ReceiptKeyError, public_keys_from
-    from relay.receipts.verify import verify_all
+    from relay.receipts.verify import quarantined, verify_all
 
     source = args.keys or _default_keys()
     try:
@@ -91,13 +92,17 @@ def _run_verify(args: argparse.Namespace) -> int:
     counted = _count(len(tokens), "receipt")
     if marks:
         counted += f" and {_count(len(marks), 'checkpoint')}"
+    errors = quarantined(tokens)
+    for line in errors:
+        sys.stdout.write(f"{line}\n")
     if failures:
         problems = _count(len(failures), "problem")
         sys.stderr.write(f"relay: {problems} in {counted}\n")
         return 1
     linked = " and they link in order" if args.chain else ""
     stamped = ", timestamps checked" if roots is not None and marks else ""
-    sys.stderr.write(f"relay: {counted} verified{linked}{stamped}\n")
+    noted = f", {_count(len(errors), 'error receipt')} among them" if errors else ""
+    sys.stderr.write(f"relay: {counted} verified{linked}{stamped}{noted}\n")
     return 0
 
 

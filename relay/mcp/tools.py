@@ -19,7 +19,7 @@ from typing import Any
 import mcp_types as types
 
 from relay.gate.approval import Decision
-from relay.safejson import unfit
+from relay.safejson import refusal
 from relay.tool import ASK_USER_QUESTION_TOOL, ToolResult
 
 __all__ = [
@@ -88,12 +88,16 @@ def tool_result(result: ToolResult) -> types.CallToolResult:
 def refused_arguments(arguments: Mapping[str, Any]) -> types.CallToolResult | None:
     """The tool's error result for arguments relay cannot carry and sign exactly (a lone
     surrogate, NaN, an integer no double holds, nesting too deep); ``None`` when fine."""
-    problem = unfit(arguments)
-    if problem is None:
+    refused = refusal(arguments)
+    if refused is None:
         return None
-    message = f"the arguments {problem}; send only JSON that relay can sign exactly"
+    message = refused.sentence("the arguments")
     return tool_result(
-        ToolResult(is_error=True, text=f"Error: {message}", error={"message": message})
+        ToolResult(
+            is_error=True,
+            text=f"Error: {message} ({refused.code})",
+            error={"message": message, "info": {"code": refused.code}},
+        )
     )
 
 
@@ -109,8 +113,8 @@ class ApproveArguments:
 def read_approve_arguments(arguments: Mapping[str, Any] | None) -> ApproveArguments | str:
     """The arguments, or a sentence saying what is wrong with them."""
     args = arguments or {}
-    if (problem := unfit(args)) is not None:
-        return f"the arguments {problem}"
+    if (refused := refusal(args)) is not None:
+        return f"{refused.code}: " + refused.sentence("the arguments")
     tool = args.get("tool_name")
     if not isinstance(tool, str) or not tool.strip():
         return "tool_name is required: the name of the tool asking for permission"

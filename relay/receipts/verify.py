@@ -15,6 +15,10 @@ and reach each checkpoint's last place with that receipt's digest its ``head``: 
 tail, or a chain rewritten since an auditor kept a checkpoint, fails. A checkpoint's RFC 3161
 timestamp is checked as ``openssl ts -verify -CAfile`` would: signed by a certificate that
 chains to the TSA's CA, for time stamping, over the SHA-256 of the checkpoint.
+
+An *error receipt* (``error.code`` ``record_not_receiptable``: the relay could not receipt
+that ask's record, and signed this in its place) is a valid receipt and a valid link;
+``quarantined`` names them so that a report can list them.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from relay.receipts.jws import BadJWS, parse
 from relay.receipts.keys import PublicKeys
 from relay.receipts.payload import VERSION, digest
 
+# The error code of an error receipt (relay.receipts.writer writes it).
+ERROR_CODE = "record_not_receiptable"
+
 __all__ = [
     "Checked",
     "Failure",
@@ -41,6 +48,7 @@ __all__ = [
     "check_marks",
     "check_receipt",
     "check_timestamp",
+    "quarantined",
     "verify_all",
 ]
 
@@ -297,3 +305,22 @@ def check_timestamp(mark: Mark, response: bytes, roots: list[x509.Certificate]) 
     except ValueError as exc:
         return f"its timestamp does not verify ({exc})"
     return None
+
+
+def quarantined(tokens: list[tuple[str, str]]) -> list[str]:
+    """One line for each error receipt among ``tokens`` (``(name, compact JWS)``): its id,
+    its ask and why the relay could not receipt that ask. Reads payloads only: pair it with
+    ``verify_all``, which says whether they hold."""
+    lines: list[str] = []
+    for name, token in tokens:
+        try:
+            payload = json.loads(parse(token).payload)
+        except (BadJWS, UnicodeDecodeError, json.JSONDecodeError):
+            continue  # verify_all reports it
+        error = payload.get("error") if isinstance(payload, dict) else None
+        if isinstance(error, dict) and error.get("code") == ERROR_CODE:
+            lines.append(
+                f"{payload.get('jti', name)}: an error receipt: ask {payload.get('ask')}"
+                f" could not be receipted: {error.get('reason')}"
+            )
+    return lines
