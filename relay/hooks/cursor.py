@@ -83,6 +83,7 @@ FIELDS: dict[str, EventFields] = {
         session=("conversation_id",),
         cwd=("cwd", "workspace_roots"),
         tool_use_id=("tool_use_id",),
+        renames={"Shell": "Bash"},  # its runtime maps Claude Code's Bash to Shell
         edits=True,
     ),
 }
