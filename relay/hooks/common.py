@@ -99,9 +99,11 @@ class Adapter(Protocol):
     name: str
     label: str
     help: str
-    # Whether the harness runs an edited input (Claude Code's updatedInput): only then may a
-    # reviewer edit the call before allowing it.
-    edits: bool
+
+    def edits_on(self, event: str) -> bool:
+        """Whether the harness runs an edited input answered for ``event`` (Claude Code's
+        ``updatedInput``): only then may a reviewer edit the call before allowing it."""
+        ...
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Flags of this harness's ``relay hook`` beyond the shared ones."""
