@@ -84,7 +84,9 @@ def _toolbox_for(
             proposal = Proposal(request, owner=owner, client="pass")
             return await decider.decide(proposal, signal=signal)
 
-        return Toolbox(service=service, approve=approve, agent=agent, receipts=receipts)
+        return Toolbox(
+            service=service, approve=approve, agent=agent, receipts=receipts, owner=owner
+        )
 
     return toolbox
 
