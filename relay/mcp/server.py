@@ -48,7 +48,14 @@ from relay.receipts.payload import receipt_id
 from relay.service import UserInteractionService
 from relay.tool import run_ask_user_question
 
-__all__ = ["RECEIPT_META_KEY", "Toolbox", "ToolboxFor", "build_server", "client_name"]
+__all__ = [
+    "RECEIPT_META_KEY",
+    "RelayServer",
+    "Toolbox",
+    "ToolboxFor",
+    "build_server",
+    "client_name",
+]
 
 _log = logging.getLogger("relay.mcp")
 T = TypeVar("T")
@@ -190,9 +197,15 @@ def _with_receipt(result: types.CallToolResult, ask_id: str) -> types.CallToolRe
     return result.model_copy(update={"meta": meta})
 
 
+class RelayServer(Server[Any]):
+    """The SDK's server, holding the tasks it started (``close`` them when it stops)."""
+
+    tasks: TaskBook
+
+
 def build_server(
     toolbox_for: ToolboxFor, *, progress_interval: float = 10.0, book: TaskBook | None = None
-) -> Server[Any]:
+) -> RelayServer:
     """The MCP server: ``ask_user_question`` and ``approve_tool_use``, asked through
     whatever ``toolbox_for`` gives each request (a hosted relay, Slack, the serving relay)."""
 
@@ -309,7 +322,7 @@ def build_server(
     async def tasks_list(ctx: Context, params: types.PaginatedRequestParams) -> dict[str, Any]:
         return tasks.list(owner_of(ctx))
 
-    server: Server[Any] = Server(
+    server: RelayServer = RelayServer(
         "relay",
         version=__version__,
         title="relay: ask your team in Slack",
@@ -334,4 +347,5 @@ def build_server(
         return caps
 
     server.get_capabilities = capabilities  # type: ignore[method-assign]
+    server.tasks = tasks
     return server

@@ -26,12 +26,14 @@ from mcp.shared.exceptions import MCPError
 
 from relay.abort import AbortController, AbortSignal
 
-__all__ = ["DEFAULT_TTL_MS", "MAX_TTL_MS", "POLL_INTERVAL_MS", "TaskBook"]
+__all__ = ["DEFAULT_TTL_MS", "MAX_TASKS", "MAX_TTL_MS", "POLL_INTERVAL_MS", "TaskBook"]
 
 DEFAULT_TTL_MS = 60 * 60 * 1000
 """How long a task is kept when the client asks for no ``ttl`` (an hour)."""
 MAX_TTL_MS = 24 * 60 * 60 * 1000
 """The longest ``ttl`` granted (a day); a client asking for more gets this."""
+MAX_TASKS = 200
+"""The most tasks one owner may hold (working or awaiting collection) at once."""
 POLL_INTERVAL_MS = 5000
 """The ``pollInterval`` suggested to clients: people take minutes, not milliseconds."""
 RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
@@ -103,6 +105,14 @@ class TaskBook:
     def start(self, owner: str, ttl: int | None, work: Work) -> dict[str, Any]:
         """Run ``work`` as a new task of ``owner``'s; the ``CreateTaskResult`` for it."""
         self._sweep()
+        held = sum(1 for e in self._tasks.values() if e.owner == owner)
+        if held >= MAX_TASKS:
+            # Bad input changes no state: nothing is asked.
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"this client holds {held} MCP tasks, the most relay keeps; fetch or cancel"
+                " some (tasks/result, tasks/cancel) before starting another",
+            )
         loop = asyncio.get_running_loop()
         granted = DEFAULT_TTL_MS if ttl is None or ttl <= 0 else min(ttl, MAX_TTL_MS)
         stamp = _now()
@@ -178,7 +188,6 @@ class TaskBook:
         """Withdraw every task still waiting (the server is stopping)."""
         for entry in self._tasks.values():
             entry.controller.abort("the relay is stopping")
-        for entry in list(self._tasks.values()):
-            if entry.runner is not None:
-                with contextlib.suppress(BaseException):
-                    await entry.runner
+        runners = [e.runner for e in self._tasks.values() if e.runner is not None]
+        if runners:
+            await asyncio.wait(runners, timeout=_WITHDRAW_WITHIN)

@@ -132,6 +132,7 @@ def mount_mcp(
         if pending and not stop.is_set():
             await asyncio.wait(pending, timeout=_RESULTS_GRACE)
         stop.set()
+        await server.tasks.close()  # questions still waiting as tasks are withdrawn
         for task in running:
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -109,6 +109,11 @@ async def test_tasks_over_stdio() -> None:
     async with (
         FakeSlack(signing_secret=SECRET) as slack,
         relay_server(slack) as relay,
-        stdio_client({"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}, mode="legacy") as client,
     ):
-        await tasks_flow(client, slack, None)
+        env = {"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}
+        async with stdio_client(env, mode="legacy") as client:
+            await tasks_flow(client, slack, None)
+            # A task still waiting when its client goes away has nobody to fetch it.
+            await start(client)
+            message = await slack.wait_for_message(count=4, timeout=15)
+        await wait_withdrawn(slack, message)
