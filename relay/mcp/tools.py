@@ -50,6 +50,8 @@ TOOLS: tuple[types.Tool, ...] = (
         # Asking people changes nothing where the agent runs: clients that gate tools by
         # these hints (Codex under approval_policy = "never") let the question through.
         annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        # A person may take hours: a client with tasks gets a task id at once (relay.mcp.tasks).
+        execution=types.ToolExecution(task_support="optional"),
     ),
     types.Tool(
         name=APPROVE_TOOL_USE,
@@ -73,6 +75,8 @@ TOOLS: tuple[types.Tool, ...] = (
             "required": ["tool_name", "input"],
         },
         annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        # A person may take hours: a client with tasks gets a task id at once (relay.mcp.tasks).
+        execution=types.ToolExecution(task_support="optional"),
     ),
 )
 

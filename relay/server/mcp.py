@@ -85,7 +85,9 @@ def _toolbox_for(
             proposal = Proposal(request, owner=owner, client="pass")
             return await decider.decide(proposal, signal=signal)
 
-        return Toolbox(service=service, approve=approve, agent=agent, receipts=receipts)
+        return Toolbox(
+            service=service, approve=approve, agent=agent, receipts=receipts, owner=owner
+        )
 
     return toolbox
 
@@ -131,6 +133,7 @@ def mount_mcp(
         if pending and not stop.is_set():
             await asyncio.wait(pending, timeout=_RESULTS_GRACE)
         stop.set()
+        await server.tasks.close()  # questions still waiting as tasks are withdrawn
         for task in running:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
