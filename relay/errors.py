@@ -1,11 +1,34 @@
 """Errors a user, an operator or an agent can see, each with a stable code.
 
+Every exception the relay raises for a caller to catch descends from ``RelayException``
+(some also keep a builtin base, e.g. ``ValueError``, so existing handlers still match).
+
 Hierarchy::
 
     Exception
-    ├── HarnessError                 .code: str — a runtime failure the harness reports
-    │   └── UserInteractionError     .reason: "aborted" | "timed_out" | "closed" | None
-    └── RelayConfigError             a developer or operator mistake in configuration
+    └── RelayException                   the base: ``except RelayException`` catches them all
+        ├── HarnessError                 .code: str — a runtime failure the harness reports
+        │   └── UserInteractionError     .reason: "aborted" | "timed_out" | "closed" | None
+        ├── RelayConfigError             a developer or operator mistake in configuration
+        ├── ApiError                     relay.server.errors — an HTTP API error response
+        ├── RateLimited                  relay.server.limits — a token went past a limit
+        ├── ClientGone                   relay.server.bodies — the client hung up
+        ├── CommandError                 relay.cli.common — a CLI command failed
+        ├── BadHookInput                 relay.hooks.common — a hook's stdin is not understood
+        ├── RulesError                   relay.gate.rules — the rules file is missing or wrong
+        ├── StoreUnavailable             relay.store.base — the store could not be reached
+        ├── PendingLimitReached          relay.store.base — too many pending asks
+        ├── NotSupported                 relay.store.redis_listener — no hiredis reader
+        ├── Retry                        relay.replies — the same request may be sent again
+        ├── Released                     relay.waits — the relay is stopping
+        ├── Unrecorded                   relay.slack.messages — posted but not recorded
+        ├── ResponseUrlRefused           relay.slack.webapi — Slack refused a response_url
+        ├── CallbackRefused              relay.webhooks.policy — a callback URL not allowed
+        ├── ActionRefused                relay.sandbox.standin — a sandbox action refused
+        ├── UnreadableJSON (ValueError)  relay.safejson — text the relay will not read as JSON
+        │   └── JSONTooComplex           too deep, or a number too large
+        ├── BadJWS (ValueError)          relay.receipts.jws — a receipt's JWS fails
+        └── ReceiptKeyError (ValueError) relay.receipts.keys — a key file cannot be read
 
 Runtime failures carry an ``ErrorCode``; configuration mistakes are a separate type so that
 callers can tell "the human never answered" from "the relay was set up wrong".
@@ -22,6 +45,7 @@ __all__ = [
     "ErrorCode",
     "HarnessError",
     "RelayConfigError",
+    "RelayException",
     "UserInteractionError",
     "ask_aborted",
     "ask_closed",
@@ -47,7 +71,11 @@ class ErrorCode(StrEnum):
     PROVIDER_FAILED = "PROVIDER_FAILED"
 
 
-class HarnessError(Exception):
+class RelayException(Exception):
+    """The base of every exception the relay raises for its caller to catch."""
+
+
+class HarnessError(RelayException):
     """A failure the agent harness reports to its caller; ``str(err)`` is the message."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -67,7 +95,7 @@ class UserInteractionError(HarnessError):
         self.reason: AbortReason | None = reason
 
 
-class RelayConfigError(Exception):
+class RelayConfigError(RelayException):
     """The relay was configured wrong; the message names the setting and how to fix it."""
 
     def __init__(self, message: str, *, setting: str | None = None) -> None:

@@ -19,6 +19,8 @@ import json
 import math
 import re
 
+from relay.errors import RelayException
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
@@ -40,7 +42,7 @@ SAFE_INTEGER = 2**53
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class UnreadableJSON(ValueError):
+class UnreadableJSON(RelayException, ValueError):
     """The text is not JSON the relay will read; the message says why."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from relay import safejson
+from relay.errors import RelayException
 
 __all__ = [
     "CANNOT_READ",
@@ -30,7 +31,7 @@ USAGE = "USAGE"
 CANNOT_READ = "CANNOT_READ"
 
 
-class CommandError(Exception):
+class CommandError(RelayException):
     """A failure of the command itself (bad flags, unreadable input), with a stable code."""
 
     def __init__(self, code: str, message: str) -> None:

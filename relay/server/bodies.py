@@ -14,12 +14,13 @@ import asyncio
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from relay.errors import RelayException
 from relay.server.errors import ApiError
 
 __all__ = ["ClientGone", "read_body"]
 
 
-class ClientGone(Exception):
+class ClientGone(RelayException):
     """The client hung up before its request was read: there is nobody to answer."""
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from relay.errors import ErrorCode, HarnessError
+from relay.errors import ErrorCode, HarnessError, RelayException
 
 __all__ = ["ApiError", "error_response", "status_for"]
 
@@ -32,7 +32,7 @@ _STATUS: dict[str, int] = {
 }
 
 
-class ApiError(Exception):
+class ApiError(RelayException):
     """An error the API answers with; ``code`` is stable, ``message`` says what to do."""
 
     def __init__(self, code: str, message: str, *, status: int | None = None) -> None:
