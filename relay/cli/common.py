@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from relay import safejson
-from relay.errors import RelayException
+from relay.errors import ErrorCode, RelayException
 
 __all__ = [
     "CANNOT_READ",
@@ -27,7 +27,7 @@ __all__ = [
     "relay_command",
 ]
 
-USAGE = "USAGE"
+USAGE = ErrorCode.USAGE
 CANNOT_READ = "CANNOT_READ"
 
 
