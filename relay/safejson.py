@@ -21,6 +21,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from relay.errors import RelayException
+
 __all__ = [
     "INEXACT_NUMBER",
     "LONE_SURROGATE",
@@ -83,7 +85,7 @@ class Refusal:
         return f"{name} {self.problem}: {self.fix}"
 
 
-class UnreadableJSON(ValueError):
+class UnreadableJSON(RelayException, ValueError):
     """The text is not JSON the relay will read; the message says why, ``code`` (one of
     ``NOT_CANONICAL_CODES``, else ``None``: malformed) which limit it went past."""
 

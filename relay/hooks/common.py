@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from relay.errors import RelayException
+
 if TYPE_CHECKING:
     import argparse
 
@@ -65,7 +67,7 @@ class RulesDecision:
         return self.behavior == "allow"
 
 
-class BadHookInput(Exception):
+class BadHookInput(RelayException):
     """The hook's stdin is not a tool event this harness's hook understands."""
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
+from relay.errors import ErrorCode
 from relay.receipts import ReceiptWriter
 from relay.receipts.checkpoint import Checkpointer, Stored
 from relay.server.api import OPERATOR, OWNER, AskApi
@@ -54,7 +55,7 @@ def operator_may(request: web.Request) -> bool:
 
 def _off() -> ApiError:
     return ApiError(
-        "NOT_FOUND",
+        ErrorCode.NOT_FOUND,
         "this relay signs no receipts; its operator turns them on with RELAY_RECEIPT_KEY_FILE",
     )
 
@@ -100,7 +101,7 @@ class ReceiptApi:
         token = None if record.pending else await self._writer.ensure(record.id)
         if token is None:
             raise ApiError(
-                "NOT_FOUND",
+                ErrorCode.NOT_FOUND,
                 f"ask {record.id} has not ended yet: its receipt is signed when it ends;"
                 " read it again then (GET /v1/asks/{id}?wait= waits for the end)",
             )
@@ -184,10 +185,10 @@ def _whole(raw: str | None, name: str, default: int, most: int | None) -> int:
     if raw is None:
         return default
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
-        raise ApiError("BAD_REQUEST", f"{name} must be a whole number")
+        raise ApiError(ErrorCode.BAD_REQUEST, f"{name} must be a whole number")
     value = int(raw)
     if most is not None and not 1 <= value <= most:
-        raise ApiError("BAD_REQUEST", f"{name} must be from 1 to {most}")
+        raise ApiError(ErrorCode.BAD_REQUEST, f"{name} must be from 1 to {most}")
     return value
 
 
