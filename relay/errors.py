@@ -28,7 +28,8 @@ Hierarchy::
         ├── UnreadableJSON (ValueError)  relay.safejson — text the relay will not read as JSON
         │   └── JSONTooComplex           too deep, or a number too large
         ├── BadJWS (ValueError)          relay.receipts.jws — a receipt's JWS fails
-        └── ReceiptKeyError (ValueError) relay.receipts.keys — a key file cannot be read
+        ├── ReceiptKeyError (ValueError) relay.receipts.keys — a key file cannot be read
+        └── TimestampError (RuntimeError) relay.receipts.checkpoint — the TSA granted none
 
 Runtime failures carry an ``ErrorCode``; configuration mistakes are a separate type so that
 callers can tell "the human never answered" from "the relay was set up wrong".
@@ -79,6 +80,10 @@ class ErrorCode(StrEnum):
     EMPTY_QUESTIONS = "EMPTY_QUESTIONS"
     BAD_INTENT = "BAD_INTENT"
     BAD_PATTERN = "BAD_PATTERN"
+    JSON_LONE_SURROGATE = "JSON_LONE_SURROGATE"
+    JSON_NOT_FINITE = "JSON_NOT_FINITE"
+    JSON_INEXACT_NUMBER = "JSON_INEXACT_NUMBER"
+    JSON_TOO_DEEP = "JSON_TOO_DEEP"
     CALLBACK_NOT_ALLOWED = "CALLBACK_NOT_ALLOWED"
     UNAUTHORIZED = "UNAUTHORIZED"
     NOT_FOUND = "NOT_FOUND"
@@ -160,6 +165,39 @@ _ABOUT: dict[str, tuple[_Section, int | None, int | None, str]] = {
             "`/v1/approvals`: the body carries a `pattern`; a grant's scope is the relay's (its "
             "operator's rules, else exactly the input shown): leave `pattern` out"
         ),
+    ),
+    "JSON_LONE_SURROGATE": (
+        _Section.REQUEST,
+        400,
+        None,
+        (
+            'a string or key holds a lone surrogate (`"\\ud800"`), which no UTF-8 text carries:'
+            " send valid Unicode, pairing each surrogate or replacing it with U+FFFD"
+        ),
+    ),
+    "JSON_NOT_FINITE": (
+        _Section.REQUEST,
+        400,
+        None,
+        (
+            "`NaN`, `Infinity`, or a number past a double's range (`1e400`): send a finite"
+            " number, or the value as a string"
+        ),
+    ),
+    "JSON_INEXACT_NUMBER": (
+        _Section.REQUEST,
+        400,
+        None,
+        (
+            "an integer a double does not hold exactly (past ±2^53, such as 2^53 + 1; or more"
+            " than 30 digits): send it as a string"
+        ),
+    ),
+    "JSON_TOO_DEEP": (
+        _Section.REQUEST,
+        400,
+        None,
+        "objects and arrays nested deeper than 100 levels: send a flatter value",
     ),
     "CALLBACK_NOT_ALLOWED": (
         _Section.REQUEST,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from relay.errors import RelayException
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import sign
 from relay.receipts.keys import SigningKey
@@ -110,7 +111,7 @@ class Stored:
         return cls(data["checkpoint"], raw)
 
 
-class TimestampError(RuntimeError):
+class TimestampError(RelayException, RuntimeError):
     """The TSA did not answer with a granted timestamp."""
 
 

@@ -17,9 +17,20 @@ from relay.receipts.jcs import canonical
 from relay.receipts.jws import b64url
 from relay.store.record import AskRecord
 
-__all__ = ["VERSION", "digest", "receipt_id", "receipt_payload", "record_time", "subject_digest"]
+__all__ = [
+    "ERROR_CODE",
+    "VERSION",
+    "digest",
+    "receipt_id",
+    "receipt_payload",
+    "record_time",
+    "subject_digest",
+]
 
 VERSION = 1
+ERROR_CODE = "record_not_receiptable"
+"""The ``error.code`` of an error receipt: the relay could not receipt that ask's record
+and signed this in its place (``relay.receipts.writer``)."""
 
 
 def digest(data: bytes) -> str:

@@ -34,10 +34,7 @@ from relay.receipts.checkpoint import TYPE as CHECKPOINT_TYPE
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import BadJWS, parse
 from relay.receipts.keys import PublicKeys
-from relay.receipts.payload import VERSION, digest
-
-# The error code of an error receipt (relay.receipts.writer writes it).
-ERROR_CODE = "record_not_receiptable"
+from relay.receipts.payload import ERROR_CODE, VERSION, digest
 
 __all__ = [
     "Checked",

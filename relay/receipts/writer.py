@@ -30,13 +30,13 @@ from relay.receipts.jcs import canonical
 from relay.receipts.jws import sign
 from relay.receipts.keys import PublicKeys, SigningKey
 from relay.receipts.payload import (
+    ERROR_CODE,
     VERSION,
     digest,
     receipt_id,
     receipt_payload,
     record_time,
 )
-from relay.receipts.verify import ERROR_CODE
 from relay.store.receipts import ChainHead, ReceiptChain
 from relay.store.record import AskRecord
 
