@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         ErrorCode,
         HarnessError,
         RelayConfigError,
+        RelayException,
         UserInteractionError,
     )
     from .plan_review import PlanVerdict, plan_review_question, review_plan
@@ -41,6 +42,7 @@ _HOME = {
     "ErrorCode": "errors",
     "HarnessError": "errors",
     "RelayConfigError": "errors",
+    "RelayException": "errors",
     "UserInteractionError": "errors",
     "PlanVerdict": "plan_review",
     "plan_review_question": "plan_review",
@@ -95,6 +97,7 @@ __all__ = [
     "HarnessError",
     "PlanVerdict",
     "RelayConfigError",
+    "RelayException",
     "Responder",
     "ToolResult",
     "UserInteractionError",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from relay.config_mcp import MCP_ENV_VARS, McpSettings
+from relay.config_receipts import RECEIPT_ENV_VARS, receipt_settings
 from relay.config_values import (
     read_api_tokens,
     read_gc_threshold,
@@ -109,11 +110,7 @@ ENV_VARS: dict[str, str] = {
     "RELAY_WEBHOOK_RETRY_FOR": "seconds to keep retrying a webhook delivery (default 86400)",
     "RELAY_WEBHOOK_BACKOFF": "seconds before the first retry of a webhook, doubling up to"
     " 600 (default 1)",
-    "RELAY_RECEIPT_KEY_FILE": "PEM file of the Ed25519 key every ended ask's receipt is signed"
-    " with (secret); turns receipts on",
-    "RELAY_RECEIPT_RETIRED_KEYS_FILE": "earlier receipt keys' public keys (PEM, or a saved JWK"
-    " Set), still published so that their receipts verify",
-    "RELAY_RECEIPT_ISSUER": "the issuer name receipts carry (default relay)",
+    **RECEIPT_ENV_VARS,
     **MCP_ENV_VARS,
 }
 
@@ -254,6 +251,10 @@ class Settings:
     receipt_key_file: str | None = None
     receipt_retired_keys_file: str | None = None
     receipt_issuer: str = "relay"
+    checkpoint_interval: float = 300.0
+    checkpoint_every: int = 1000
+    receipt_retention: float | None = None
+    tsa_url: str | None = None
     team: TeamDefaults = field(default_factory=TeamDefaults)
     mcp: McpSettings = field(default_factory=McpSettings)
     rules_file: str | None = None
@@ -380,6 +381,7 @@ class Settings:
             receipt_issuer=get("RELAY_RECEIPT_ISSUER") or "relay",
             mcp=McpSettings.from_env(get),
             **_webhooks(get),
+            **receipt_settings(get),
         )
 
 

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from relay.safejson import MAX_DEPTH
+from relay import safejson
 
 __all__ = ["EDIT_TAG", "Edit", "edit_custom", "read_edit", "same_json", "unfit"]
 
@@ -83,27 +83,9 @@ def same_json(a: object, b: object) -> bool:
 
 def unfit(value: object) -> str | None:
     """Why ``value`` cannot be carried as an edited input's JSON, as a clause ("holds NaN
-    …", "nests deeper than 100 levels"), else ``None``."""
-    # Asked on every render of an editable approval: level by level, so that a long text
-    # costs nothing and the depth needs no stack of pairs.
-    level: list[object] = [value]
-    for depth in range(1, MAX_DEPTH + 2):
-        below: list[object] = []
-        for item in level:
-            kind = type(item)
-            if kind is str or kind is int or kind is bool or item is None:
-                continue  # most of any input: settled by its exact type alone
-            if isinstance(item, float):
-                if not math.isfinite(item):
-                    return "holds NaN or Infinity, which is not JSON"
-            elif isinstance(item, dict | list):
-                if depth > MAX_DEPTH:
-                    return f"nests deeper than {MAX_DEPTH} levels"
-                below.extend(item.values() if isinstance(item, dict) else item)
-        if not below:
-            return None
-        level = below
-    return None
+    …", "nests deeper than 100 levels"), else ``None``: the doors' own check
+    (``safejson.unfit``), so that an edit carries only what any door would let in."""
+    return safejson.unfit(value)
 
 
 def _constant(name: str) -> object:

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 
 from relay import safejson
-from relay.errors import ErrorCode, UserInteractionError
+from relay.errors import ErrorCode, RelayException, UserInteractionError
 
 __all__ = ["MAX_REPLY", "RETRYABLE", "RelayError", "Retry", "read_reply", "unreadable"]
 
@@ -23,7 +23,7 @@ RETRYABLE = (aiohttp.ClientConnectionError, aiohttp.ServerTimeoutError, asyncio.
 MAX_REPLY = 8 * 1024 * 1024
 
 
-class Retry(Exception):
+class Retry(RelayException):
     """The relay could not answer this time (restarting, overloaded, behind a proxy's error
     page): the same request may be sent again."""
 

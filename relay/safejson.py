@@ -10,7 +10,8 @@ refuses all three (and ``NaN``/``Infinity``, which are not JSON) with ``Unreadab
 it is: a lone surrogate (no UTF-8 text holds one), ``NaN`` or an infinity, an integer that
 no double holds as its own digits (JSON numbers are doubles to most readers, and to JCS),
 nesting past a bound. The relay's doors (``/v1`` bodies, ``/mcp`` tool arguments, the hooks'
-input) refuse what it names, so what enters can always be receipted.
+input, the Edit form) refuse what it names, so what enters can always be receipted;
+``refusal`` gives the same answer with its stable code and a sentence saying what to send.
 """
 
 from __future__ import annotations
@@ -18,15 +19,26 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
+
+from relay.errors import RelayException
 
 __all__ = [
+    "INEXACT_NUMBER",
+    "LONE_SURROGATE",
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
+    "NOT_CANONICAL_CODES",
+    "NOT_FINITE",
+    "NOT_JSON",
     "SAFE_INTEGER",
+    "TOO_DEEP",
     "JSONTooComplex",
+    "Refusal",
     "UnreadableJSON",
     "exact_integer",
     "loads",
+    "refusal",
     "unfit",
 ]
 
@@ -39,9 +51,47 @@ SAFE_INTEGER = 2**53
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
+LONE_SURROGATE = "JSON_LONE_SURROGATE"
+NOT_FINITE = "JSON_NOT_FINITE"
+INEXACT_NUMBER = "JSON_INEXACT_NUMBER"
+TOO_DEEP = "JSON_TOO_DEEP"
+NOT_JSON = "JSON_NOT_JSON"
+_FIXES = {
+    LONE_SURROGATE: "send valid Unicode text: pair each surrogate, or replace it with U+FFFD",
+    NOT_FINITE: "send a finite number, or the value as a string",
+    INEXACT_NUMBER: "send integers beyond ±2^53 (and over-long numbers) as strings",
+    TOO_DEEP: "send a flatter value",
+    NOT_JSON: "send JSON values only",
+}
+NOT_CANONICAL_CODES = frozenset(_FIXES)
+"""The stable codes of what ``refusal`` names (I-JSON, RFC 7493, and the depth bound)."""
 
-class UnreadableJSON(ValueError):
-    """The text is not JSON the relay will read; the message says why."""
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a value cannot enter: ``code`` (stable), ``problem`` (a phrase to follow the
+    value's name), ``fix`` (what to send instead)."""
+
+    code: str
+    problem: str
+
+    @property
+    def fix(self) -> str:
+        """One sentence fragment saying what to send instead."""
+        return _FIXES[self.code]
+
+    def sentence(self, name: str) -> str:
+        """``name``'s problem and its fix, as one sentence."""
+        return f"{name} {self.problem}: {self.fix}"
+
+
+class UnreadableJSON(RelayException, ValueError):
+    """The text is not JSON the relay will read; the message says why, ``code`` (one of
+    ``NOT_CANONICAL_CODES``, else ``None``: malformed) which limit it went past."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class JSONTooComplex(UnreadableJSON):
@@ -50,19 +100,19 @@ class JSONTooComplex(UnreadableJSON):
 
 def _int(text: str) -> int:
     if len(text) - text.startswith("-") > MAX_INT_DIGITS:
-        raise JSONTooComplex(f"a number has more than {MAX_INT_DIGITS} digits")
+        raise JSONTooComplex(f"a number has more than {MAX_INT_DIGITS} digits", INEXACT_NUMBER)
     return int(text)
 
 
 def _float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
-        raise JSONTooComplex(f"the number {text[:20]}… is too large")
+        raise JSONTooComplex(f"the number {text[:20]}… is too large", NOT_FINITE)
     return value
 
 
 def _constant(name: str) -> object:
-    raise UnreadableJSON(f"{name} is not a JSON value")
+    raise UnreadableJSON(f"{name} is not a JSON value", NOT_FINITE)
 
 
 # Built once: ``json.loads`` given hooks builds a decoder, and its scanner, on every call
@@ -86,7 +136,7 @@ def loads(data: str | bytes | bytearray) -> object:
             raise TypeError(f"the JSON object must be str, bytes or bytearray, not {kind}")
         value: object = _DECODER.decode(text)
     except RecursionError:
-        raise JSONTooComplex(f"it nests deeper than {MAX_DEPTH} levels") from None
+        raise JSONTooComplex(f"it nests deeper than {MAX_DEPTH} levels", TOO_DEEP) from None
     except UnicodeDecodeError:
         raise UnreadableJSON("it is not UTF-8 text") from None
     except UnreadableJSON:
@@ -116,7 +166,7 @@ def _check_depth(value: object) -> None:
         else:
             continue
         if depth > MAX_DEPTH:
-            raise JSONTooComplex(f"it nests deeper than {MAX_DEPTH} levels")
+            raise JSONTooComplex(f"it nests deeper than {MAX_DEPTH} levels", TOO_DEEP)
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
@@ -137,37 +187,48 @@ def exact_integer(value: int) -> bool:
 
 def unfit(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
     """Why decoded JSON ``value`` cannot be carried and canonicalised exactly, as a phrase
-    to follow its name ("holds a lone surrogate …"), or ``None`` when it can. Iterative: no
-    value exhausts the stack."""
+    to follow its name ("holds a lone surrogate …"), or ``None`` when it can."""
+    found = refusal(value, max_depth=max_depth)
+    return None if found is None else found.problem
+
+
+def refusal(value: object, *, max_depth: int = MAX_DEPTH) -> Refusal | None:
+    """Why decoded JSON ``value`` cannot be carried and canonicalised exactly (RFC 7493
+    I-JSON, which RFC 8785 JCS needs, and ``max_depth``), or ``None`` when it can. The one
+    check every door makes. Iterative: no value exhausts the stack."""
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
             if _SURROGATE.search(item):
-                return "holds a lone surrogate (\\ud800-\\udfff), which no UTF-8 text carries"
+                return Refusal(
+                    LONE_SURROGATE,
+                    "holds a lone surrogate (\\ud800-\\udfff), which no UTF-8 text carries",
+                )
         elif item is None or isinstance(item, bool):
             continue
         elif isinstance(item, int):
             if not exact_integer(item):
                 digits = str(item)
                 shown = digits if len(digits) <= 24 else digits[:24] + "…"
-                return (
+                return Refusal(
+                    INEXACT_NUMBER,
                     f"holds the integer {shown}, which a JSON number (a double) does not hold"
-                    " exactly: send it as a string"
+                    " exactly",
                 )
         elif isinstance(item, float):
             if not math.isfinite(item):
-                return "holds NaN or an infinity, which are not JSON numbers"
+                return Refusal(NOT_FINITE, "holds NaN or an infinity, which are not JSON numbers")
         elif isinstance(item, dict | list | tuple):
             if depth > max_depth:
-                return f"nests deeper than {max_depth} levels (relay's bound)"
+                return Refusal(TOO_DEEP, f"nests deeper than {max_depth} levels (relay's bound)")
             if isinstance(item, dict):
                 if not all(isinstance(key, str) for key in item):
-                    return "has an object key that is not a string"
+                    return Refusal(NOT_JSON, "has an object key that is not a string")
                 stack.extend((key, depth) for key in item)
                 stack.extend((child, depth + 1) for child in item.values())
             else:
                 stack.extend((child, depth + 1) for child in item)
         else:
-            return f"holds a {type(item).__name__}, which is not a JSON value"
+            return Refusal(NOT_JSON, f"holds a {type(item).__name__}, which is not a JSON value")
     return None

@@ -17,12 +17,14 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from relay.errors import RelayException
+
 __all__ = ["Released", "Waits"]
 
 T = TypeVar("T")
 
 
-class Released(Exception):
+class Released(RelayException):
     """The wait ended because the relay is stopping, not because the ask ended."""
 
 

@@ -25,11 +25,13 @@ TOOL_USE_ID = "toolu_e2e"
 
 @dataclass
 class ScriptedClaude:
-    """A Messages API that runs ``command`` with Bash once, then says ``done``."""
+    """A Messages API that runs ``command`` with Bash (or the shell tool named ``tool``:
+    Copilot's is ``bash``) once, then says ``done``."""
 
     command: str
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
+    tool: str = "Bash"
 
     def results(self) -> list[str]:
         """The tool results Claude Code sent back for the scripted call."""
@@ -47,9 +49,9 @@ class ScriptedClaude:
         self.requests.append(body)
         tools = {t.get("name") for t in body.get("tools", [])}
         block: dict[str, Any]
-        if "Bash" in tools and not self.results():
+        if self.tool in tools and not self.results():
             arguments = {"command": self.command, "description": "the task needs it"}
-            block = {"type": "tool_use", "id": TOOL_USE_ID, "name": "Bash", "input": arguments}
+            block = {"type": "tool_use", "id": TOOL_USE_ID, "name": self.tool, "input": arguments}
             delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
             stop = "tool_use"
         else:
@@ -85,9 +87,9 @@ class ScriptedClaude:
 
 
 @asynccontextmanager
-async def scripted_claude(command: str) -> AsyncIterator[ScriptedClaude]:
+async def scripted_claude(command: str, tool: str = "Bash") -> AsyncIterator[ScriptedClaude]:
     """The scripted API on a free loopback port."""
-    model = ScriptedClaude(command)
+    model = ScriptedClaude(command, tool=tool)
     async with serve_model("/v1/messages", model._messages, {}) as url:
         model.url = url
         yield model

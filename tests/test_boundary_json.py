@@ -1,8 +1,9 @@
 """The doors refuse what relay cannot canonicalise (issue 51): a lone surrogate (key or value),
 ``NaN``/``Infinity``, an integer no double holds (9007199254740993, 2**60), a number past a
 double's range (1e400), nesting past ``MAX_DEPTH``. ``/v1/asks`` and ``/v1/approvals`` answer
-400 ``BAD_REQUEST`` through a real ``relay serve`` and post nothing; ``/mcp``'s two tools
-answer their error result; and whatever ``safejson.unfit`` lets in, JCS canonicalises (so it
+400 with each case's stable code through a real ``relay serve`` and post nothing; ``/mcp``'s
+two tools answer their error result (a lone surrogate, which the SDK cannot parse, a JSON-RPC
+error carrying the code); and whatever ``safejson.unfit`` lets in, JCS canonicalises (so it
 can always be receipted)."""
 
 from __future__ import annotations
@@ -43,6 +44,20 @@ REFUSED = {
     "-(2**53) - 1": str(-(2**53) - 1),
     "too deep": deep(MAX_DEPTH),
 }
+# The stable code each case is refused with.
+CODES = {
+    "escaped lone surrogate": "JSON_LONE_SURROGATE",
+    "lone low surrogate": "JSON_LONE_SURROGATE",
+    "surrogate in a key": "JSON_LONE_SURROGATE",
+    "NaN": "JSON_NOT_FINITE",
+    "Infinity": "JSON_NOT_FINITE",
+    "-Infinity": "JSON_NOT_FINITE",
+    "1e400": "JSON_NOT_FINITE",
+    "2**53 + 1": "JSON_INEXACT_NUMBER",
+    "2**60": "JSON_INEXACT_NUMBER",
+    "-(2**53) - 1": "JSON_INEXACT_NUMBER",
+    "too deep": "JSON_TOO_DEEP",
+}
 # Values at the edge that enter, and are receipted.
 ACCEPTED = {
     "2**53": str(2**53),
@@ -61,7 +76,7 @@ ACCEPTED = {
     ('["\\ud800"]', "lone surrogate"),
     ('{"\\ud800x": 1}', "lone surrogate"),
     (f"[{2**53 + 1}]", "integer 9007199254740993"),
-    (f"[{2**60}]", "send it as a string"),
+    (f"[{2**60}]", "does not hold exactly"),
     (deep(MAX_DEPTH + 1), f"deeper than {MAX_DEPTH} levels"),
 ])  # fmt: skip
 def test_unfit_says_what_is_wrong(text: str, said: str) -> None:
@@ -155,14 +170,14 @@ async def test_v1_refuses_each_case_and_stores_and_posts_nothing() -> None:
             for name, inner in REFUSED.items():
                 status, body = await post_raw(relay, path, body_of(inner))
                 assert status == 400, (path, name, body)
-                assert body["error"]["code"] == "BAD_REQUEST", (path, name, body)
+                assert body["error"]["code"] == CODES[name], (path, name, body)
                 # (the body reader's refusal, before any question or approval is read)
                 assert body["error"]["message"].startswith("the body "), body
         # UTF-8 bytes of a surrogate (no valid UTF-8 holds them): refused as well.
         status, body = await post_raw(
             relay, "/v1/asks", ask_body('"x"').replace(b'"x"}]', b'"\xed\xa0\x80"}]')
         )
-        assert (status, body["error"]["code"]) == (400, "BAD_REQUEST"), body
+        assert (status, body["error"]["code"]) == (400, "JSON_LONE_SURROGATE"), body
         status, listed = await relay.request("GET", "/v1/asks")
         assert (status, listed["asks"]) == (200, [])
         assert slack.messages == []
@@ -247,8 +262,8 @@ async def call_raw(
     raise AssertionError(raw)
 
 
-# The MCP SDK's own JSON-RPC parser refuses these before any tool runs (Parse error,
-# -32700): no tool result to give, and nothing asked either.
+# The MCP SDK's own JSON-RPC parser cannot read these: the door refuses them before it, with
+# a JSON-RPC error (-32602) carrying the code; no tool result to give, and nothing asked.
 SDK_REFUSES = {"escaped lone surrogate", "lone low surrogate", "surrogate in a key"}
 
 
@@ -277,11 +292,84 @@ async def test_mcp_tools_answer_an_error_result_for_each_case(name: str) -> None
         )
         assert slack.messages == []
     if name in SDK_REFUSES:
-        assert asked["error"]["code"] == approved["error"]["code"] == -32700, (asked, approved)
+        for answer in (asked, approved):
+            assert answer["id"] == 7, answer
+            assert answer["error"]["code"] == -32602, answer
+            assert answer["error"]["data"] == {"code": CODES[name]}, answer
+            assert answer["error"]["message"].startswith("the message holds a lone surrogate")
         return
     result = asked["result"]
     assert result.get("isError") is True, asked
     assert result["content"][0]["text"].startswith("Error: the arguments "), asked
+    assert result["content"][0]["text"].endswith(f"({CODES[name]})"), asked
     decision = json.loads(approved["result"]["content"][0]["text"])
     assert decision["behavior"] == "deny", decision
-    assert decision["message"].startswith("relay could not read the permission request: the")
+    assert decision["message"].startswith(
+        f"relay could not read the permission request: {CODES[name]}: the arguments"
+    ), decision
+
+
+async def test_mcp_stdio_answers_a_lone_surrogate_with_its_code() -> None:
+    """``relay mcp`` on stdio, driven line by line: the SDK would drop a message it cannot
+    parse unanswered; the door answers that request's id with the code, and goes on."""
+    import asyncio
+    import os
+    import sys
+
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        env = {**os.environ, "RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "mcp",
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert process.stdin is not None
+        assert process.stdout is not None
+
+        async def send(line: str) -> None:
+            assert process.stdin is not None
+            process.stdin.write(line.encode("utf-8", "surrogatepass") + b"\n")
+            await process.stdin.drain()
+
+        async def answer(ident: int) -> dict[str, Any]:
+            assert process.stdout is not None
+            while True:
+                line = await asyncio.wait_for(process.stdout.readline(), 60)
+                assert line, "relay mcp closed its stdout"
+                message = json.loads(line)
+                if message.get("id") == ident:
+                    return message  # type: ignore[no-any-return]
+
+        try:
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "probe", "version": "1"},
+                },
+            }
+            await send(json.dumps(init))
+            assert "result" in await answer(1)
+            await send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+            args = '{"questions": [' + question_with(REFUSED["escaped lone surrogate"]) + "]}"
+            await send(
+                '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": '
+                '{"name": "ask_user_question", "arguments": ' + args + "}}"
+            )
+            refused = await answer(2)
+            assert refused["error"]["code"] == -32602, refused
+            assert refused["error"]["data"] == {"code": "JSON_LONE_SURROGATE"}, refused
+            # The session goes on: the next request is answered as usual.
+            await send('{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}')
+            assert "result" in await answer(3)
+            assert slack.messages == []
+        finally:
+            process.stdin.close()
+            await asyncio.wait_for(process.wait(), 30)

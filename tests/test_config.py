@@ -28,6 +28,17 @@ def test_defaults() -> None:
     assert settings.api_tokens == ("a-token-of-16-chars-or-more",)
 
 
+def test_receipt_retention_and_the_tsa_are_read_as_given() -> None:
+    settings = Settings.from_env(
+        {**GOOD, "RELAY_RECEIPT_RETENTION": "2w", "RELAY_TSA_URL": "https://tsa.example/tsr"}
+    )
+    assert settings.receipt_retention == 14 * 86400.0
+    assert settings.tsa_url == "https://tsa.example/tsr"
+    assert Settings.from_env(GOOD).receipt_retention is None
+    short = {**GOOD, "RELAY_RECEIPT_RETENTION": "12h", "RELAY_RETENTION": "3600"}
+    assert Settings.from_env(short).receipt_retention == 12 * 3600.0
+
+
 def test_flags_override_the_environment_and_none_means_not_given() -> None:
     settings = Settings.from_env({**GOOD, "PORT": "4000"}, PORT="5000", RELAY_CHANNEL=None)
     assert settings.port == 5000
@@ -165,6 +176,11 @@ def test_tokens_come_from_a_file_and_never_show_in_repr(tmp_path: Path) -> None:
         ({"RELAY_MCP_ALLOWED_ORIGINS": "app.example.com"}, "RELAY_MCP_ALLOWED_ORIGINS"),
         ({"RELAY_MCP_ALLOWED_ORIGINS": "https://a.example/path"}, "RELAY_MCP_ALLOWED_ORIGINS"),
         ({"RELAY_MCP_ALLOWED_HOSTS": "https://relay.example.com"}, "RELAY_MCP_ALLOWED_HOSTS"),
+        ({"RELAY_RECEIPT_RETENTION": "30 days"}, "RELAY_RECEIPT_RETENTION"),
+        ({"RELAY_RECEIPT_RETENTION": "0d"}, "RELAY_RECEIPT_RETENTION"),
+        ({"RELAY_RECEIPT_RETENTION": "1d"}, "RELAY_RECEIPT_RETENTION"),  # < RELAY_RETENTION
+        ({"RELAY_CHECKPOINT_INTERVAL": "0"}, "RELAY_CHECKPOINT_INTERVAL"),
+        ({"RELAY_TSA_URL": "tsa.example.com"}, "RELAY_TSA_URL"),
     ],
 )
 def test_a_bad_setting_names_the_variable(change: dict[str, str], variable: str) -> None:
@@ -247,7 +263,9 @@ def test_no_credentials_at_all_explains_what_to_create() -> None:
 
 def test_every_documented_variable_is_read() -> None:
     relay = Path(__file__).parents[1] / "relay"
-    source = "".join((relay / name).read_text() for name in ("config.py", "config_mcp.py"))
+    source = "".join(
+        (relay / name).read_text() for name in ("config.py", "config_mcp.py", "config_receipts.py")
+    )
     for name in ENV_VARS:
         assert f'get("{name}")' in source
 

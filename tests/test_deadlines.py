@@ -26,7 +26,8 @@ async def test_blocks_that_finish_in_time_are_left_alone_after_their_tick() -> N
     deadlines = Deadlines(tick=0.05)
     with deadlines.within(0.1):
         await asyncio.sleep(0)
-    # Past the tick the block would have ended in: nothing cancels this task later.
+    # Past the tick the block would have ended in: nothing cancels this task later (the
+    # sleep is the test: time passing with no event to wait on).
     await asyncio.sleep(0.25)
     with deadlines.within(None):  # (no limit)
         await asyncio.sleep(0.01)

@@ -208,12 +208,14 @@ def test_a_typed_value_json_cannot_carry_exactly_is_refused_under_its_field(
     assert message.endswith(".")
 
 
-def test_an_integer_past_2_53_is_taken_where_the_agent_sent_that_literal() -> None:
-    edit = ToolEdit("t", {"ids": [2**64 + 1], "n": 2**60 + 1})
-    read = submit(edit, ids=text(f"[{2**64 + 1}, 7]"), n=text(str(2**60 + 1)))
+def test_an_integer_past_2_53_is_taken_only_where_a_double_holds_it() -> None:
+    # 10**18 is a double's own digits (it enters every door); 10**18 + 1 is not.
+    edit = ToolEdit("t", {"ids": [10**18], "n": 7})
+    read = submit(edit, ids=text(f"[{10**18}, 7]"))
     assert isinstance(read, tuple)
-    assert json.dumps(read[0]) == f'{{"ids": [{2**64 + 1}, 7], "n": {2**60 + 1}}}'
-    assert isinstance(submit(edit, ids=text(f"[{2**64 + 3}]")), dict)
+    assert json.dumps(read[0]) == f'{{"ids": [{10**18}, 7], "n": 7}}'
+    assert isinstance(submit(edit, ids=text(f"[{10**18 + 1}]")), dict)
+    assert isinstance(submit(edit, n=text(str(2**60 + 1))), dict)
 
 
 def test_a_form_that_no_longer_matches_the_call_is_refused() -> None:
@@ -256,7 +258,10 @@ def test_edit_is_offered_only_where_a_field_can_be_edited() -> None:
     for edit, why in (
         (ToolEdit("Bash", {"command": "x" * 3001}), "`command` is 3,001 characters long"),
         (ToolEdit("t", {"a": "x" * 3001, "b": [0] * 2000}), "every field of this call's"),
-        (ToolEdit("t", {"n": float("inf")}), "this call's input holds NaN or Infinity"),
+        (ToolEdit("t", {"n": float("inf")}), "this call's input holds NaN or an infinity"),
+        # What no door lets in (issue 51) is not offered for edit either.
+        (ToolEdit("t", {"n": 2**60 + 1}), "this call's input holds the integer"),
+        (ToolEdit("t", {"s": "a\ud800"}), "this call's input holds a lone surrogate"),
         (ToolEdit("t", {}), "this call's input has no fields to edit"),
     ):
         assert unavailable(edit) is not None
@@ -296,10 +301,7 @@ def test_an_edit_is_strict_json_or_no_edit() -> None:
     assert read_edit(custom('{"a": ' + "[" * 99 + "]" * 99 + "}")) is not None
     with pytest.raises(ValueError, match="NaN"):
         edit_custom(Edit({"a": float("nan")}, "Allow once", 2, "U0BOB"))
-    # A lone surrogate the agent sent has no UTF-8 form: it travels as its JSON escape.
-    carried = edit_custom(Edit({"a": "\ud800"}, "Allow once", 2, "U0BOB"))
-    assert carried.isascii()
-    assert carried.encode()
-    again = read_edit(carried)
-    assert again is not None
-    assert again.input == {"a": "\ud800"}
+    # A lone surrogate has no UTF-8 form and no receipt can carry it: no edit holds one.
+    with pytest.raises(ValueError, match="lone surrogate"):
+        edit_custom(Edit({"a": "\ud800"}, "Allow once", 2, "U0BOB"))
+    assert read_edit(custom('{"a": "\\ud800"}')) is None

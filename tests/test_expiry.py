@@ -19,7 +19,7 @@ class SwallowingStore(MemoryStore):
     async def next_deadline(self) -> float | None:
         self.calling.set()
         try:
-            await asyncio.sleep(3600)
+            await asyncio.sleep(3600)  # (a hanging call stands in: the sleep is the test)
         except asyncio.CancelledError:
             raise ConnectionError("connection reset while cancelled") from None
         return None
@@ -40,7 +40,7 @@ async def test_aclose_right_as_the_sweep_timer_fires_never_hangs() -> None:
         store = MemoryStore()
         expiry = Expiry(store=store, expire=store.get, sweep_interval=0.002)
         expiry.start()
-        await asyncio.sleep(0.002 + step * 0.0001)
+        await asyncio.sleep(0.002 + step * 0.0001)  # (the moment of close is what is tested)
         await asyncio.wait_for(expiry.aclose(), 5)
 
 

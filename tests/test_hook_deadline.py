@@ -89,7 +89,7 @@ class StandIn:
             await response.prepare(request)
             while not self.stop.is_set():  # whitespace JSON allows, a byte at a time
                 await response.write(b" ")
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)  # (a slow relay stands in: the drip is the test)
             return response
         return await self._forever(request)
 

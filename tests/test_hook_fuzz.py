@@ -257,3 +257,6 @@ async def test_odd_stdin_as_a_subprocess_is_denied_in_one_line(rules: str, harne
         if what != "huge":  # an input that big is a valid object, so it is asked about
             assert err.startswith("relay: error: BAD_HOOK_INPUT: "), (what, err)
     assert "nests deeper than 64 levels" in runs[0][1] + runs[0][2]
+    # The boundary's refusal names its stable code, as every door's does.
+    surrogate = runs[list(ODD_STDIN).index("lone surrogate")]
+    assert "(JSON_LONE_SURROGATE)" in surrogate[2], surrogate

@@ -56,6 +56,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.audit",
             "relay.config",
             "relay.config_mcp",
+            "relay.config_receipts",
             "relay.config_values",
             "relay.canonical",
             "relay.grants",

@@ -94,6 +94,19 @@ async def chain_of(relay: Relay, count: int, timeout: float = 60.0) -> list[dict
     return items
 
 
+async def checkpoints_of(relay: Relay, last: int, timeout: float = 60.0) -> list[Any]:
+    """Every checkpoint published, once the latest covers place ``last``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, page = await relay.request("GET", "/receipts/checkpoints?limit=1000", token=None)
+        assert status == 200, page
+        found = page["checkpoints"]
+        if found and payload_of(found[-1]["checkpoint"])["last"] >= last:
+            return found  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, found[-1:] if found else found
+        await asyncio.sleep(0.05)
+
+
 def relay_verify(tmp_path: Path, items: list[dict[str, Any]], keys: str) -> tuple[int, str]:
     """``relay verify --chain`` over an export of ``items``, keys from ``keys`` (a URL)."""
     export = tmp_path / "receipts.jsonl"
@@ -122,6 +135,8 @@ async def replicas_ending_many(
             RELAY_RECEIPT_KEY_FILE=key_file(tmp_path),
             RELAY_RATE_LIMIT="100000",
             RELAY_MAX_PENDING="100000",
+            # Both replicas checkpoint the chain while it grows: they race to store them.
+            RELAY_CHECKPOINT_INTERVAL="0.05",
         )
         try:
             yield a, b
@@ -224,6 +239,14 @@ async def test_two_replicas_ending_1000_asks_at_once_make_one_unforked_chain(
         assert [i["seq"] for i in items] == list(range(1, count + 1))
         code, out = relay_verify(tmp_path, items, f"{a.url}/.well-known/jwks.json")
         assert code == 0, out
+        # The checkpoints both made: never two of one head, each one the chain matches.
+        checkpoints = await checkpoints_of(b, count)
+        covered = [(payload_of(c["checkpoint"])["last"], c["number"]) for c in checkpoints]
+        assert [last for last, _ in covered] == sorted({last for last, _ in covered})
+        assert [number for _, number in covered] == list(range(1, len(covered) + 1))
+        code, out = relay_verify(tmp_path, items + checkpoints, f"{a.url}/.well-known/jwks.json")
+        assert code == 0, out
+        assert f"{len(checkpoints)} checkpoint" in out
 
 
 async def test_a_replica_killed_while_appending_leaves_a_chain_that_verifies(

@@ -1062,7 +1062,13 @@ async def test_many_waiters_on_one_large_ask_share_its_reads(redis_stores: Store
     await store.create(record=record)
     before = await _reads_of_records(redis_stores.url or "")
     waiters = [asyncio.ensure_future(store.wait(ask_id=record.id, within=30)) for _ in range(300)]
-    await asyncio.sleep(0)  # let them all start waiting
+
+    async def all_waiting() -> bool:
+        # Looks inside: no public signal says a wait() has registered on the ask's watch.
+        watch = store._watches.get(record.id)  # type: ignore[attr-defined]
+        return watch is not None and len(watch._waiters()) == len(waiters)
+
+    await eventually(all_waiting, within=10)
     # The loop stays responsive while 300 waiters wake: none decodes the record for itself.
     lags: list[float] = []
 
@@ -1073,7 +1079,6 @@ async def test_many_waiters_on_one_large_ask_share_its_reads(redis_stores: Store
             lags.append(time.monotonic() - started - 0.005)
 
     probing = asyncio.ensure_future(probe())
-    await asyncio.sleep(0.2)
     await redis_stores.replica().finish(
         ask_id=record.id, status=AskStatus.ABORTED, error=None, at=datetime.now(UTC)
     )

@@ -1,8 +1,11 @@
 """``relay audit``: export the token's asks from a hosted relay, as JSON lines or CSV.
 
-With ``--receipts``: every signed receipt of the relay instead, as JSON lines in chain order
-(``seq``, ``id``, ``ask``, ``receipt``), for ``relay verify --chain`` (the filters do not apply:
-a chain is checked whole).
+With ``--receipts``: the relay's signed receipts instead, as JSON lines in chain order
+(``seq``, ``id``, ``ask``, ``receipt``), then its signed checkpoints in the order made
+(``number``, ``checkpoint``, ``timestamp``: the TSA's RFC 3161 response, base64, or null):
+one bundle for ``relay verify --chain`` or any JOSE tool, offline (the filters do not apply:
+a chain is checked whole, so export it with an operator token, RELAY_OPERATOR_TOKENS; an
+agent's token exports its own receipts only).
 
 Who answered what and when, each vote (on records that have votes), the timeouts and
 aborts, with each question and its options as asked. Reads ``GET /v1/asks`` page by page
@@ -149,6 +152,9 @@ async def _export_receipts(url: str, token: str, out: IO[str]) -> int:
     async for item in _pages(url, token, [], path="/v1/receipts"):
         count += 1
         out.write(json.dumps(item, separators=(",", ":")) + "\n")
+    # Read after the chain: each checkpoint covers receipts already exported.
+    async for item in _pages(url, token, [], path="/receipts/checkpoints"):
+        out.write(json.dumps(item, separators=(",", ":")) + "\n")
     return count
 
 
@@ -160,7 +166,9 @@ async def _pages(
     cursor: str | None = None
     headers = {"Authorization": f"Bearer {token}"}
     timeout = aiohttp.ClientTimeout(total=60)
-    receipts = path == "/v1/receipts"  # (paged by place in the chain, not by cursor)
+    # The chain and its checkpoints are paged by place (after=N), not by cursor.
+    receipts = path in ("/v1/receipts", "/receipts/checkpoints")
+    field = {"/v1/receipts": "receipts", "/receipts/checkpoints": "checkpoints"}.get(path, "asks")
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
         while True:
             query = [*params, ("limit", "200")]
@@ -182,7 +190,7 @@ async def _pages(
                     str(error.get("code") or "PROVIDER_FAILED"),
                     str(error.get("message") or f"the relay answered HTTP {status}"),
                 )
-            for item in body.get("receipts" if receipts else "asks") or []:
+            for item in body.get(field) or []:
                 yield item
             following = body.get("next_after" if receipts else "next_cursor")
             cursor = None if following is None else str(following)

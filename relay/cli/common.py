@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from relay import safejson
+from relay.errors import ErrorCode, RelayException
 
 __all__ = [
     "CANNOT_READ",
@@ -26,11 +27,11 @@ __all__ = [
     "relay_command",
 ]
 
-USAGE = "USAGE"
+USAGE = ErrorCode.USAGE
 CANNOT_READ = "CANNOT_READ"
 
 
-class CommandError(Exception):
+class CommandError(RelayException):
     """A failure of the command itself (bad flags, unreadable input), with a stable code."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -130,7 +131,7 @@ def read_text(file: str) -> str:
         with open(file, encoding="utf-8") as f:
             return f.read()
     except UnicodeDecodeError:
-        raise CommandError("BAD_REQUEST", f"{file} is not UTF-8 text") from None
+        raise CommandError(ErrorCode.BAD_REQUEST, f"{file} is not UTF-8 text") from None
     except OSError as exc:
         reason = (exc.strerror or str(exc)).lower()
         raise CommandError(CANNOT_READ, f"cannot read {file}: {reason}") from None
@@ -142,7 +143,7 @@ def parse_json(text: str, source: str) -> object:
     try:
         return safejson.loads(text)
     except ValueError as exc:
-        raise CommandError("BAD_REQUEST", f"{source} is not valid JSON: {exc}") from None
+        raise CommandError(ErrorCode.BAD_REQUEST, f"{source} is not valid JSON: {exc}") from None
 
 
 def relay_command() -> str:

@@ -134,7 +134,7 @@ async def _ask(
         tool_use_id=call.tool_use_id,
         cwd=cwd,
         context=who_asks(os.environ, cwd),
-        editable=adapter.edits,
+        editable=adapter.edits_on(call.event),
     )
     if verdict is None:
         verdict = Gate(rules=rules, approver=_NoApprover()).verdict(use)
@@ -254,7 +254,7 @@ def _reply(adapter: Adapter, args: argparse.Namespace, raw: bytes) -> Reply:
         decision is not None
         and not isinstance(decision, Deferred)
         and decision.updated_input is not None
-        and not adapter.edits
+        and not adapter.edits_on(call.event)
     ):  # never allow a call other than the one this harness will run
         decision = RulesDecision(
             "deny",

@@ -101,6 +101,9 @@ async def _serve(args: argparse.Namespace) -> None:
         async with serve_stdio() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
+        # Questions still waiting as tasks are withdrawn: nobody can fetch their answers.
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(server.tasks.close())
         await backend.close()
 
 

@@ -4,8 +4,19 @@ Reads receipts one a line (``relay audit --receipts`` output: JSON objects with 
 ``receipt`` field, or bare compact JWS) from FILE or ``-``; checks each signature against the
 JWK Set (``--keys``: a file, or a URL such as ``https://relay.example.com/.well-known/jwks.json``;
 default ``$RELAY_URL/.well-known/jwks.json``), and with ``--chain`` that the receipts link in
-order with none missing, moved or forked. Exit 0 when all hold; 1 with one line per failure
-naming the receipt and what is wrong.
+order with none missing, moved or forked.
+
+A checkpoint (``--checkpoint FILE|URL``, repeatable: the relay's latest from
+``$RELAY_URL/receipts/checkpoint``, or one an auditor kept; lines of FILE with a
+``checkpoint`` field, as ``relay audit --receipts`` writes, count too) is checked like a
+receipt, and with ``--chain`` the receipts must reach its last place with its head and
+start where the latest says: a cut head or tail, or a chain rewritten since, fails. With
+``--tsa-ca FILE`` (the TSA's CA certificates, PEM) each checkpoint's RFC 3161 timestamp is
+checked as ``openssl ts -verify`` would, and a checkpoint without one fails.
+
+Exit 0 when all hold; 1 with one line per failure naming the receipt or checkpoint and what
+is wrong. Error receipts (an ask whose record the relay could not receipt,
+signed in its place) hold and link like any other; each is listed.
 """
 
 from __future__ import annotations
@@ -14,8 +25,15 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, plain, read_text
+
+if TYPE_CHECKING:
+    from cryptography import x509
+
+    from relay.receipts.keys import PublicKeys
+    from relay.receipts.verify import Failure, Mark
 
 __all__ = ["add_verify"]
 
@@ -35,32 +53,105 @@ def add_verify(commands: Commands) -> None:
         help="the JWK Set, or PEM public keys (default: $RELAY_URL/.well-known/jwks.json)",
     )
     parser.add_argument("--chain", action="store_true", help="also check that they link")
+    parser.add_argument(
+        "--checkpoint",
+        action="append",
+        default=[],
+        metavar="FILE|URL",
+        help="a signed checkpoint the chain must match (repeat for older ones kept)",
+    )
+    parser.add_argument(
+        "--tsa-ca",
+        metavar="FILE",
+        help="the timestamp authority's CA certificates (PEM): check checkpoints' timestamps",
+    )
     parser.add_argument("file", metavar="FILE|-", help="the receipts, one a line")
     parser.set_defaults(handler=_run_verify)
 
 
 def _run_verify(args: argparse.Namespace) -> int:
     from relay.receipts.keys import ReceiptKeyError, public_keys_from
-    from relay.receipts.verify import verify_all
+    from relay.receipts.verify import quarantined, verify_all
 
     source = args.keys or _default_keys()
     try:
         keys = public_keys_from(_read_keys(source))
     except ReceiptKeyError as exc:
         raise CommandError(USAGE, f"--keys {source}: {exc}") from None
-    tokens = _receipts(read_text(args.file))
+    text = read_text(args.file)
+    tokens = _receipts(text)
     if not tokens:
         raise CommandError(USAGE, f"{args.file} holds no receipt")
-    failures = verify_all(tokens, keys, chain=args.chain)
+    stored = [(f"checkpoint {source}", _fetch(source)) for source in args.checkpoint]
+    stored += _checkpoint_lines(text, args.file)
+    roots = _roots(args.tsa_ca) if args.tsa_ca else None
+    failures, marks = _check_checkpoints(stored, keys, roots)
+    failures += verify_all(tokens, keys, chain=args.chain, marks=marks)
     for failure in failures:
         sys.stdout.write(f"{failure}\n")
+    counted = _count(len(tokens), "receipt")
+    if marks:
+        counted += f" and {_count(len(marks), 'checkpoint')}"
+    errors = quarantined(tokens)
+    for line in errors:
+        sys.stdout.write(f"{line}\n")
     if failures:
         problems = _count(len(failures), "problem")
-        sys.stderr.write(f"relay: {problems} in {_count(len(tokens), 'receipt')}\n")
+        sys.stderr.write(f"relay: {problems} in {counted}\n")
         return 1
     linked = " and they link in order" if args.chain else ""
-    sys.stderr.write(f"relay: {_count(len(tokens), 'receipt')} verified{linked}\n")
+    stamped = ", timestamps checked" if roots is not None and marks else ""
+    noted = f", {_count(len(errors), 'error receipt')} among them" if errors else ""
+    sys.stderr.write(f"relay: {counted} verified{linked}{stamped}{noted}\n")
     return 0
+
+
+def _check_checkpoints(
+    stored: list[tuple[str, str]], keys: PublicKeys, roots: list[x509.Certificate] | None
+) -> tuple[list[Failure], list[Mark]]:
+    from relay.receipts.checkpoint import Stored
+    from relay.receipts.verify import Failure as Failed
+    from relay.receipts.verify import check_checkpoint, check_timestamp
+
+    failures: list[Failure] = []
+    marks: list[Mark] = []
+    for name, raw in stored:
+        try:
+            entry = Stored.read(raw)
+        except ValueError as exc:
+            failures.append(Failed(name, f"not a checkpoint ({exc})"))
+            continue
+        mark = check_checkpoint(entry.checkpoint, keys, name=name)
+        if isinstance(mark, Failed):
+            failures.append(mark)
+            continue
+        marks.append(mark)
+        if roots is None:
+            continue
+        if entry.timestamp is None:
+            failures.append(Failed(name, "carries no timestamp (the relay has no TSA set)"))
+            continue
+        problem = check_timestamp(mark, entry.timestamp, roots)
+        if problem is not None:
+            failures.append(Failed(name, problem))
+    return failures, marks
+
+
+def _roots(path: str) -> list[x509.Certificate]:
+    from cryptography import x509
+
+    try:
+        return x509.load_pem_x509_certificates(read_text(path).encode())
+    except ValueError:
+        raise CommandError(USAGE, f"--tsa-ca {path}: not PEM certificates") from None
+
+
+def _checkpoint_lines(text: str, file: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if '"checkpoint"' in line and line.lstrip().startswith("{"):
+            found.append((f"{file} line {number}", line))
+    return found
 
 
 def _count(n: int, noun: str) -> str:
@@ -72,6 +163,10 @@ def _default_keys() -> str:
     if not url:
         raise CommandError(USAGE, "say which keys: --keys FILE|URL (or set RELAY_URL)")
     return url.rstrip("/") + "/.well-known/jwks.json"
+
+
+def _fetch(source: str) -> str:
+    return _read_keys(source).decode("utf-8", "replace")
 
 
 def _read_keys(source: str) -> bytes:
@@ -102,6 +197,8 @@ def _receipts(text: str) -> list[tuple[str, str]]:
                 item = json.loads(line)
             except json.JSONDecodeError:
                 item = None
+            if isinstance(item, dict) and "checkpoint" in item and "receipt" not in item:
+                continue  # (a checkpoint line of a bundle: read as one)
             got = item.get("receipt") if isinstance(item, dict) else None
             token = got if isinstance(got, str) else ""
         found.append((f"line {number}", token))

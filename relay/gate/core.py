@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from relay.canonical.match import Pattern, subject
+from relay.errors import ErrorCode
 
 __all__ = ["BAD_PATTERN", "grant_scope"]
 
-BAD_PATTERN = "BAD_PATTERN"
+BAD_PATTERN = ErrorCode.BAD_PATTERN
 
 
 def _narrowed(tool: str, pattern: Pattern) -> Pattern:

@@ -56,11 +56,12 @@ from typing import Any, Literal
 
 from relay.canonical.match import Pattern, Subject
 from relay.canonical.shell import Parsed, glob_error
+from relay.errors import ErrorCode, RelayException
 from relay.gate.team import TEAM_KEYS, TeamRules, check_team, read_team
 
 __all__ = ["BAD_RULES", "Action", "Rule", "Rules", "RulesError", "Verdict", "load_rules"]
 
-BAD_RULES = "BAD_RULES"
+BAD_RULES = ErrorCode.BAD_RULES
 Action = Literal["allow", "ask", "deny", "pass"]
 _ACTIONS = ("allow", "ask", "deny")
 _RANK = {"deny": 0, "ask": 1, "allow": 2}
@@ -93,7 +94,7 @@ _RULE_KEYS = TEAM_KEYS | frozenset(
 _ID = re.compile(r"^[A-Z][A-Z0-9]+$")
 
 
-class RulesError(Exception):
+class RulesError(RelayException):
     """The rules file is missing or wrong; the message names the file and the key."""
 
     code = BAD_RULES

@@ -9,19 +9,15 @@ hash tags here; connections are made as the ask store's (``relay.store.redis_con
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-from collections.abc import Callable, Coroutine
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar
-
-from redis.exceptions import RedisError
+from typing import Any
 
 from relay.canonical.match import Subject
 from relay.grants.record import Grant, Offer
-from relay.store.base import StoreUnavailable
 from relay.store.record import utcnow
+from relay.store.redis.base import translated
 from relay.store.redis_connect import RedisClient, RedisConnection, RedisTLS, connect
 
 __all__ = ["RedisGrants"]
@@ -35,23 +31,6 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
 end
 return 1
 """
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _translated(
-    method: Callable[P, Coroutine[Any, Any, R]],
-) -> Callable[P, Coroutine[Any, Any, R]]:
-    @functools.wraps(method)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await method(*args, **kwargs)
-        except (RedisError, OSError) as exc:
-            raise StoreUnavailable(
-                f"Redis is unreachable: {exc}; check REDIS_URL, then retry"
-            ) from exc
-
-    return wrapper
 
 
 class RedisGrants:
@@ -75,7 +54,7 @@ class RedisGrants:
     def _key(self, owner: str) -> str:
         return f"{self._prefix}grants:{owner}"
 
-    @_translated
+    @translated
     async def add(self, *, grant: Grant) -> bool:
         """Record ``grant`` unless one with its id exists (atomically, on any Redis ≥ 2.6)."""
         ttl_ms = max(1, math.ceil((grant.expires_at - utcnow()).total_seconds() * 1000))
@@ -95,7 +74,7 @@ class RedisGrants:
             await self._redis.hdel(self._key(owner), *[f for f, _ in dead])
         return [g for _, g in live]
 
-    @_translated
+    @translated
     async def find(self, *, owner: str, agent: str, use: Subject, now: datetime) -> Grant | None:
         """The newest live grant covering ``use``."""
         found = [
@@ -105,13 +84,13 @@ class RedisGrants:
         ]
         return max(found, key=lambda g: g.granted_at, default=None)
 
-    @_translated
+    @translated
     async def list(self, *, owner: str, now: datetime) -> list[Grant]:
         """Every live grant of ``owner``, newest first."""
         grants = await self._live(owner, now)
         return sorted(grants, key=lambda g: g.granted_at, reverse=True)
 
-    @_translated
+    @translated
     async def put_offer(self, *, ask_id: str, offer: Offer, ttl: float) -> None:
         """Remember the offer for ``ttl`` seconds."""
         await self._redis.set(
@@ -120,7 +99,7 @@ class RedisGrants:
             px=max(1, math.ceil(ttl * 1000)),
         )
 
-    @_translated
+    @translated
     async def get_offer(self, *, ask_id: str) -> Offer | None:
         """The offer, if it has not expired."""
         raw = await self._redis.get(f"{self._prefix}grant-offer:{ask_id}")

@@ -60,12 +60,14 @@ FIELDS: dict[str, EventFields] = {
         session=("session_id",),
         cwd=("cwd",),
         tool_use_id=("tool_use_id",),
+        edits=True,
     ),
     "PermissionRequest": EventFields(
         input="tool_input",
         answer=_permission_request,
         session=("session_id",),
         cwd=("cwd",),
+        edits=True,
     ),
 }
 EVENTS = tuple(FIELDS)
@@ -76,8 +78,11 @@ class ClaudeCode:
 
     name = "claude-code"
     label = "Claude Code"
-    edits = True  # updatedInput, on PreToolUse and PermissionRequest alike
     help = "Claude Code's PreToolUse and PermissionRequest hooks"
+
+    def edits_on(self, event: str) -> bool:
+        """Whether an edited input answered for ``event`` is the one that runs."""
+        return FIELDS[event].edits
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """``--defer-after``: headless runs hand a long wait back to Claude Code."""

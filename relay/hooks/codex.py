@@ -73,8 +73,12 @@ class Codex:
 
     name = "codex"
     label = "Codex"
-    edits = False  # PermissionRequest refuses updatedInput (fails closed)
     help = "Codex's PermissionRequest (allow or deny) and PreToolUse (deny only) hooks"
+
+    def edits_on(self, event: str) -> bool:
+        """Never (Codex's PermissionRequest refuses ``updatedInput`` and fails closed).
+        Whether an edited input answered for ``event`` is the one that runs."""
+        return FIELDS[event].edits
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """None beyond the shared ones."""

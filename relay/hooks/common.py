@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from relay.errors import RelayException
+
 if TYPE_CHECKING:
     import argparse
 
@@ -65,7 +67,7 @@ class RulesDecision:
         return self.behavior == "allow"
 
 
-class BadHookInput(Exception):
+class BadHookInput(RelayException):
     """The hook's stdin is not a tool event this harness's hook understands."""
 
 
@@ -99,9 +101,11 @@ class Adapter(Protocol):
     name: str
     label: str
     help: str
-    # Whether the harness runs an edited input (Claude Code's updatedInput): only then may a
-    # reviewer edit the call before allowing it.
-    edits: bool
+
+    def edits_on(self, event: str) -> bool:
+        """Whether the harness runs an edited input answered for ``event`` (Claude Code's
+        ``updatedInput``): only then may a reviewer edit the call before allowing it."""
+        ...
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Flags of this harness's ``relay hook`` beyond the shared ones."""

@@ -10,8 +10,10 @@ the arguments as a JSON string); PascalCase ``PreToolUse`` gets the VS Code comp
 CLI hooks reference: ``permissionRequest`` answers ``{behavior: allow|deny, message}`` and
 short-circuits the permission flow (empty output falls through to it; exit 2 denies);
 ``preToolUse`` answers ``{permissionDecision: allow|deny|ask, permissionDecisionReason}``
-and a failing hook there is skipped, so a deny is always JSON. A hook that times out
-(``timeoutSec``, 30 s by default) is skipped, so this one decides before its own deadline.
+(plus ``modifiedArgs``, the arguments the tool runs with instead: how a reviewer's edit is
+run; ``permissionRequest`` and the PascalCase events take none), and a failing hook there
+is skipped, so a deny is always JSON. A hook that times out (``timeoutSec``, 30 s by
+default) is skipped, so this one decides before its own deadline.
 
 The event is the input's ``hook_event_name`` or ``hookName``; an input naming none is
 ``preToolUse``'s (``--event`` says otherwise, for a Copilot that sends another).
@@ -46,6 +48,20 @@ def _pre_tool_use(decision: Decided | None) -> Reply:
     )
 
 
+def _pre_tool_use_edited(decision: Decided | None) -> Reply:
+    """camelCase ``preToolUse``: an allowed edit goes back as ``modifiedArgs``, the arguments
+    the tool then runs with (Copilot CLI 1.0.102, as the SDK's ``onPreToolUse``)."""
+    if decision is None or not decision.allowed or decision.updated_input is None:
+        return _pre_tool_use(decision)
+    return Reply(
+        {
+            "permissionDecision": decision.behavior,
+            "permissionDecisionReason": decision.message,
+            "modifiedArgs": dict(decision.updated_input),
+        }
+    )
+
+
 # Copilot's shell tool is ``Bash`` to the rules, as in every other harness.
 _RENAMES = {"bash": "Bash"}
 FIELDS: dict[str, EventFields] = {
@@ -59,11 +75,12 @@ FIELDS: dict[str, EventFields] = {
     ),
     "preToolUse": EventFields(
         input="toolArgs",
-        answer=_pre_tool_use,
+        answer=_pre_tool_use_edited,
         tool="toolName",
         session=("sessionId",),
         cwd=("cwd",),
         renames=_RENAMES,
+        edits=True,
     ),
     "PreToolUse": EventFields(
         input="tool_input",
@@ -91,8 +108,11 @@ class Copilot:
 
     name = "copilot"
     label = "Copilot"
-    edits = False  # the CLI hooks take no edited input (only the SDK has modifiedArgs)
     help = "GitHub Copilot's permissionRequest and preToolUse hooks (CLI and cloud agent)"
+
+    def edits_on(self, event: str) -> bool:
+        """Whether an edited input answered for ``event`` is the one that runs."""
+        return FIELDS[event].edits
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """``--event``: for an input that does not name its event."""

@@ -1,10 +1,13 @@
-"""Cursor's ``beforeShellExecution`` and ``beforeMCPExecution`` hooks (``.cursor/hooks.json``,
-``version: 1``).
+"""Cursor's ``beforeShellExecution``, ``beforeMCPExecution`` and ``preToolUse`` hooks
+(``.cursor/hooks.json``, ``version: 1``).
 
 Cursor's hooks docs (cursor.com/docs/agent/hooks) and the hook runtime npm ``@cursor/sdk``
 1.0.18 ships (which builds the inputs): every event gets ``hook_event_name``,
 ``conversation_id``, ``generation_id`` and ``workspace_roots``; ``beforeShellExecution``
-adds ``command`` and ``cwd``; ``beforeMCPExecution`` adds ``tool_name``, ``tool_input``
+adds ``command`` and ``cwd``; the generic ``preToolUse`` adds ``tool_name``, ``tool_input``
+(an object), ``tool_use_id`` and ``cwd``, and besides ``permission`` and the messages takes
+``updated_input``, merged into the call's arguments before it runs (a reviewer's edit);
+``beforeMCPExecution`` adds ``tool_name``, ``tool_input``
 (the runtime sends a JSON string; the docs show an object) and the server's ``url`` or
 ``command``. Both answer
 ``{permission: allow|deny|ask, user_message, agent_message}``. Only ``deny`` is reliably
@@ -38,6 +41,23 @@ def _permission(decision: Decided | None) -> Reply:
     )
 
 
+def _pre_tool_use(decision: Decided | None, asked: Mapping[str, Any]) -> Reply:
+    """Generic ``preToolUse``: an allowed edit goes back as ``updated_input``. Cursor merges
+    it key by key into the call's arguments, so an edit that drops a key cannot be run as
+    approved: that is a deny, never a different call."""
+    if decision is None or not decision.allowed or decision.updated_input is None:
+        return _permission(decision)
+    edited = dict(decision.updated_input)
+    dropped = sorted(k for k in asked if k not in edited)
+    if dropped:
+        reason = (
+            f"a reviewer's edit removed {', '.join(shown(k) for k in dropped[:3])}, which"
+            " Cursor cannot remove from a call, so it is denied; ask again"
+        )
+        return Reply({"permission": "deny", "user_message": reason, "agent_message": reason})
+    return Reply({"permission": "allow", "updated_input": edited})
+
+
 # The shell's input is its command line alone; a session is a conversation; the cwd falls
 # back to the first workspace root.
 FIELDS: dict[str, EventFields] = {
@@ -56,6 +76,16 @@ FIELDS: dict[str, EventFields] = {
         session=("conversation_id",),
         cwd=("cwd", "workspace_roots"),
     ),
+    # The generic event, for every tool: ``reply`` writes its answer, edits included.
+    "preToolUse": EventFields(
+        input="tool_input",
+        answer=_permission,
+        session=("conversation_id",),
+        cwd=("cwd", "workspace_roots"),
+        tool_use_id=("tool_use_id",),
+        renames={"Shell": "Bash"},  # its runtime maps Claude Code's Bash to Shell
+        edits=True,
+    ),
 }
 EVENTS = tuple(FIELDS)
 
@@ -65,8 +95,11 @@ class Cursor:
 
     name = "cursor"
     label = "Cursor"
-    edits = False  # no field for an edited input
-    help = "Cursor's beforeShellExecution and beforeMCPExecution hooks"
+    help = "Cursor's beforeShellExecution, beforeMCPExecution and preToolUse hooks"
+
+    def edits_on(self, event: str) -> bool:
+        """Whether an edited input answered for ``event`` is the one that runs."""
+        return FIELDS[event].edits
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """None beyond the shared ones."""
@@ -77,12 +110,15 @@ class Cursor:
         if not isinstance(event, str) or event not in FIELDS:
             raise BadHookInput(
                 f"hook_event_name is {shown(event)}; relay hook cursor handles"
-                f" {' and '.join(EVENTS)} (check the event in .cursor/hooks.json)"
+                f" {', '.join(EVENTS)} (check the event in .cursor/hooks.json)"
             )
         return read_call(data, event, FIELDS[event], self.label)
 
     def reply(self, call: HookCall, decision: Decided | None) -> Reply:
-        """``permission`` and the messages, exit 0; nothing for no opinion."""
+        """``permission`` and the messages (and ``updated_input`` for an edit on
+        ``preToolUse``), exit 0; nothing for no opinion."""
+        if call.event == "preToolUse":
+            return _pre_tool_use(decision, call.input)
         return FIELDS[call.event].answer(decision)
 
     def refuse(self, message: str) -> Reply:

@@ -40,6 +40,9 @@ class EventFields:
     renames: Mapping[str, str] = field(default_factory=dict)
     """The harness's tool names the rules know by another name (Copilot's ``bash`` is
     ``Bash``, as in every other harness)."""
+    edits: bool = False
+    """The harness runs the edited input ``answer`` writes for this event: only then may a
+    reviewer edit the call before allowing it."""
 
 
 def read_call(data: Mapping[str, Any], event: str, fields: EventFields, harness: str) -> HookCall:

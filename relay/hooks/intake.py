@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from relay.hooks.common import BadHookInput, shown
-from relay.safejson import unfit
+from relay.safejson import refusal
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "load_event", "parse_object"]
 
@@ -43,7 +43,7 @@ def load_event(raw: bytes) -> dict[str, Any]:
 
 def parse_object(text: str, what: str) -> dict[str, Any]:
     """``text`` (called ``what`` in the error) as a JSON object within the bounds above: no
-    ``NaN``, no key twice, nothing ``relay.safejson.unfit`` refuses (a lone surrogate, an
+    ``NaN``, no key twice, nothing ``relay.safejson.refusal`` refuses (a lone surrogate, an
     infinity, an integer no double holds), at most ``MAX_DEPTH`` levels deep."""
     try:
         data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
@@ -56,8 +56,8 @@ def parse_object(text: str, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadHookInput(f"{what} is not a JSON object")
     # The one check every door makes (iterative): what enters can be signed exactly.
-    if (problem := unfit(data, max_depth=MAX_DEPTH)) is not None:
-        raise BadHookInput(f"{what} {problem}")
+    if (refused := refusal(data, max_depth=MAX_DEPTH)) is not None:
+        raise BadHookInput(f"{refused.sentence(what)} ({refused.code})")
     return data
 
 

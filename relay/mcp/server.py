@@ -32,6 +32,7 @@ from relay.events import AskEvent
 from relay.gate.approval import Decision, decide_error
 from relay.gate.gate import ToolUse
 from relay.mcp.asgi import GONE_KEY
+from relay.mcp.tasks import TaskBook
 from relay.mcp.tools import (
     APPROVE_TOOL_USE,
     ASK_USER_QUESTION,
@@ -47,7 +48,14 @@ from relay.receipts.payload import receipt_id
 from relay.service import UserInteractionService
 from relay.tool import run_ask_user_question
 
-__all__ = ["RECEIPT_META_KEY", "Toolbox", "ToolboxFor", "build_server", "client_name"]
+__all__ = [
+    "RECEIPT_META_KEY",
+    "RelayServer",
+    "Toolbox",
+    "ToolboxFor",
+    "build_server",
+    "client_name",
+]
 
 _log = logging.getLogger("relay.mcp")
 T = TypeVar("T")
@@ -68,6 +76,8 @@ class Toolbox:
     context: Mapping[str, str] = field(default_factory=dict)
     receipts: bool = False
     """Whether the relay signs receipts: a result's ``_meta`` then names its ask's receipt."""
+    owner: str = "local"
+    """Whose MCP tasks these calls' are (the token's fingerprint on ``/mcp``)."""
 
 
 # The asks a tool call made, noted by ``note_asked`` (an ``Events`` observer, called in the
@@ -165,6 +175,16 @@ async def _approve(box: Toolbox, args: ApproveArguments, signal: AbortSignal) ->
         return decide_error(exc)
 
 
+TASKS_PROTOCOL = "2025-11-25"
+"""The protocol version whose core has tasks (2026-07-28 moved them to an extension)."""
+_TASKS_CAPABILITY = types.ServerTasksCapability(
+    list=types.TasksListCapability(),
+    cancel=types.TasksCancelCapability(),
+    requests=types.ServerTasksRequestsCapability(
+        tools=types.TasksToolsCapability(call=types.TasksCallCapability())
+    ),
+)
+
 RECEIPT_META_KEY = "relay/receipt"
 """The key of a tool result's ``_meta`` that names its ask's receipt id (``rcpt_…``)."""
 
@@ -177,17 +197,34 @@ def _with_receipt(result: types.CallToolResult, ask_id: str) -> types.CallToolRe
     return result.model_copy(update={"meta": meta})
 
 
-def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) -> Server[Any]:
+class RelayServer(Server[Any]):
+    """The SDK's server, holding the tasks it started (``close`` them when it stops)."""
+
+    tasks: TaskBook
+
+
+def build_server(
+    toolbox_for: ToolboxFor, *, progress_interval: float = 10.0, book: TaskBook | None = None
+) -> RelayServer:
     """The MCP server: ``ask_user_question`` and ``approve_tool_use``, asked through
     whatever ``toolbox_for`` gives each request (a hosted relay, Slack, the serving relay)."""
+
+    tasks = book if book is not None else TaskBook()
 
     async def list_tools(
         ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=list(TOOLS))
 
-    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
-        box = toolbox_for(ctx)
+    async def answer(
+        ctx: Context,
+        box: Toolbox,
+        params: types.CallToolRequestParams,
+        run: Callable[
+            [Callable[[AbortSignal], Coroutine[Any, Any, Any]]], Coroutine[Any, Any, Any]
+        ],
+    ) -> types.CallToolResult:
+        # One translation of a call into its result, blocking or as a task, stdio or HTTP.
         arguments = params.arguments or {}
         if params.name == ASK_USER_QUESTION:
             if (refused := refused_arguments(arguments)) is not None:
@@ -195,12 +232,10 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
             asked: list[str] = []
             noting = _ASKED.set(asked)
             try:
-                result = await _with_progress(
-                    ctx,
-                    progress_interval,
+                result = await run(
                     lambda signal: run_ask_user_question(
                         box.service, arguments, agent=box.agent, signal=signal
-                    ),
+                    )
                 )
             finally:
                 _ASKED.reset(noting)
@@ -216,9 +251,7 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
             asked = []
             noting = _ASKED.set(asked)
             try:
-                decision = await _with_progress(
-                    ctx, progress_interval, lambda signal: _approve(box, args, signal)
-                )
+                decision = await run(lambda signal: _approve(box, args, signal))
             finally:
                 _ASKED.reset(noting)
             _log.info(
@@ -237,7 +270,59 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
             f" {APPROVE_TOOL_USE}",
         )
 
-    return Server(
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await answer(
+            ctx,
+            toolbox_for(ctx),
+            params,
+            lambda work: _with_progress(ctx, progress_interval, work),
+        )
+
+    async def task_calls(ctx: Context, call_next: Any) -> Any:
+        # A task-augmented tools/call answers with its task at once; the SDK would check the
+        # result against CallToolResult, so this middleware writes the response itself.
+        raw = ctx.params
+        if (
+            ctx.method != "tools/call"
+            or ctx.protocol_version != TASKS_PROTOCOL
+            or not isinstance(raw, Mapping)
+            or raw.get("task") is None
+        ):
+            return await call_next(ctx)
+        params = types.CallToolRequestParams.model_validate(raw)
+        if params.name not in (ASK_USER_QUESTION, APPROVE_TOOL_USE):
+            return await call_next(ctx)
+        box = toolbox_for(ctx)
+        ttl = params.task.ttl if params.task is not None else None
+
+        async def work(signal: AbortSignal) -> types.CallToolResult:
+            async def bound(
+                inner: Callable[[AbortSignal], Coroutine[Any, Any, Any]],
+            ) -> Any:
+                return await inner(signal)
+
+            return await answer(ctx, box, params, bound)
+
+        return tasks.start(box.owner, ttl, work)
+
+    def owner_of(ctx: Context) -> str:
+        return toolbox_for(ctx).owner
+
+    async def tasks_get(ctx: Context, params: types.GetTaskRequestParams) -> dict[str, Any]:
+        return tasks.get(owner_of(ctx), params.task_id)
+
+    async def tasks_result(
+        ctx: Context, params: types.GetTaskPayloadRequestParams
+    ) -> dict[str, Any]:
+        return await tasks.result(owner_of(ctx), params.task_id)
+
+    async def tasks_cancel(ctx: Context, params: types.CancelTaskRequestParams) -> dict[str, Any]:
+        return await tasks.cancel(owner_of(ctx), params.task_id)
+
+    async def tasks_list(ctx: Context, params: types.PaginatedRequestParams) -> dict[str, Any]:
+        return tasks.list(owner_of(ctx))
+
+    server: RelayServer = RelayServer(
         "relay",
         version=__version__,
         title="relay: ask your team in Slack",
@@ -248,3 +333,19 @@ def build_server(toolbox_for: ToolboxFor, *, progress_interval: float = 10.0) ->
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.middleware.append(task_calls)
+    server.add_request_handler("tasks/get", types.GetTaskRequestParams, tasks_get)
+    server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, tasks_result)
+    server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, tasks_cancel)
+    server.add_request_handler("tasks/list", types.PaginatedRequestParams, tasks_list)
+    plain_capabilities = server.get_capabilities
+
+    def capabilities(*args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        caps = plain_capabilities(*args, **kwargs)
+        if kwargs.get("protocol_version") in (None, TASKS_PROTOCOL):
+            caps = caps.model_copy(update={"tasks": _TASKS_CAPABILITY})
+        return caps
+
+    server.get_capabilities = capabilities  # type: ignore[method-assign]
+    server.tasks = tasks
+    return server

@@ -10,28 +10,40 @@ handed to it. When stdin is not a pipe (a file, a terminal), the SDK's own is us
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from relay.mcp.boundary import refused_message
+
 __all__ = ["serve_stdio"]
 
 
 class _Lines:
-    """``async for line in stdin``, from an asyncio reader."""
+    """``async for line in stdin``, from an asyncio reader; a message the boundary refuses
+    (``refused_message``) is answered on ``out`` and never handed to the SDK, which would
+    drop it unanswered."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, out: asyncio.StreamWriter) -> None:
         self._reader = reader
+        self._out = out
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                raise StopAsyncIteration
+            refused = refused_message(line)
+            if refused is None:
+                return line.decode("utf-8", errors="replace")
+            # One whole line in one write: it cannot interleave with the SDK's.
+            self._out.write(json.dumps(refused).encode("ascii") + b"\n")
+            await self._out.drain()
 
 
 class _Out:
@@ -65,7 +77,7 @@ async def serve_stdio() -> AsyncIterator[tuple[Any, Any]]:
         return
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     try:
-        async with stdio_server(_Lines(reader), _Out(writer)) as streams:  # type: ignore[arg-type]
+        async with stdio_server(_Lines(reader, writer), _Out(writer)) as streams:  # type: ignore[arg-type]
             yield streams
     finally:
         writer.close()

@@ -19,7 +19,7 @@ from typing import Any
 import mcp_types as types
 
 from relay.gate.approval import Decision
-from relay.safejson import unfit
+from relay.safejson import refusal
 from relay.tool import ASK_USER_QUESTION_TOOL, ToolResult
 
 __all__ = [
@@ -50,6 +50,8 @@ TOOLS: tuple[types.Tool, ...] = (
         # Asking people changes nothing where the agent runs: clients that gate tools by
         # these hints (Codex under approval_policy = "never") let the question through.
         annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        # A person may take hours: a client with tasks gets a task id at once (relay.mcp.tasks).
+        execution=types.ToolExecution(task_support="optional"),
     ),
     types.Tool(
         name=APPROVE_TOOL_USE,
@@ -73,6 +75,8 @@ TOOLS: tuple[types.Tool, ...] = (
             "required": ["tool_name", "input"],
         },
         annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        # A person may take hours: a client with tasks gets a task id at once (relay.mcp.tasks).
+        execution=types.ToolExecution(task_support="optional"),
     ),
 )
 
@@ -88,12 +92,16 @@ def tool_result(result: ToolResult) -> types.CallToolResult:
 def refused_arguments(arguments: Mapping[str, Any]) -> types.CallToolResult | None:
     """The tool's error result for arguments relay cannot carry and sign exactly (a lone
     surrogate, NaN, an integer no double holds, nesting too deep); ``None`` when fine."""
-    problem = unfit(arguments)
-    if problem is None:
+    refused = refusal(arguments)
+    if refused is None:
         return None
-    message = f"the arguments {problem}; send only JSON that relay can sign exactly"
+    message = refused.sentence("the arguments")
     return tool_result(
-        ToolResult(is_error=True, text=f"Error: {message}", error={"message": message})
+        ToolResult(
+            is_error=True,
+            text=f"Error: {message} ({refused.code})",
+            error={"message": message, "info": {"code": refused.code}},
+        )
     )
 
 
@@ -109,8 +117,8 @@ class ApproveArguments:
 def read_approve_arguments(arguments: Mapping[str, Any] | None) -> ApproveArguments | str:
     """The arguments, or a sentence saying what is wrong with them."""
     args = arguments or {}
-    if (problem := unfit(args)) is not None:
-        return f"the arguments {problem}"
+    if (refused := refusal(args)) is not None:
+        return f"{refused.code}: " + refused.sentence("the arguments")
     tool = args.get("tool_name")
     if not isinstance(tool, str) or not tool.strip():
         return "tool_name is required: the name of the tool asking for permission"

@@ -18,10 +18,12 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from relay.errors import RelayException
+
 __all__ = ["BadJWS", "Parsed", "b64url", "b64url_decode", "parse", "sign", "verify"]
 
 
-class BadJWS(ValueError):
+class BadJWS(RelayException, ValueError):
     """A compact JWS that is malformed, of another algorithm, or whose signature fails."""
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from relay.errors import RelayException
 from relay.receipts.jws import BadJWS, b64url, b64url_decode
 
 __all__ = [
@@ -40,7 +41,7 @@ __all__ = [
 _PRIVATE = 0o600
 
 
-class ReceiptKeyError(ValueError):
+class ReceiptKeyError(RelayException, ValueError):
     """A key file that cannot be read as what it should hold; the message says what to do."""
 
 

@@ -17,9 +17,20 @@ from relay.receipts.jcs import canonical
 from relay.receipts.jws import b64url
 from relay.store.record import AskRecord
 
-__all__ = ["VERSION", "digest", "receipt_id", "receipt_payload", "subject_digest"]
+__all__ = [
+    "ERROR_CODE",
+    "VERSION",
+    "digest",
+    "receipt_id",
+    "receipt_payload",
+    "record_time",
+    "subject_digest",
+]
 
 VERSION = 1
+ERROR_CODE = "record_not_receiptable"
+"""The ``error.code`` of an error receipt: the relay could not receipt that ask's record
+and signed this in its place (``relay.receipts.writer``)."""
 
 
 def digest(data: bytes) -> str:
@@ -39,7 +50,8 @@ def subject_digest(record: AskRecord) -> str:
     return digest(canonical([q.to_dict() for q in record.request.questions]))
 
 
-def _time(at: datetime | float | None) -> str | None:
+def record_time(at: datetime | float | None) -> str | None:
+    """``at`` as a receipt writes times: RFC 3339 in UTC, to the microsecond."""
     if at is None:
         return None
     if isinstance(at, float | int):
@@ -54,7 +66,7 @@ def _person(by: Responder | None) -> dict[str, Any] | None:
 
 
 def _vote(vote: Vote) -> dict[str, Any]:
-    out = {**(_person(vote.by) or {}), "label": vote.label, "at": _time(vote.at)}
+    out = {**(_person(vote.by) or {}), "label": vote.label, "at": record_time(vote.at)}
     if vote.version != 1:  # on an edited call's version (receipts of unedited votes unchanged)
         out["version"] = vote.version
     return out
@@ -70,7 +82,7 @@ def _decision(item: AskUserQuestionAnswerItem | None, question_id: str) -> dict[
         "custom_sha256": None if item.custom is None else digest(item.custom.encode()),
         "defaulted": item.defaulted,
         "by": _person(item.answered_by),
-        "at": _time(item.answered_at),
+        "at": record_time(item.answered_at),
     }
     if item.votes:
         out["votes"] = [_vote(v) for v in item.votes]
@@ -108,9 +120,9 @@ def receipt_payload(
             "owner": record.owner,  # the API token's fingerprint, never the token
             "name": record.request.agent.id if record.request.agent else None,
         },
-        "created": _time(record.created_at),
-        "deadline": _time(record.deadline),
-        "ended": _time(record.finished_at),
+        "created": record_time(record.created_at),
+        "deadline": record_time(record.deadline),
+        "ended": record_time(record.finished_at),
         "shown_sha256": subject_digest(record),
         # The call that runs instead of the one shown, when a reviewer edited it: the JCS
         # digest of the edited input (custom_sha256 binds the answer's exact text too).

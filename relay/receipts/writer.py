@@ -9,6 +9,12 @@ which writes it there and then if no replica has yet. The task first notes in th
 the ask owes a receipt, and every replica's sweep (``start``) writes the debts older than a
 grace: a replica killed between an ask's end and its receipt leaves it to another replica
 (or to the next reader), not to nobody.
+
+A record whose receipt cannot be built (a value JCS cannot encode, stored before the doors
+refused such values) is quarantined: its place in the chain gets an *error receipt*, signed
+like any other, saying which ask it is, how it ended and why its receipt could not be made.
+Building a payload is pure, so retrying would fail forever; the chain has no hole, the ask's
+readers get an answer, and the asks after it are receipted as usual.
 """
 
 from __future__ import annotations
@@ -23,11 +29,18 @@ from relay.events import AskEvent
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import sign
 from relay.receipts.keys import PublicKeys, SigningKey
-from relay.receipts.payload import digest, receipt_payload
+from relay.receipts.payload import (
+    ERROR_CODE,
+    VERSION,
+    digest,
+    receipt_id,
+    receipt_payload,
+    record_time,
+)
 from relay.store.receipts import ChainHead, ReceiptChain
 from relay.store.record import AskRecord
 
-__all__ = ["END_EVENTS", "TYPE", "ReceiptWriter"]
+__all__ = ["END_EVENTS", "ERROR_CODE", "TYPE", "ReceiptWriter"]
 
 _log = logging.getLogger("relay.receipts")
 
@@ -78,6 +91,11 @@ class ReceiptWriter:
         self.written = 0
         """Receipts this process appended (for tests and the bench)."""
 
+    @property
+    def key(self) -> SigningKey:
+        """The key receipts are signed with (the chain's checkpoints are signed with it too)."""
+        return self._key
+
     def observe(self, event: AskEvent) -> None:
         """An ``Events`` observer: write the receipt of an ask that just ended, in the
         background."""
@@ -126,7 +144,8 @@ class ReceiptWriter:
     async def _append(self, record: AskRecord) -> str:
         head = self._head or await self._store.receipt_head()
         for _ in range(_ATTEMPTS):
-            token = self.sign(record, head)
+            body, quarantined = self._body(record, head)
+            token = sign(body, self._key.private, header=self._header)
             result = await self._store.receipt_append(
                 ask_id=record.id,
                 receipt=token,
@@ -137,6 +156,13 @@ class ReceiptWriter:
             if result.outcome == "appended":
                 self._head = ChainHead(head.seq + 1, digest(token.encode("ascii")))
                 self.written += 1
+                if quarantined:
+                    # Once: only the replica whose append landed logs it (no text of the ask).
+                    _log.error(
+                        "ask %s could not be receipted; an error receipt (%s) took its place",
+                        record.id,
+                        ERROR_CODE,
+                    )
                 return token
             if result.outcome == "exists" and result.receipt is not None:
                 return result.receipt
@@ -144,11 +170,41 @@ class ReceiptWriter:
         raise RuntimeError(f"the receipt chain kept moving: ask {record.id} got no receipt")
 
     def sign(self, record: AskRecord, head: ChainHead) -> str:
-        """The compact JWS of ``record``'s receipt at place ``head.seq + 1`` after ``head``."""
-        payload = receipt_payload(
-            record, issuer=self.issuer, kid=self._key.kid, seq=head.seq + 1, prev=head.digest
-        )
-        return sign(canonical(payload), self._key.private, header=self._header)
+        """The compact JWS of ``record``'s receipt at place ``head.seq + 1`` after ``head``;
+        its error receipt when the record cannot be receipted."""
+        return sign(self._body(record, head)[0], self._key.private, header=self._header)
+
+    def _body(self, record: AskRecord, head: ChainHead) -> tuple[bytes, bool]:
+        # The JCS payload at place head.seq + 1, and whether it is an error receipt.
+        seq, prev = head.seq + 1, head.digest
+        try:
+            payload = receipt_payload(
+                record, issuer=self.issuer, kid=self._key.kid, seq=seq, prev=prev
+            )
+            return canonical(payload), False
+        except Exception as exc:  # pure and deterministic: it would fail every time
+            error = self._error_payload(record, seq=seq, prev=prev, reason=_why(exc))
+            return canonical(error), True
+
+    def _error_payload(
+        self, record: AskRecord, *, seq: int, prev: str | None, reason: str
+    ) -> dict[str, Any]:
+        # Only what the relay itself made (ids, times, status, the owner's fingerprint):
+        # nothing a client or reviewer typed, which is what could not be encoded.
+        return {
+            "v": VERSION,
+            "iss": self.issuer,
+            "kid": self._key.kid,
+            "jti": receipt_id(record.id),
+            "seq": seq,
+            "prev": prev,
+            "ask": record.id,
+            "agent": {"owner": _text(record.owner), "name": None},
+            "created": record_time(record.created_at),
+            "ended": record_time(record.finished_at),
+            "outcome": {"status": record.status.value},
+            "error": {"code": ERROR_CODE, "reason": reason},
+        }
 
     def start(self) -> None:
         """Start sweeping owed receipts (one background task; idempotent; needs a loop)."""
@@ -169,10 +225,16 @@ class ReceiptWriter:
         have theirs. A debt is dropped once its receipt exists, or its ask expired unsigned."""
         settled = 0
         for ask_id in await self._store.receipt_owed(before=now - self._grace, limit=_SWEEP_BATCH):
-            if await self.ensure(ask_id) is not None:
-                settled += 1
-            elif await self._store.get(ask_id=ask_id) is not None:
-                continue  # still pending: the debt waits for its end
+            try:
+                if await self.ensure(ask_id) is not None:
+                    settled += 1
+                    continue
+                if await self._store.get(ask_id=ask_id) is not None:
+                    continue  # still pending: the debt waits for its end
+            except Exception:
+                # One ask's trouble (the store failing it) must not hold up the others'.
+                _log.warning("could not write the receipt of ask %s", ask_id, exc_info=True)
+                continue
             # Written (found so, not appended here: nothing settled it) or gone: no debt.
             await self._store.receipt_forget(ask_id=ask_id)
         return settled
@@ -193,3 +255,16 @@ class ReceiptWriter:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+
+
+def _why(exc: Exception) -> str:
+    # JCS's own messages name the kind of value, never the value; anything else by its type
+    # alone (a message could quote the record).
+    if isinstance(exc, ValueError) and str(exc).startswith("JCS: "):
+        return f"the record holds a value JCS cannot encode ({str(exc)[5:]})"
+    return f"building its receipt failed ({type(exc).__name__})"
+
+
+def _text(value: str | None) -> str | None:
+    # The owner is the token's fingerprint (hex) on every record written by this relay.
+    return value if value is None or value.isascii() else None

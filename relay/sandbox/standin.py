@@ -14,6 +14,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from relay.errors import RelayException
 from relay.sandbox.directory import CHANNELS, GROUPS, PEOPLE
 from relay.testing import ClickResult, FakeMessage, FakeModal, FakeSlack, RecordedCall, ViewResult
 
@@ -23,7 +24,7 @@ _KINDS = ("button", "select", "checks", "multi", "enter")
 _VIEW_KINDS = ("view_submit", "view_close")
 
 
-class ActionRefused(Exception):
+class ActionRefused(RelayException):
     """An action from the page that cannot be carried out; ``status`` is the HTTP status."""
 
     def __init__(self, code: str, message: str, *, status: int = 400) -> None:

@@ -281,8 +281,9 @@ class AskApi:
 
     async def json_body(self, request: web.Request, *, hint: str = "shorten the detail") -> object:
         """The whole body as untrusted JSON, within the size cap and the read deadline, and
-        only what relay carries and signs exactly (``safejson.unfit``): else ``BAD_REQUEST``
-        before anything is stored or posted."""
+        only what relay carries and signs exactly (``safejson.refusal``): else a 400 with its
+        code (``JSON_LONE_SURROGATE`` …, or ``BAD_REQUEST``) before anything is stored or
+        posted."""
         data = await read_body(
             request,
             limit=self._max_body,
@@ -291,13 +292,15 @@ class AskApi:
         )
         try:
             body = safejson.loads(data)
+        except safejson.UnreadableJSON as exc:
+            # Past one of the limits below: that limit's code; else malformed.
+            code = exc.code or "BAD_REQUEST"
+            raise ApiError(code, f"the body is not valid JSON: {exc}") from None
         except ValueError as exc:
             raise ApiError("BAD_REQUEST", f"the body is not valid JSON: {exc}") from None
-        if (problem := safejson.unfit(body)) is not None:
-            raise ApiError(
-                "BAD_REQUEST",
-                f"the body {problem}; relay takes only JSON it can sign exactly (I-JSON, RFC 7493)",
-            )
+        if (refused := safejson.refusal(body)) is not None:
+            # I-JSON (RFC 7493), which a receipt's JCS (RFC 8785) needs, and the depth bound.
+            raise ApiError(refused.code, refused.sentence("the body") + ".")
         return body
 
 

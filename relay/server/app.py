@@ -18,6 +18,7 @@ from relay.gate.policy import Policy
 from relay.gate.rules import Rules
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter
+from relay.receipts.checkpoint import Checkpointer
 from relay.server.api import OPERATOR, OWNER, AskApi
 from relay.server.approval_use import ApprovalUseApi
 from relay.server.approvals import ApprovalApi
@@ -132,6 +133,7 @@ def build_app(
     webhooks: Webhooks | None = None,
     min_approvals: int | None = None,
     receipts: ReceiptWriter | None = None,
+    checkpoints: Checkpointer | None = None,
     mcp: McpSettings | None = None,
     policy: Policy | None = None,
     rulings: Rulings | None = None,
@@ -141,7 +143,8 @@ def build_app(
     shows the asks; ``grants`` holds the approvals' grants (in memory when not given).
     ``min_approvals`` (``RELAY_APPROVALS_REQUIRED``) is the fewest people any tool approval
     needs (``/v1/approvals`` and ``/mcp``): a body may ask for more, never fewer.
-    ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it).
+    ``receipts`` signs and chains ended asks' receipts (their routes answer 404 without it);
+    ``checkpoints`` signs checkpoints of the chain (``/receipts/checkpoint``).
     ``mcp`` bounds ``/mcp``'s sessions and lists the origins and hosts it answers.
     ``operator_tokens`` (``RELAY_OPERATOR_TOKENS``) read every token's receipts, and only them.
     ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals, or
@@ -180,7 +183,7 @@ def build_app(
     )
     app[CONNECTIONS] = connections
     app.add_routes(_probes(_Readiness(channel), metrics))
-    app.add_routes(_api_routes(api, decider, grant_store, receipts))
+    app.add_routes(_api_routes(api, decider, grant_store, receipts, checkpoints))
     mount_mcp(
         app,
         provider=channel,
@@ -198,11 +201,17 @@ def build_app(
 
 
 def _api_routes(
-    api: AskApi, decider: Decider, grants: GrantStore, receipts: ReceiptWriter | None
+    api: AskApi,
+    decider: Decider,
+    grants: GrantStore,
+    receipts: ReceiptWriter | None,
+    checkpoints: Checkpointer | None,
 ) -> list[web.RouteDef]:
     """``/v1``: asks, approvals, their use (when the store records uses), receipts."""
     approvals = ApprovalApi(asks=api, decider=decider)
-    receipt_api = ReceiptApi(asks=api, approvals=approvals, writer=receipts)
+    receipt_api = ReceiptApi(
+        asks=api, approvals=approvals, writer=receipts, checkpoints=checkpoints
+    )
     store = api.channel.store
     uses = (
         ApprovalUseApi(asks=api, approvals=approvals, grants=grants, uses=store).routes()

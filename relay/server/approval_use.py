@@ -26,6 +26,7 @@ from typing import Any
 from aiohttp import web
 
 from relay.canonical.match import fingerprint
+from relay.errors import ErrorCode
 from relay.grants.base import GrantStore
 from relay.server.api import AskApi
 from relay.server.approvals import ApprovalApi, approval_json
@@ -94,7 +95,7 @@ class ApprovalUseApi:
             ttl = (record.target.timeout or _WEEK) + _DAY
             if not await self._uses.use_once(ask_id=record.id, key=key, ttl=ttl):
                 raise ApiError(
-                    "CONSUMED",
+                    ErrorCode.CONSUMED,
                     f"approval {record.id} was already used to run its call once; submit the"
                     " call again to ask for another run of it",
                 )
@@ -102,7 +103,7 @@ class ApprovalUseApi:
 
 
 def _not_this_call(what: str) -> ApiError:
-    return ApiError("NOT_THIS_CALL", f"{what}: submit this call to ask for it")
+    return ApiError(ErrorCode.NOT_THIS_CALL, f"{what}: submit this call to ask for it")
 
 
 def _read_call(body: object) -> tuple[str, Mapping[str, Any], str | None]:
@@ -113,15 +114,21 @@ def _read_call(body: object) -> tuple[str, Mapping[str, Any], str | None]:
         )
     for name in body:
         if name not in _KEYS:
-            raise ApiError("BAD_REQUEST", f"{name} is not a known field (tool, input, tool_use_id)")
+            raise ApiError(
+                ErrorCode.BAD_REQUEST, f"{name} is not a known field (tool, input, tool_use_id)"
+            )
     tool = body.get("tool")
     if not isinstance(tool, str) or not tool.strip():
-        raise ApiError("BAD_REQUEST", "tool is required: the name of the tool about to run")
+        raise ApiError(ErrorCode.BAD_REQUEST, "tool is required: the name of the tool about to run")
     tool_input = body.get("input")
     tool_input = {} if tool_input is None else tool_input
     if not isinstance(tool_input, Mapping):
-        raise ApiError("BAD_REQUEST", "input must be an object: the tool's input about to run")
+        raise ApiError(
+            ErrorCode.BAD_REQUEST, "input must be an object: the tool's input about to run"
+        )
     tool_use_id = body.get("tool_use_id")
     if tool_use_id is not None and not isinstance(tool_use_id, str):
-        raise ApiError("BAD_REQUEST", "tool_use_id must be a string, as sent with the approval")
+        raise ApiError(
+            ErrorCode.BAD_REQUEST, "tool_use_id must be a string, as sent with the approval"
+        )
     return tool, tool_input, tool_use_id

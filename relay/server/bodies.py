@@ -14,12 +14,13 @@ import asyncio
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from relay.errors import ErrorCode, RelayException
 from relay.server.errors import ApiError
 
 __all__ = ["ClientGone", "read_body"]
 
 
-class ClientGone(Exception):
+class ClientGone(RelayException):
     """The client hung up before its request was read: there is nobody to answer."""
 
 
@@ -27,7 +28,7 @@ async def read_body(request: web.Request, *, limit: int, timeout: float, hint: s
     """The whole body; ``TOO_LARGE`` past ``limit`` bytes, ``REQUEST_TIMEOUT`` after
     ``timeout`` seconds, ``BAD_REQUEST`` for a malformed transfer, ``ClientGone`` on hang-up."""
     if request.content_length is not None and request.content_length > limit:
-        raise ApiError("TOO_LARGE", _too_large(limit, hint))
+        raise ApiError(ErrorCode.TOO_LARGE, _too_large(limit, hint))
     chunks: list[bytes] = []
     size = 0
     try:
@@ -36,14 +37,14 @@ async def read_body(request: web.Request, *, limit: int, timeout: float, hint: s
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > limit:
-                    raise ApiError("TOO_LARGE", _too_large(limit, hint))
+                    raise ApiError(ErrorCode.TOO_LARGE, _too_large(limit, hint))
     except TimeoutError:
         raise ApiError(
-            "REQUEST_TIMEOUT",
+            ErrorCode.REQUEST_TIMEOUT,
             f"the request body did not arrive within {timeout:g} s; send it at once",
         ) from None
     except HttpProcessingError as exc:
-        raise ApiError("BAD_REQUEST", f"the body is malformed: {exc.message}") from None
+        raise ApiError(ErrorCode.BAD_REQUEST, f"the body is malformed: {exc.message}") from None
     except (ConnectionError, OSError) as exc:
         raise ClientGone(str(exc) or type(exc).__name__) from None
     except RuntimeError as exc:  # aiohttp's "Connection closed." once the transport is gone

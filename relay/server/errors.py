@@ -4,35 +4,16 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from relay.errors import ErrorCode, HarnessError
+from relay.errors import ErrorCode, HarnessError, RelayException
 
 __all__ = ["ApiError", "error_response", "status_for"]
 
-_STATUS: dict[str, int] = {
-    ErrorCode.BAD_REQUEST: 400,
-    ErrorCode.EMPTY_QUESTIONS: 400,
-    ErrorCode.BAD_INTENT: 400,
-    ErrorCode.PROVIDER_FAILED: 502,
-    ErrorCode.ASK_ABORTED: 409,
-    ErrorCode.NO_PROVIDER: 503,
-    "UNAUTHORIZED": 401,
-    "NOT_FOUND": 404,
-    "METHOD_NOT_ALLOWED": 405,
-    "REQUEST_TIMEOUT": 408,
-    "TOO_LARGE": 413,
-    "UNSUPPORTED_MEDIA_TYPE": 415,
-    "RATE_LIMITED": 429,
-    "IDEMPOTENCY_KEY_REUSED": 409,
-    "IDEMPOTENCY_IN_FLIGHT": 409,
-    "NOT_THIS_CALL": 409,
-    "CONSUMED": 409,
-    "CALLBACK_NOT_ALLOWED": 400,
-    "UNAVAILABLE": 503,
-    "INTERNAL": 500,
-}
+# Each code's status is the enum's (relay.errors.ErrorCode.status): one table for the API,
+# the MCP door and the errors reference.
+_STATUS: dict[str, int] = {code: code.status for code in ErrorCode if code.status is not None}
 
 
-class ApiError(Exception):
+class ApiError(RelayException):
     """An error the API answers with; ``code`` is stable, ``message`` says what to do."""
 
     def __init__(self, code: str, message: str, *, status: int | None = None) -> None:

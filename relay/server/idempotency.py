@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from relay.errors import ErrorCode
 from relay.server.errors import ApiError
 from relay.store.idempotency import IdempotencyStore
 
@@ -55,7 +56,7 @@ def read_key(request: web.Request) -> str | None:
     key = raw.strip()
     if not key or len(key) > MAX_KEY_LENGTH or not all(" " < c <= "~" for c in key):
         raise ApiError(
-            "BAD_REQUEST",
+            ErrorCode.BAD_REQUEST,
             f"{HEADER} must be 1 to {MAX_KEY_LENGTH} printable ASCII characters without"
             " spaces (a UUID is a good key)",
         )
@@ -93,7 +94,7 @@ class CreateKeys:
             yield None
             return
         if self._store is None:
-            raise ApiError("BAD_REQUEST", f"this relay's store does not keep {HEADER}s")
+            raise ApiError(ErrorCode.BAD_REQUEST, f"this relay's store does not keep {HEADER}s")
         store = self._store
         digest = fingerprint(route, body)
         replay = await self._claim(store, owner=owner, key=key, digest=digest)
@@ -124,7 +125,7 @@ class CreateKeys:
                 return None
             if claim.outcome == "conflict":
                 raise ApiError(
-                    "IDEMPOTENCY_KEY_REUSED",
+                    ErrorCode.IDEMPOTENCY_KEY_REUSED,
                     f"this {HEADER} was used with a different request in the last"
                     f" {self.window:g} s; send a new key for a new request, or the same body"
                     " to get the first request's result",
@@ -133,7 +134,7 @@ class CreateKeys:
                 return claim.ask_id
             if loop.time() >= deadline:
                 raise ApiError(
-                    "IDEMPOTENCY_IN_FLIGHT",
+                    ErrorCode.IDEMPOTENCY_IN_FLIGHT,
                     f"a request with this {HEADER} is still being created; retry in a few"
                     " seconds to get its result",
                 )

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from relay.errors import RelayException
+
 if TYPE_CHECKING:
     from relay.config import Settings
 
@@ -42,7 +44,7 @@ class TokenLimits:
     """Requests held open with ``?wait=`` at once."""
 
 
-class RateLimited(Exception):
+class RateLimited(RelayException):
     """A token went past one of its limits; retry after ``retry_after`` seconds."""
 
     def __init__(self, limit: str, message: str, *, retry_after: float) -> None:

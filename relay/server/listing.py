@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from multidict import MultiMapping
 
 from relay.audit import AuditFilter, decode_cursor
+from relay.errors import ErrorCode
 from relay.server.errors import ApiError
 from relay.store.listing import Position
 from relay.store.record import AskStatus
@@ -37,7 +38,7 @@ def read_list_query(query: MultiMapping[str]) -> ListQuery:
     for name in query:
         if name not in _LIST_PARAMS:
             raise ApiError(
-                "BAD_REQUEST",
+                ErrorCode.BAD_REQUEST,
                 f"{name} is not a parameter of GET /v1/asks (it takes"
                 f" {', '.join(sorted(_LIST_PARAMS))})",
             )
@@ -55,7 +56,9 @@ def read_list_query(query: MultiMapping[str]) -> ListQuery:
     limit = LIST_DEFAULT
     if raw_limit is not None:
         if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= LIST_MAX:
-            raise ApiError("BAD_REQUEST", f"limit must be a whole number from 1 to {LIST_MAX}")
+            raise ApiError(
+                ErrorCode.BAD_REQUEST, f"limit must be a whole number from 1 to {LIST_MAX}"
+            )
         limit = int(raw_limit)
     after = None
     if (cursor := query.get("cursor")) is not None:

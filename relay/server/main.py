@@ -25,6 +25,7 @@ from relay.gate.policy import Policy, load_policy
 from relay.gate.rules import RulesError
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter, SigningKey
+from relay.receipts.checkpoint import Checkpointer, checkpointer_for
 from relay.server.app import CONNECTIONS, build_app, operator_rulings
 from relay.server.channel import ChannelFactory, ServedChannel
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
@@ -199,6 +200,7 @@ class _Relay:
     channel: ServedChannel
     rulings: Rulings
     receipts: ReceiptWriter | None
+    checkpoints: Checkpointer | None
     webhooks: Webhooks | None
 
 
@@ -267,11 +269,12 @@ async def _compose(
     receipts = _receipts(settings, store, receipt_key)
     if receipts is not None:
         served.events.subscribe(receipts.observe)
+    checkpoints = checkpointer_for(settings, store, receipts)
     webhooks = _webhooks(settings, store)
     if webhooks is not None:
         webhooks.receipts = receipts
         served.events.subscribe(webhooks.observe)
-    return _Relay(store, grants, served, rulings, receipts, webhooks)
+    return _Relay(store, grants, served, rulings, receipts, checkpoints, webhooks)
 
 
 def _application(settings: Settings, relay: _Relay) -> web.Application:
@@ -288,6 +291,7 @@ def _application(settings: Settings, relay: _Relay) -> web.Application:
         idempotency_window=settings.idempotency_window,
         webhooks=relay.webhooks,
         receipts=relay.receipts,
+        checkpoints=relay.checkpoints,
         rulings=relay.rulings,
         **limits_of(settings),
     )
@@ -311,6 +315,8 @@ async def _open(settings: Settings, relay: _Relay) -> None:
         relay.webhooks.start()
     if relay.receipts is not None:
         relay.receipts.start()
+    if relay.checkpoints is not None:
+        relay.checkpoints.start()
     mode = "Socket Mode" if settings.socket_mode else "HTTP mode (POST /slack/events)"
     _log.info(
         "relay listening on %s:%d in %s; store=%s",
@@ -337,6 +343,8 @@ async def _shut_down(relay: _Relay, runner: web.AppRunner) -> None:
     if relay.webhooks is not None:
         # Deliveries in flight get a moment; the rest stay owed in the store.
         await relay.webhooks.aclose(grace=SHUTDOWN_TIMEOUT / 4)
+    if relay.checkpoints is not None:
+        await relay.checkpoints.aclose()
     if relay.receipts is not None:
         try:  # the receipts being signed (a missed one is written by its first reader)
             async with asyncio.timeout(SHUTDOWN_TIMEOUT / 4):

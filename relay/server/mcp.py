@@ -31,6 +31,7 @@ from relay.gate.decider import Decider, Proposal
 from relay.gate.gate import ToolUse
 from relay.gate.local import ChannelAsks
 from relay.mcp.asgi import GONE_KEY, serve_asgi
+from relay.mcp.boundary import refused_message
 from relay.mcp.server import Context, Toolbox, build_server, client_name, note_asked
 from relay.questions import AgentRef
 from relay.server.auth import Authenticator
@@ -84,7 +85,9 @@ def _toolbox_for(
             proposal = Proposal(request, owner=owner, client="pass")
             return await decider.decide(proposal, signal=signal)
 
-        return Toolbox(service=service, approve=approve, agent=agent, receipts=receipts)
+        return Toolbox(
+            service=service, approve=approve, agent=agent, receipts=receipts, owner=owner
+        )
 
     return toolbox
 
@@ -130,6 +133,7 @@ def mount_mcp(
         if pending and not stop.is_set():
             await asyncio.wait(pending, timeout=_RESULTS_GRACE)
         stop.set()
+        await server.tasks.close()  # questions still waiting as tasks are withdrawn
         for task in running:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -171,6 +175,8 @@ def mount_mcp(
             body = await read_body(
                 request, limit=_MAX_BODY, timeout=read_timeout, hint="; send smaller messages"
             )
+            if (unfit := refused_message(body)) is not None:
+                return web.json_response(unfit, status=400)  # (nothing read, nothing asked)
         opening = (
             sessions.opening(owner) if opens_session(request.method, request.headers) else None
         )

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from relay.config_mcp import host_name, origin_key
+from relay.errors import ErrorCode
 from relay.server.errors import error_response
 
 __all__ = ["LOOPBACK_NAMES", "OriginPolicy"]
@@ -56,7 +57,7 @@ class OriginPolicy:
         origin = headers.get("Origin")
         if origin is not None and not self.origin_allowed(origin):
             return error_response(
-                "ORIGIN_NOT_ALLOWED",
+                ErrorCode.ORIGIN_NOT_ALLOWED,
                 "this Origin may not use /mcp; the operator lists the web origins that may"
                 " in RELAY_MCP_ALLOWED_ORIGINS (scheme://host[:port])",
                 status=403,
@@ -64,7 +65,7 @@ class OriginPolicy:
         host = headers.get("Host")
         if host is not None and not self.host_allowed(host):
             return error_response(
-                "HOST_NOT_ALLOWED",
+                ErrorCode.HOST_NOT_ALLOWED,
                 "/mcp is not served under this host name; the operator lists the names it"
                 " is reached by in RELAY_MCP_ALLOWED_HOSTS (loopback names only when unset)",
                 status=421,

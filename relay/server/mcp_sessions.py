@@ -28,6 +28,7 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from relay.errors import ErrorCode
 from relay.server.errors import ApiError
 
 __all__ = ["SessionLimits", "Sessions", "SessionsManager", "opens_session"]
@@ -95,7 +96,7 @@ class Sessions:
         limits = self.limits
         if self._held[owner] + self._opening[owner] >= limits.per_token:
             raise ApiError(
-                "TOO_MANY_SESSIONS",
+                ErrorCode.TOO_MANY_SESSIONS,
                 f"this token already holds {limits.per_token} MCP sessions"
                 " (RELAY_MCP_SESSIONS_PER_TOKEN); end one (DELETE /mcp with its"
                 " Mcp-Session-Id) or wait until an idle one is closed",
@@ -103,7 +104,7 @@ class Sessions:
             )
         if len(self._owners) + self._opening.total() >= limits.total:
             raise ApiError(
-                "MCP_SESSIONS_FULL",
+                ErrorCode.MCP_SESSIONS_FULL,
                 f"the relay holds its most MCP sessions ({limits.total},"
                 " RELAY_MCP_MAX_SESSIONS); retry shortly, as idle ones are closed",
                 status=503,

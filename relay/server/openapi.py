@@ -28,6 +28,11 @@ __all__ = ["ERROR_CODES", "openapi_document"]
 
 ERROR_CODES = [
     "BAD_REQUEST",
+    # (issue 51: a body I-JSON excludes, or nested past the bound; relay.safejson.refusal)
+    "JSON_LONE_SURROGATE",
+    "JSON_NOT_FINITE",
+    "JSON_INEXACT_NUMBER",
+    "JSON_TOO_DEEP",
     "EMPTY_QUESTIONS",
     "BAD_PATTERN",  # /v1/approvals: a grant scope that does not cover the input shown
     "BAD_INTENT",
@@ -135,7 +140,7 @@ def _base_document() -> dict[str, Any]:
                     "responses": {
                         "201": _record("The ask, as it stands after any wait"),
                         "400": _error(
-                            "Malformed request (BAD_REQUEST, EMPTY_QUESTIONS, BAD_INTENT)"
+                            "Malformed request (BAD_REQUEST, EMPTY_QUESTIONS, BAD_INTENT, JSON_*)"
                         ),
                         **_COMMON,
                         "408": _error(

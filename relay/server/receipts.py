@@ -6,7 +6,10 @@ yet), to the token that made the ask; ``GET /v1/receipts`` pages through the cha
 (what ``relay audit --receipts`` exports): a token's own receipts, or, to an operator token
 (``RELAY_OPERATOR_TOKENS``, which may read these routes and no other), all of them.
 ``GET /.well-known/jwks.json`` publishes the keys receipts verify with (RFC 7517), with no
-token, as keys are meant to be.
+token, as keys are meant to be. So do ``GET /receipts/checkpoint`` (the latest signed
+checkpoint of the chain) and ``GET /receipts/checkpoints?after=N`` (all of them in order):
+a checkpoint holds places, digests, a count and a time, nothing of any ask, and anyone who
+keeps one (an auditor, a witness) can later show the chain was cut or rewritten.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from typing import Any
 
 from aiohttp import web
 
+from relay.errors import ErrorCode
 from relay.receipts import ReceiptWriter
+from relay.receipts.checkpoint import Checkpointer, Stored
 from relay.server.api import OPERATOR, OWNER, AskApi
 from relay.server.approvals import ApprovalApi
 from relay.server.errors import ApiError
-from relay.store.receipts import ReceiptChain
+from relay.store.receipts import Checkpoints, ReceiptChain
 from relay.store.record import AskRecord
 
 __all__ = ["JOSE", "JWK_SET", "RECEIPT_ROUTES", "ReceiptApi", "operator_may"]
@@ -50,7 +55,7 @@ def operator_may(request: web.Request) -> bool:
 
 def _off() -> ApiError:
     return ApiError(
-        "NOT_FOUND",
+        ErrorCode.NOT_FOUND,
         "this relay signs no receipts; its operator turns them on with RELAY_RECEIPT_KEY_FILE",
     )
 
@@ -59,11 +64,17 @@ class ReceiptApi:
     """The receipt routes; ``writer`` is ``None`` when the relay signs none."""
 
     def __init__(
-        self, *, asks: AskApi, approvals: ApprovalApi, writer: ReceiptWriter | None
+        self,
+        *,
+        asks: AskApi,
+        approvals: ApprovalApi,
+        writer: ReceiptWriter | None,
+        checkpoints: Checkpointer | None = None,
     ) -> None:
         self._asks = asks
         self._approvals = approvals
         self._writer = writer
+        self._checkpoints = checkpoints
 
     def routes(self) -> list[web.RouteDef]:
         """The routes to add to the application."""
@@ -72,6 +83,8 @@ class ReceiptApi:
             web.get("/v1/approvals/{ask_id}/receipt", self.approval_receipt),
             web.get("/v1/receipts", self.chain),
             web.get("/.well-known/jwks.json", self.jwks),
+            web.get("/receipts/checkpoint", self.checkpoint),
+            web.get("/receipts/checkpoints", self.checkpoint_list),
         ]
 
     async def ask_receipt(self, request: web.Request) -> web.Response:
@@ -88,7 +101,7 @@ class ReceiptApi:
         token = None if record.pending else await self._writer.ensure(record.id)
         if token is None:
             raise ApiError(
-                "NOT_FOUND",
+                ErrorCode.NOT_FOUND,
                 f"ask {record.id} has not ended yet: its receipt is signed when it ends;"
                 " read it again then (GET /v1/asks/{id}?wait= waits for the end)",
             )
@@ -112,7 +125,9 @@ class ReceiptApi:
             tokens = await store.receipt_range(start=place + 1, limit=asked)
             scanned += len(tokens)
             for token in tokens:
-                place += 1
+                # Its own place: after a trim (RELAY_RECEIPT_RETENTION) the chain starts later.
+                seq = _claim(token, "seq")
+                place = seq if isinstance(seq, int) else place + 1
                 if owner is None or _owner(token) == owner:
                     ask = _claim(token, "ask")
                     items.append(
@@ -132,15 +147,48 @@ class ReceiptApi:
             raise _off()
         return web.json_response(self._writer.published.jwks(), content_type=JWK_SET)
 
+    def _checkpoint_store(self) -> Checkpoints:
+        store = self._asks.channel.store
+        if self._checkpoints is None or not isinstance(store, Checkpoints):
+            raise _off()
+        return store
+
+    async def checkpoint(self, _: web.Request) -> web.Response:
+        """``GET /receipts/checkpoint``: the latest signed checkpoint, with no token."""
+        latest = await self._checkpoint_store().checkpoint_latest()
+        if latest is None:
+            raise ApiError(
+                "NOT_FOUND",
+                "no checkpoint yet: one is signed once receipts exist (RELAY_CHECKPOINT_INTERVAL"
+                " seconds apart); read this again then",
+            )
+        number, entry = latest
+        return web.json_response(_item(number, entry))
+
+    async def checkpoint_list(self, request: web.Request) -> web.Response:
+        """``GET /receipts/checkpoints?after=N&limit=M``: the checkpoints after the N-th, in
+        the order made; ``next_after`` is where to go on."""
+        after = _whole(request.query.get("after"), "after", 0, None)
+        limit = _whole(request.query.get("limit"), "limit", _PAGE_DEFAULT, _PAGE_MAX)
+        entries = await self._checkpoint_store().checkpoint_range(start=after + 1, limit=limit)
+        items = [_item(after + i + 1, e) for i, e in enumerate(entries)]
+        following = after + len(items) if len(items) == limit else None
+        return web.json_response({"checkpoints": items, "next_after": following})
+
+
+def _item(number: int, entry: str) -> dict[str, Any]:
+    stored = Stored.read(entry)
+    return {"number": number, **json.loads(stored.entry())}
+
 
 def _whole(raw: str | None, name: str, default: int, most: int | None) -> int:
     if raw is None:
         return default
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
-        raise ApiError("BAD_REQUEST", f"{name} must be a whole number")
+        raise ApiError(ErrorCode.BAD_REQUEST, f"{name} must be a whole number")
     value = int(raw)
     if most is not None and not 1 <= value <= most:
-        raise ApiError("BAD_REQUEST", f"{name} must be from 1 to {most}")
+        raise ApiError(ErrorCode.BAD_REQUEST, f"{name} must be from 1 to {most}")
     return value
 
 

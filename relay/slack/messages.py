@@ -18,7 +18,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.errors import ErrorCode, UserInteractionError
+from relay.errors import ErrorCode, RelayException, UserInteractionError
 from relay.events import Events
 from relay.questions import Vote
 from relay.slack import kit
@@ -52,7 +52,7 @@ _NO_RETRY = frozenset(
 )
 
 
-class Unrecorded(Exception):
+class Unrecorded(RelayException):
     """Messages were posted but the store could not record where: ``posted`` says which."""
 
     def __init__(self, posted: list[tuple[int, MessageRef]], cause: StoreUnavailable) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Unpack
 
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.rules import LONGEST_TIMEOUT, answer_of, known
@@ -26,7 +26,7 @@ from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
 from relay.slack.people import Gatekeeper
 from relay.slack.posting import AskPoster
-from relay.slack.settings import SlackSettings, lifecycle_of, settings_of
+from relay.slack.settings import SlackOptions, SlackSettings, lifecycle_of, settings_of
 from relay.store import AskRecord, AskStore
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class SlackProvider:
         /,
         *,
         lifecycle: AskLifecycle | None = None,
-        **options: Any,
+        **options: Unpack[SlackOptions],
     ) -> None:
         settings, life_options = settings_of(settings, options)
         settings.checked()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -24,9 +24,12 @@ from relay.errors import RelayConfigError
 from relay.events import Events
 from relay.slack.credentials import check_credentials
 from relay.slack.retries import default_retry_handlers
-from relay.store import MemoryStore
+from relay.store import AskStore, MemoryStore
 
-__all__ = ["LIFECYCLE_OPTIONS", "SlackSettings", "lifecycle_of", "settings_of"]
+if TYPE_CHECKING:
+    from relay.asks.expiry import Settling
+
+__all__ = ["LIFECYCLE_OPTIONS", "SlackOptions", "SlackSettings", "lifecycle_of", "settings_of"]
 
 # The keywords that configure the ask's lifecycle, not Slack (AskLifecycle's own).
 LIFECYCLE_OPTIONS = ("store", "events", "sweep_interval", "reminder_lease", "settling")
@@ -123,6 +126,41 @@ class SlackSettings:
     def question_defaults(self) -> QuestionDefaults:
         """Each question's defaults (``default_option``, ``approvals_required``, ``veto``)."""
         return QuestionDefaults.checked(self.default_option, self.approvals_required, self.veto)
+
+
+class SlackOptions(TypedDict, total=False):
+    """The older keyword form of ``SlackProvider(...)``, typed: ``SlackSettings``' fields and
+    the lifecycle's options (``LIFECYCLE_OPTIONS``). A test keeps it equal to both."""
+
+    client: AsyncWebClient | None
+    token: str | None
+    base_url: str | None
+    signing_secret: str | None
+    channel: str | None
+    route: Route | None
+    timeout: float | None
+    max_timeout: float | None
+    allowed_users: Collection[str] | None
+    allowed_groups: Collection[str] | None
+    prevent_self_approval: bool
+    policy_users: Collection[str] | None
+    policy_groups: Collection[str] | None
+    remind_after: float | None
+    reminders: int
+    escalate_after: float | None
+    escalate_users: Collection[str] | None
+    escalate_groups: Collection[str] | None
+    escalate_channel: str | None
+    default_option: str | None
+    approvals_required: int | None
+    veto: Collection[str] | None
+    names: NamePolicy | None
+    edit_review: EditReview | None
+    store: AskStore | None
+    events: Events | None
+    sweep_interval: float | None
+    reminder_lease: float
+    settling: Settling | None
 
 
 _SLACK_FIELDS = frozenset(f.name for f in fields(SlackSettings))

@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from relay import safejson
+from relay.errors import RelayException
 from relay.slack.deadlines import Deadlines
 
 __all__ = ["LeanCalls", "ResponseUrlRefused", "encode_json"]
@@ -205,7 +206,7 @@ class LeanCalls:
         return self._headers
 
 
-class ResponseUrlRefused(Exception):
+class ResponseUrlRefused(RelayException):
     """Slack refused a post to a ``response_url`` (HTTP status and its error, if any)."""
 
     def __init__(self, status: int, error: str | None) -> None:

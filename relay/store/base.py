@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from relay.errors import RelayException
 from relay.store.asks import Asks, ClickClaim, ClickClaims, ClickOutcome
 from relay.store.followups import FollowUps
 from relay.store.votes import Votes
@@ -20,11 +21,11 @@ __all__ = [
 ]
 
 
-class StoreUnavailable(Exception):
+class StoreUnavailable(RelayException):
     """The store could not be reached, so the operation did not happen; retry later."""
 
 
-class PendingLimitReached(Exception):
+class PendingLimitReached(RelayException):
     """The ask's owner already has as many pending asks as the store allows; nothing was
     stored. ``limit`` is that number."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-__all__ = ["AppendResult", "ChainHead", "ReceiptChain"]
+__all__ = ["AppendResult", "ChainHead", "Checkpoints", "ReceiptChain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,4 +71,39 @@ class ReceiptChain(Protocol):
 
     async def receipt_forget(self, *, ask_id: str) -> None:
         """Drop ``ask_id``'s debt (it expired before anyone could sign for it)."""
+        ...
+
+
+@runtime_checkable
+class Checkpoints(Protocol):
+    """The chain's signed checkpoints and its trimmed start (a seam ``Protocol``).
+
+    A trim drops the receipts up to a place and keeps the digest of the last one dropped
+    (the ``prev`` of the first kept), so that a checkpoint can say where the chain now starts
+    and what that receipt links to. Checkpoints are kept in the order made; one is added only
+    if it covers more of the chain than the latest, so replicas making them at once never
+    store two for one head."""
+
+    async def receipt_base(self) -> ChainHead:
+        """The place before the first receipt held (0 when none was trimmed) and the digest
+        that receipt names as ``prev``."""
+        ...
+
+    async def receipt_trim(self, *, through: int, digest: str) -> int:
+        """Drop the receipts at places up to ``through`` (``digest``: the digest of the one
+        at ``through``), unless they are gone already; how many were dropped."""
+        ...
+
+    async def checkpoint_add(self, *, first: int, last: int, entry: str) -> bool:
+        """Keep ``entry`` (a checkpoint of the chain's places ``first`` to ``last``) if the
+        latest one kept covers less (an earlier last, or the same with less trimmed);
+        whether it was kept."""
+        ...
+
+    async def checkpoint_range(self, *, start: int = 1, limit: int = 100) -> list[str]:
+        """Up to ``limit`` checkpoints in the order made, from the ``start``-th (first is 1)."""
+        ...
+
+    async def checkpoint_latest(self) -> tuple[int, str] | None:
+        """The latest checkpoint and its number, if any was made."""
         ...

@@ -27,6 +27,7 @@ from typing import Any
 from redis.asyncio.connection import AbstractConnection, ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from relay.errors import RelayException
 from relay.store.redis_pipelined import CHUNK, own_connection
 
 try:
@@ -37,7 +38,7 @@ except ImportError:  # (optional for redis-py: then the caller listens through r
 __all__ = ["NotSupported", "listen_channel"]
 
 
-class NotSupported(Exception):
+class NotSupported(RelayException):
     """This connection cannot be read here (no hiredis): listen through redis-py."""
 
 

@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
+from relay.errors import RelayException
+
 __all__ = [
     "MAX_URL_LENGTH",
     "CallbackRefused",
@@ -34,7 +36,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 MAX_URL_LENGTH = 2048
 
 
-class CallbackRefused(Exception):
+class CallbackRefused(RelayException):
     """A callback URL, or an address it resolves to, that the policy does not allow."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
@@ -11,6 +12,7 @@ from relay import AskUserQuestionRequest, ErrorCode, RelayConfigError, UserInter
 from relay.asks.lifecycle import AskLifecycle
 from relay.events import AskEvent, Events
 from relay.slack import SlackProvider, SlackSettings
+from relay.slack.settings import LIFECYCLE_OPTIONS, SlackOptions
 from relay.store import AskStatus, MemoryStore
 from tests.slack_env import ask_id_of, question, result, slack_env
 
@@ -76,3 +78,10 @@ def test_a_handed_in_lifecycle_is_configured_on_itself_and_serves_one_channel() 
     SlackProvider(SlackSettings(token="xoxb-x", channel="C1"), lifecycle=lifecycle)
     with pytest.raises(RelayConfigError, match="already serves a channel"):
         SlackProvider(SlackSettings(token="xoxb-x", channel="C2"), lifecycle=lifecycle)
+
+
+def test_the_typed_keyword_form_names_every_setting_and_lifecycle_option() -> None:
+    # SlackOptions types the older keywords for a type checker; it must not drift from the
+    # settings and lifecycle options the constructor accepts at run time.
+    typed = set(SlackOptions.__annotations__)
+    assert typed == {f.name for f in fields(SlackSettings)} | set(LIFECYCLE_OPTIONS)

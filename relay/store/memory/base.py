@@ -95,6 +95,8 @@ class MemoryBase:
         self._receipt_at: dict[str, int] = {}
         self._receipt_head = ChainHead(0, None)
         self._receipts_owed: dict[str, float] = {}  # ended asks owing one -> since when
+        self._receipt_base = ChainHead(0, None)  # the last place trimmed and its digest
+        self._checkpoints: list[tuple[tuple[int, int], str]] = []  # ((last, first), entry)
         # Approvals' uses (relay.store.uses): ask id -> (expires, the first use's key).
         self._uses: dict[str, tuple[float, str]] = {}
         self._use_expiry: list[tuple[float, str]] = []  # a heap of (expires, ask id)
