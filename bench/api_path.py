@@ -45,6 +45,7 @@ from bench.common import (
     SECRET,
     Redis,
     arguments,
+    bench_slack,
     latency_ms,
     pin_to_cpu,
     print_table,
@@ -262,7 +263,7 @@ async def measure(sizes: Sizes, stores: list[str]) -> dict[str, Any]:
     }
     out: dict[str, Any] = {"sizes": sizes.__dict__, "stores": stores}
     try:
-        async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
+        async with bench_slack(signing_secret=SECRET, rate_limits=False) as slack:
             bare, bare_url = await start_bare(slack)
             relays: dict[str, Replica] = {}
             try:

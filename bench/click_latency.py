@@ -37,6 +37,7 @@ from bench.common import (
     WebApiStub,
     arguments,
     bare_bolt_app,
+    bench_slack,
     click_body,
     floor_app,
     latency_ms,
@@ -128,7 +129,7 @@ def _store(redis: Redis | None) -> AskStore:
 
 async def _measure(sizes: Sizes, redis: Redis | None) -> dict[str, Any]:
     floor = await redis_floor(redis.url, sizes.samples) if redis is not None else None
-    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
+    async with bench_slack(signing_secret=SECRET, rate_limits=False) as slack:
         provider = SlackProvider(
             client=web_client(slack),
             signing_secret=SECRET,

@@ -40,6 +40,7 @@ from bench.common import (
     Redis,
     RedisFloor,
     arguments,
+    bench_slack,
     click_body,
     latency_ms,
     print_table,
@@ -71,7 +72,7 @@ class _Relay:
 
 
 async def _start(store: AskStore, sizes: Sizes, runners: list[Any]) -> _Relay:
-    slack = FakeSlack(signing_secret=SECRET, rate_limits=False)
+    slack = bench_slack(signing_secret=SECRET, rate_limits=False)
     await slack.__aenter__()
     provider = SlackProvider(
         client=web_client(slack), signing_secret=SECRET, channel=CHANNEL, timeout=None, store=store

@@ -394,6 +394,13 @@ def stores_of(args: argparse.Namespace) -> list[str]:
     return ["memory", "redis"] if choice == "both" else [choice]
 
 
+def bench_slack(**options: Any) -> FakeSlack:
+    """A ``FakeSlack`` whose workspace issued ``BOT_TOKEN`` and holds the benches' channels
+    (it takes no other token or channel, as Slack does not)."""
+    channels = {c: c.lower() for c in (CHANNEL, *CHANNELS)}
+    return FakeSlack(bot_token=BOT_TOKEN, channels=channels, **options)
+
+
 def web_client(slack: FakeSlack) -> AsyncWebClient:
     """A bot client for ``slack``, configured as a relay user would."""
     return AsyncWebClient(token=BOT_TOKEN, base_url=slack.base_url)

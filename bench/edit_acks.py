@@ -25,6 +25,7 @@ from bench.common import (
     SECRET,
     arguments,
     bare_bolt_app,
+    bench_slack,
     print_table,
     report_targets,
     serve,
@@ -73,7 +74,7 @@ def _approval() -> AskUserQuestionItem:
 
 @asynccontextmanager
 async def _env(*, warm: bool, socket_mode: bool = False) -> AsyncIterator[Env]:
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    async with bench_slack(signing_secret=SECRET) as slack:
         slack.add_user(USER, name="bob")
         slack.add_channel(CHANNEL)
         slack.usergroups = {GROUP: [USER]}
@@ -88,7 +89,7 @@ async def _env(*, warm: bool, socket_mode: bool = False) -> AsyncIterator[Env]:
         slack.interactivity_url = f"http://127.0.0.1:{port}/slack/events"
         if socket_mode:
             slack.interactivity_url = None
-            await provider.connect_socket_mode("xapp-1-bench")
+            await provider.connect_socket_mode(slack.app_token)
             await slack.wait_for_socket()
         service = UserInteractionService()
         dispose = service.register_provider(provider)

@@ -64,6 +64,7 @@ from bench.common import (
     SECRET,
     Redis,
     arguments,
+    bench_slack,
     click_body,
     pin_to_cpu,
     print_table,
@@ -74,7 +75,6 @@ from bench.common import (
     write_json,
 )
 from bench.server import Child
-from relay.testing import FakeSlack
 
 MODES = ("relay", "python")
 LABELS = {"relay": "relay serve's (tune_gc)", "python": "CPython's defaults"}
@@ -213,7 +213,7 @@ async def phase(
 
 async def relay_serve(sizes: Sizes, redis_url: str | None) -> dict[str, Any]:
     """``relay serve``: asks created over the API, nothing waiting in the process."""
-    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
+    async with bench_slack(signing_secret=SECRET, rate_limits=False) as slack:
         module = ["bench.relay_serve", "--slack-url", slack.base_url, "--cpu", "0"]
         child = await Child.spawn(module + (["--redis-url", redis_url] if redis_url else []))
         try:
@@ -257,7 +257,7 @@ async def in_process(sizes: Sizes, kind: str, redis_url: str | None) -> dict[str
     """The embedding program (``kind`` ``relay``) or the bare one (``bare``): agents waiting
     in the process, started by it."""
     program = EMBEDDING if kind == "relay" else BARE
-    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
+    async with bench_slack(signing_secret=SECRET, rate_limits=False) as slack:
         child = await Child.start(
             kind, slack_url=slack.base_url, cpu=0, redis_url=redis_url, channels=len(CHANNELS)
         )

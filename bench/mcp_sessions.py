@@ -22,9 +22,8 @@ from typing import Any
 
 import aiohttp
 
-from bench.common import BOT_TOKEN, SECRET, free_port
+from bench.common import BOT_TOKEN, SECRET, bench_slack, free_port
 from relay.config_mcp import McpSettings
-from relay.testing import FakeSlack
 
 TOKENS = ("bench-mcp-token-one-0123456789", "bench-mcp-token-two-0123456789")
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -62,7 +61,7 @@ async def open_session(http: aiohttp.ClientSession, url: str, token: str) -> Non
 
 
 async def measure(sessions: int) -> dict[str, Any]:
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    async with bench_slack(signing_secret=SECRET) as slack:
         port = free_port()
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "RELAY_"))},

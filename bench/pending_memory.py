@@ -31,6 +31,7 @@ from bench.common import (
     SECRET,
     Redis,
     arguments,
+    bench_slack,
     pin_to_cpu,
     print_table,
     report_targets,
@@ -38,7 +39,6 @@ from bench.common import (
     write_json,
 )
 from bench.server import Child
-from relay.testing import FakeSlack
 
 KB = 1024
 
@@ -71,7 +71,7 @@ async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
 
 async def _measure(sizes: Sizes, redis: Redis | None) -> dict[str, Any]:
     pin_to_cpu(1)
-    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
+    async with bench_slack(signing_secret=SECRET, rate_limits=False) as slack:
         relay = await Child.start(
             "relay", slack_url=slack.base_url, cpu=0, redis_url=redis.url if redis else None
         )

@@ -32,6 +32,7 @@ from bench.common import (
     SECRET,
     Redis,
     arguments,
+    bench_slack,
     click_body,
     latency_ms,
     print_table,
@@ -48,7 +49,7 @@ from relay.slack import SlackProvider
 from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
 from relay.store.receipts import ChainHead
-from relay.testing import FakeMessage, FakeSlack
+from relay.testing import FakeMessage
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ async def measure(sizes: Sizes, store: str) -> dict[str, Any]:
 async def _measure(sizes: Sizes, redis: Redis | None) -> dict[str, Any]:
     rounds = sizes.warmup + sizes.samples
     key = SigningKey.generate()
-    async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
+    async with bench_slack(signing_secret=SECRET, rate_limits=False) as slack:
         providers: dict[str, SlackProvider] = {}
         writer: ReceiptWriter | None = None
         checkpointer: Checkpointer | None = None

@@ -29,6 +29,7 @@ from bench.common import (
     SECRET,
     Redis,
     arguments,
+    bench_slack,
     click_body,
     free_port,
     latency_ms,
@@ -142,7 +143,7 @@ async def deployment() -> AsyncIterator[tuple[FakeSlack, Replica, Replica]]:
     """Redis, the fake Slack and two replicas; everything stopped afterwards."""
     redis = Redis()
     try:
-        async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
+        async with bench_slack(signing_secret=SECRET, rate_limits=False) as slack:
             a = await start_replica("A", slack, redis.url)
             try:
                 b = await start_replica("B", slack, redis.url)

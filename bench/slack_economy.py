@@ -23,6 +23,7 @@ from bench.common import (
     SECRET,
     USER,
     arguments,
+    bench_slack,
     first_button,
     print_table,
     question,
@@ -34,7 +35,6 @@ from bench.common import (
 from relay import AskUserQuestionAnswer, AskUserQuestionRequest
 from relay.events import AskEvent
 from relay.slack import SlackProvider
-from relay.testing import FakeSlack
 
 RATE = 1.0  # chat.postMessage per second per channel
 
@@ -54,7 +54,7 @@ SMOKE = Sizes(single=3, batches=2, limited=3)
 
 async def calls_per_question(sizes: Sizes) -> dict[str, Any]:
     """Answer every question of ``single`` + ``batches`` asks; the calls made, by method."""
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    async with bench_slack(signing_secret=SECRET) as slack:
         provider = SlackProvider(client=web_client(slack), signing_secret=SECRET, channel=CHANNEL)
         runner, port = await serve(provider.web_app())
         slack.interactivity_url = f"http://127.0.0.1:{port}/slack/events"
@@ -101,7 +101,7 @@ async def calls_per_question(sizes: Sizes) -> dict[str, Any]:
 
 async def under_rate_limit(sizes: Sizes) -> dict[str, Any]:
     """Post ``limited`` asks to one channel limited to 1 post/s; how it went."""
-    async with FakeSlack(signing_secret=SECRET) as slack:
+    async with bench_slack(signing_secret=SECRET) as slack:
         slack.rate_limit("chat.postMessage", per_channel_per_second=RATE)
         provider = SlackProvider(client=web_client(slack), signing_secret=SECRET, channel=CHANNEL)
         posted: list[float] = []

@@ -52,6 +52,7 @@ from bench.common import (
     WebApiStub,
     arguments,
     ask_id_of,
+    bench_slack,
     click_body,
     pin_to_cpu,
     print_table,
@@ -63,7 +64,6 @@ from bench.common import (
     write_json,
 )
 from bench.server import Child
-from relay.testing import FakeSlack
 
 CONNECTIONS = 32
 
@@ -158,7 +158,7 @@ async def measure(sizes: Sizes, stores: list[str], compare: str | None = None) -
     redis = Redis(cpu=1) if "redis" in stores else None
     servers: dict[str, Child] = {}
     try:
-        async with FakeSlack(signing_secret=SECRET, rate_limits=False) as slack:
+        async with bench_slack(signing_secret=SECRET, rate_limits=False) as slack:
             try:
                 servers["bolt"] = await Child.start("bolt", slack_url=slack.base_url, cpu=0)
                 servers[BOT] = await Child.start(BOT, slack_url=slack.base_url, cpu=0)

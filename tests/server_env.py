@@ -142,7 +142,8 @@ def relay_env(slack: FakeSlack, port: int, **extra: str) -> dict[str, str]:
     for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"):
         if env.get(name):
             slack.issue_token(env[name])
-    for channel in (env.get("RELAY_CHANNEL", ""), *WORKSPACE_CHANNELS):
+    listed = env.get("RELAY_ALLOWED_CHANNELS", "").split(",")
+    for channel in (env.get("RELAY_CHANNEL", ""), *listed, *WORKSPACE_CHANNELS):
         if channel[:1] in ("C", "G") and channel not in slack.channels:
             slack.add_channel(channel)
     return env

@@ -69,7 +69,7 @@ async def test_relay_ask_through_a_relay_withdraws_its_question_on(sig: signal.S
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 async def test_relay_ask_straight_to_slack_withdraws_its_question_on(sig: signal.Signals) -> None:
     async with FakeSlack(signing_secret="unused") as slack:
-        env = {**relay_env(slack, free_port()), "SLACK_APP_TOKEN": "xapp-1-cli"}
+        env = relay_env(slack, free_port(), SLACK_APP_TOKEN="xapp-1-cli")
         process = await relay_ask(env)
         await slack.wait_for_socket(timeout=20)
         message = await slack.wait_for_message(timeout=20)

@@ -57,7 +57,9 @@ def base_env(**extra: str) -> dict[str, str]:
     ],
 )
 async def test_the_in_process_deploy_agent(click: str, code: int, said: str) -> None:
-    async with FakeSlack() as slack:
+    async with FakeSlack(
+        bot_token="xoxb-example", app_token="xapp-example", channels={"C0DEPLOYS": "deploys"}
+    ) as slack:
         slack.add_user("U0ALICE", name="alice")
         env = base_env(
             SLACK_BOT_TOKEN="xoxb-example",

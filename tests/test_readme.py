@@ -64,7 +64,9 @@ async def test_seam_blocks_run_against_fake_slack_over_socket_mode(
 ) -> None:
     script = tmp_path / "example.py"
     script.write_text(code)
-    async with FakeSlack() as slack:
+    async with FakeSlack(
+        bot_token="xoxb-readme", app_token="xapp-readme", channels={"C0README": "readme"}
+    ) as slack:
         slack.add_user("U01ALICE", name="alice")
         env = base_env(
             SLACK_BOT_TOKEN="xoxb-readme",

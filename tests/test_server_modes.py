@@ -41,11 +41,7 @@ async def test_relay_serve_in_socket_mode_needs_no_public_url() -> None:
 
 async def test_relay_ask_straight_to_slack_over_socket_mode() -> None:
     async with FakeSlack(signing_secret="unused") as slack:
-        env = {
-            **relay_env(slack, free_port()),
-            "SLACK_APP_TOKEN": "xapp-1-cli",
-            "RELAY_CHANNEL": "C0CLI",
-        }
+        env = relay_env(slack, free_port(), SLACK_APP_TOKEN="xapp-1-cli", RELAY_CHANNEL="C0CLI")
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

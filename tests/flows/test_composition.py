@@ -52,7 +52,7 @@ async def test_an_ask_ending_unanswered_is_withdrawn_by_the_attached_channel() -
 async def test_settings_as_one_value_are_the_keyword_form() -> None:
     async with slack_env() as env:
         settings = SlackSettings(
-            client=AsyncWebClient(token="xoxb-test-token", base_url=env.slack.base_url),
+            client=AsyncWebClient(token=env.slack.bot_token, base_url=env.slack.base_url),
             channel="C0DEPLOYS",
             timeout=60.0,
         )

@@ -18,6 +18,7 @@ from relay.testing import FakeMessage, FakeSlack
 from tests.gate_env import write_rules
 from tests.mcp_env import http_client, result_json, stdio_client
 from tests.server_env import BOT_TOKEN, CHANNEL, SECRET, TOKEN, relay_server
+from tests.slack_env import WORKSPACE_CHANNELS
 from tests.test_approvals_api import NPM, decided
 
 ESCALATION = ":rotating_light: Escalated"
@@ -58,7 +59,12 @@ async def reaching_slack(how: str) -> AsyncIterator[tuple[FakeSlack, dict[str, s
             slack.usergroups = {"S0DBAS": ["U0ALICE", "U0BOB", "U0CAROL", "U0LEAD"]}
             yield slack, {"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}
         return
-    async with FakeSlack(signing_secret="unused") as slack:
+    async with FakeSlack(
+        signing_secret="unused",
+        bot_token=BOT_TOKEN,
+        app_token="xapp-1-team",
+        channels={c: c.lower() for c in (CHANNEL, *WORKSPACE_CHANNELS)},
+    ) as slack:
         yield (
             slack,
             {

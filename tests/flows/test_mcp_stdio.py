@@ -155,7 +155,12 @@ async def test_bad_arguments_fail_closed_and_bad_questions_are_error_results() -
 
 
 async def test_asking_slack_directly_over_socket_mode() -> None:
-    async with FakeSlack(signing_secret="unused") as slack:
+    async with FakeSlack(
+        signing_secret="unused",
+        bot_token=BOT_TOKEN,
+        app_token="xapp-1-mcp",
+        channels={CHANNEL: "approvals"},
+    ) as slack:
         env = {
             "SLACK_BOT_TOKEN": BOT_TOKEN,
             "SLACK_APP_TOKEN": "xapp-1-mcp",
