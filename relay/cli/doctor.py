@@ -54,7 +54,7 @@ def add_doctor(commands: Commands) -> None:
         "--project",
         metavar="DIR",
         default=".",
-        help="the project whose hook files to check (default: the current directory)",
+        help="the project whose hook files to check (default: ., the current directory)",
     )
     parser.add_argument(
         "--rules", metavar="FILE", action="append", default=[], help="also check this rules file"
