@@ -3,6 +3,11 @@
 ``Workspace.call`` answers one decoded Web API request the way Slack does (errors included);
 ``Workspace.respond`` applies a post to a ``response_url``. No I/O happens here: the server
 in ``fake_slack`` decodes requests, records them and sends these answers.
+
+Only the workspace's own channels exist: a channel id that is not declared (nor a DM the bot
+opened) answers ``channel_not_found``, as each ``chat.*`` method's errors table says
+(docs.slack.dev/reference/methods/chat.postMessage, chat.update: "Value passed for channel
+was invalid"); ``any_channel`` (``FakeSlack(lenient=...)``) relaxes it for tests that want to.
 """
 
 from __future__ import annotations
