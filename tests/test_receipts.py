@@ -347,3 +347,27 @@ async def test_the_end_notes_a_debt_and_its_receipt_settles_it() -> None:
     assert await store.receipt_owed(before=2.0, limit=10) == [record.id]
     await writer.write(record)
     assert await store.receipt_owed(before=2.0, limit=10) == []
+
+
+async def test_a_debt_noted_at_creation_waits_in_line_behind_ended_asks(
+    replica_stores: list[Any],
+) -> None:
+    a, b = replica_stores
+    # Noted when each ask was created (the writer observes "created"): a sweep's batch (100)
+    # of asks still pending, noted first, then one that has ended.
+    pending = [ask() for _ in range(100)]
+    for record in pending:
+        await a.create(record=record)
+        await a.receipt_owe(ask_id=record.id, at=1_000.0)
+    done = await ended(a)
+    await a.receipt_owe(ask_id=done.id, at=1_001.0)
+    sweeper = ReceiptWriter(store=b, key=KEY, issuer="relay.example", grace=10.0)
+    # The first sweep sees only pending asks and puts each back in line behind the ended
+    # one, so asks pending for long never crowd the ended ones out: the next sweep signs it.
+    assert await sweeper.sweep(now=1_020.0) == 0
+    assert (await b.receipt_owed(before=math.inf, limit=1))[0] == done.id
+    assert await sweeper.sweep(now=1_040.0) == 1
+    (token,) = await b.receipt_range()
+    assert payload_of(token)["ask"] == done.id
+    # The pending asks still owe theirs.
+    assert len(await b.receipt_owed(before=math.inf, limit=1_000)) == 100

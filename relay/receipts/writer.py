@@ -5,10 +5,11 @@ answer never waits on a signature or the chain), and that task reads the ended r
 its payload after the chain's head and appends it; another replica's receipt landing first
 makes the append answer ``moved``, and the receipt is signed again after the new head.
 Anything that needs the receipt (the webhook's body, ``GET …/receipt``) calls ``ensure``,
-which writes it there and then if no replica has yet. The task first notes in the store that
-the ask owes a receipt, and every replica's sweep (``start``) writes the debts older than a
-grace: a replica killed between an ask's end and its receipt leaves it to another replica
-(or to the next reader), not to nobody.
+which writes it there and then if no replica has yet. The debt is noted in the store when the
+ask is created (and again at its end), and every replica's sweep (``start``) writes the debts
+older than a grace whose asks have ended, putting a still pending ask's back in line: a
+replica killed at any step after the ask was created, its end included, leaves the receipt to
+another replica (or to the next reader), not to nobody.
 
 A record whose receipt cannot be built (a value JCS cannot encode, stored before the doors
 refused such values) is quarantined: its place in the chain gets an *error receipt*, signed
@@ -23,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Coroutine
 from typing import Any, Protocol
 
 from relay.events import AskEvent
@@ -97,9 +99,16 @@ class ReceiptWriter:
         return self._key
 
     def observe(self, event: AskEvent) -> None:
-        """An ``Events`` observer: write the receipt of an ask that just ended, in the
-        background."""
-        if self._closed or event.name not in END_EVENTS:
+        """An ``Events`` observer: note that an ask just created will owe a receipt, and
+        write the receipt of an ask that just ended, in the background."""
+        if self._closed:
+            return
+        if event.name == "created":
+            # Noted from the start, so that a replica killed between an ask's end and the
+            # note below still leaves the debt for another's sweep (not for nobody).
+            self._spawn(self._owe(event.ask_id))
+            return
+        if event.name not in END_EVENTS:
             return
         # Started two turns of the loop on: after the waiter wakes and the click's ack is on
         # its way, so that signing is no part of either.
@@ -109,9 +118,19 @@ class ReceiptWriter:
 
     def _start(self, ask_id: str) -> None:
         self._deferred -= 1
-        task = asyncio.get_running_loop().create_task(self._on_end(ask_id))
+        self._spawn(self._on_end(ask_id))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def _owe(self, ask_id: str) -> None:
+        try:
+            await self._store.receipt_owe(ask_id=ask_id, at=time.time())
+        except Exception:
+            # Its end notes the debt again (and writes the receipt).
+            _log.warning("could not note the receipt ask %s will owe", ask_id, exc_info=True)
 
     async def _on_end(self, ask_id: str) -> None:
         try:
@@ -230,7 +249,10 @@ class ReceiptWriter:
                     settled += 1
                     continue
                 if await self._store.get(ask_id=ask_id) is not None:
-                    continue  # still pending: the debt waits for its end
+                    # Still pending: its debt goes back in line, so that asks pending for
+                    # long never crowd the ended ones out of a sweep's batch.
+                    await self._store.receipt_owe(ask_id=ask_id, at=now, again=True)
+                    continue
             except Exception:
                 # One ask's trouble (the store failing it) must not hold up the others'.
                 _log.warning("could not write the receipt of ask %s", ask_id, exc_info=True)

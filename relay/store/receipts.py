@@ -60,9 +60,10 @@ class ReceiptChain(Protocol):
         """Up to ``limit`` receipts in chain order from place ``start`` (the first is 1)."""
         ...
 
-    async def receipt_owe(self, *, ask_id: str, at: float) -> None:
-        """Note that ended ``ask_id`` owes a receipt since ``at`` (epoch seconds), unless it
-        has one; appending it settles the debt."""
+    async def receipt_owe(self, *, ask_id: str, at: float, again: bool = False) -> None:
+        """Note that ``ask_id`` owes a receipt (once it ends) since ``at`` (epoch seconds),
+        unless it has one; appending it settles the debt. A debt already noted keeps its
+        time, unless ``again`` (a sweep putting a still pending ask's debt back in line)."""
         ...
 
     async def receipt_owed(self, *, before: float, limit: int) -> list[str]:

@@ -41,10 +41,13 @@ class MemoryReceipts(MemoryBase):
         first = max(start - self._receipt_base.seq, 1) - 1
         return self._receipts[first : first + max(limit, 0)]
 
-    async def receipt_owe(self, *, ask_id: str, at: float) -> None:
+    async def receipt_owe(self, *, ask_id: str, at: float, again: bool = False) -> None:
         """Note the debt unless the ask has its receipt."""
         if ask_id not in self._receipt_at:
-            self._receipts_owed.setdefault(ask_id, at)
+            if again:
+                self._receipts_owed[ask_id] = at
+            else:
+                self._receipts_owed.setdefault(ask_id, at)
 
     async def receipt_owed(self, *, before: float, limit: int) -> list[str]:
         """Asks owing since before ``before``, oldest first (debts are few: a scan)."""

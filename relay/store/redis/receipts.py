@@ -81,10 +81,11 @@ class RedisReceipts(RedisBase):
         return [as_text(r) for r in rows]
 
     @translated
-    async def receipt_owe(self, *, ask_id: str, at: float) -> None:
+    async def receipt_owe(self, *, ask_id: str, at: float, again: bool = False) -> None:
         """Note the debt unless the ask has its receipt (one script)."""
         _, place, _, owed, _ = self._receipt_keys()
-        await self._script("receipt_owe")(keys=[place, owed], args=[ask_id, repr(at)])
+        args = [ask_id, repr(at), "again" if again else "first"]
+        await self._script("receipt_owe")(keys=[place, owed], args=args)
 
     @translated
     async def receipt_owed(self, *, before: float, limit: int) -> list[str]:
