@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from relay.cli.backend import add_backend_flags
 from relay.cli.common import Commands, plain
 from relay.hooks import ADAPTERS, Adapter, BadHookInput, HookCall, Reply
-from relay.hooks.claude_code import CLAUDE_CODE, EVENTS, claude_code_output
+from relay.hooks.claude_code import CLAUDE_CODE, EVENTS
 from relay.hooks.common import Decided, RulesDecision, one_line
 from relay.hooks.intake import MAX_BYTES, load_event
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from relay.gate.approval import Decision
     from relay.gate.rules import Rules, Verdict
 
-__all__ = ["EVENTS", "add_hook", "hook_output"]
+__all__ = ["EVENTS", "add_hook"]
 
 # What ``relay hook --help`` says: what a user configures, not how each harness treats a
 # hook that times out (that is the module docstring's, for whoever works on this file).
@@ -48,9 +48,6 @@ answered in time) it denies, with a reason the agent sees.
 
 Run `relay hook HARNESS --help` for a harness's options.
 """
-
-# Claude Code's, kept under its old name for callers of this module.
-hook_output = claude_code_output
 
 
 def add_hook(commands: Commands) -> None:

@@ -9,7 +9,6 @@ retention, and what an ask's end changes.
 from __future__ import annotations
 
 from relay.store.memory.asks import MemoryAsks
-from relay.store.memory.base import _ENCODE_BATCH, _WARM
 from relay.store.memory.followups import MemoryFollowUps
 from relay.store.memory.idempotency import MemoryIdempotency
 from relay.store.memory.listing import MemoryListing
@@ -19,7 +18,7 @@ from relay.store.memory.uses import MemoryUses
 from relay.store.memory.votes import MemoryVotes
 from relay.store.memory.waits import MemoryWaits
 
-__all__ = ["_ENCODE_BATCH", "_WARM", "MemoryStore"]
+__all__ = ["MemoryStore"]
 
 
 class MemoryStore(
