@@ -26,10 +26,11 @@ import redis
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 from redis_server import RedisServer, free_port, redis_binary
 
 from relay.store.redis_connect import RedisTLS
+from tests.certs_env import make_ca, name_of
 
 __all__ = [
     "Certificates",
@@ -59,10 +60,6 @@ class Certificates:
         )
 
 
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
 def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
     path.write_bytes(
         key.private_bytes(
@@ -77,35 +74,7 @@ def make_certificates(directory: Path) -> Certificates:
     """A fresh CA and the two certificates it signs, written under ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(_name("relay test CA"))
-        .issuer_name(_name("relay test CA"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca, ca_key = make_ca("relay test CA")
 
     def issue(
         common: str, usage: x509.ObjectIdentifier
@@ -113,7 +82,7 @@ def make_certificates(directory: Path) -> Certificates:
         key = ec.generate_private_key(ec.SECP256R1())
         builder = (
             x509.CertificateBuilder()
-            .subject_name(_name(common))
+            .subject_name(name_of(common))
             .issuer_name(ca.subject)
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())

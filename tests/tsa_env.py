@@ -16,8 +16,10 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from tests.certs_env import make_ca as make_test_ca
+from tests.certs_env import name_of
 from tests.server_env import free_port
 
 _CONFIG = """\
@@ -41,10 +43,6 @@ ess_cert_id_alg = sha256
 """
 
 
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
@@ -57,37 +55,11 @@ def make_ca(directory: Path, name: str) -> tuple[Path, Path]:
     """A CA and a TSA certificate it issued, in ``directory``: (CA cert, openssl config)."""
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(_name(f"{name} CA"))
-        .issuer_name(_name(f"{name} CA"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca, ca_key = make_test_ca(f"{name} CA")
     tsa_key = ec.generate_private_key(ec.SECP256R1())
     tsa = (
         x509.CertificateBuilder()
-        .subject_name(_name(f"{name} TSA"))
+        .subject_name(name_of(f"{name} TSA"))
         .issuer_name(ca.subject)
         .public_key(tsa_key.public_key())
         .serial_number(x509.random_serial_number())
