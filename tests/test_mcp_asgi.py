@@ -137,3 +137,34 @@ async def test_an_app_that_fails_before_answering_is_a_500() -> None:
     ):
         assert response.status == 500
         assert (await response.json())["error"]["code"] == "INTERNAL"
+
+
+async def test_a_send_after_the_client_left_is_dropped_not_raised() -> None:
+    """As uvicorn does: the MCP SDK logs any error from ``send`` on its standalone stream as
+    an ERROR with a traceback, for a client that simply closed its GET stream."""
+    outcome: list[str] = []
+    done = asyncio.Event()
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"waiting", "more_body": True})
+        assert (await receive())["type"] == "http.disconnect"
+        try:
+            for _ in range(3):  # the first write may land in the buffer; later ones cannot
+                await send({"type": "http.response.body", "body": b"late", "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        except Exception as error:  # what the app would see is the point
+            outcome.append(type(error).__name__)
+        else:
+            outcome.append("dropped")
+        done.set()
+
+    async with serving(app) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /mcp HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()
+        assert b"waiting" in await asyncio.wait_for(reader.read(4096), 5)
+        writer.close()
+        await asyncio.wait_for(done.wait(), 5)
+    assert outcome == ["dropped"]

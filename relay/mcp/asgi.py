@@ -7,6 +7,7 @@ happen, with no buffering), and once the body is read ``receive`` reports
 ``http.disconnect`` when the client goes away. aiohttp only cancels handlers on disconnect
 when the whole server runs with ``handler_cancellation``, so the bridge watches the
 connection itself (a failed write notices at once; an idle stream within ``_WATCH`` s).
+A ``send`` once the client has gone is dropped, as uvicorn drops it, not raised.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ async def serve_asgi(
         if kind != "http.response.body" or response is None or finished:
             return
         if gone.is_set():
-            raise ConnectionResetError("the client went away")
+            return  # as uvicorn does; the app learns of it from ``receive``
         try:
             if not prepared:
                 await response.prepare(request)
@@ -125,8 +126,9 @@ async def serve_asgi(
                     with contextlib.suppress(ConnectionError):
                         await response.write_eof()
         except (ConnectionError, OSError):
+            # Not raised on: the SDK logs an error from ``send`` on its standalone GET
+            # stream as an ERROR with a traceback, for a client that merely closed it.
             gone.set()
-            raise
 
     try:
         await app(_scope(request, extra or {}), receive, send)
@@ -145,8 +147,11 @@ async def serve_asgi(
             {"error": {"code": "INTERNAL", "message": "the MCP endpoint sent no response"}},
             status=500,
         )
+    if gone.is_set():
+        return response  # nobody to finish the response for
     if not prepared:
         await response.prepare(request)
     if not finished:
-        await response.write_eof()
+        with contextlib.suppress(ConnectionError):
+            await response.write_eof()
     return response
