@@ -201,6 +201,11 @@ class RedisServer:
             self._kill()
         self._process = None
 
+    def kill(self) -> None:
+        """Stop the server with SIGKILL: no shutdown, no save (a crash, or the OOM killer)."""
+        self._kill()
+        self._process = None
+
     def _kill(self) -> None:
         if self._process is not None and self._process.poll() is None:
             self._process.kill()

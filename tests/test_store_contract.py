@@ -1006,6 +1006,38 @@ async def test_a_waiter_rides_out_a_redis_restart_and_gets_the_final_record(
     assert await asyncio.wait_for(waiter, 10) == final
 
 
+async def test_a_first_read_cut_off_by_a_redis_restart_is_read_again_not_failed(
+    redis_server: RedisServer, redis_stores: Stores
+) -> None:
+    # The outage lands while the waiter's first read of its ask is on its way (held there by
+    # CLIENT PAUSE): that read fails, and it must be retried, not end the wait.
+    a, b = redis_stores.open(), redis_stores.open()
+    first, second = new_ask(), new_ask()
+    await a.create(record=first)
+    await a.create(record=second)
+    subscribed = asyncio.create_task(b.wait(ask_id=first.id, within=30))
+    assert await still_waiting(subscribed)
+    admin = aioredis.Redis.from_url(redis_stores.url or "")
+    try:
+        await admin.save()  # what the restart loads
+        await admin.client_pause(10_000, all=True)
+    finally:
+        await admin.aclose()
+    waiter = asyncio.create_task(b.wait(ask_id=second.id, within=30))
+    assert await still_waiting(waiter)
+
+    redis_server.kill()
+    assert await still_waiting(waiter, window=0.5)  # an outage is not an outcome
+    redis_server.start()
+
+    _, final = await a.finish(
+        ask_id=second.id, status=AskStatus.ABORTED, error=aborted(), at=datetime.now(UTC)
+    )
+    assert final is not None
+    assert await asyncio.wait_for(waiter, 10) == final
+    subscribed.cancel()
+
+
 async def test_an_ending_published_while_a_replica_was_disconnected_still_wakes_it(
     redis_server: RedisServer, redis_stores: Stores
 ) -> None:

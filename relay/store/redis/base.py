@@ -129,6 +129,7 @@ class RedisBase:
         self._subscribing: asyncio.Future[None] | None = None
         self._queued: dict[str, bool] = {}  # ask id -> read only its status first
         self._reader: asyncio.Task[None] | None = None
+        self._reread_after = 0.1  # before a waiter's read that Redis cut off is sent again
         self._gets: list[tuple[str, asyncio.Future[dict[Any, Any]]]] = []
         self._direct = False  # a get() is on its way outside the batches
         self._closed = False

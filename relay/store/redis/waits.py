@@ -12,6 +12,7 @@ from typing import Any
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from relay.store.base import StoreUnavailable
 from relay.store.record import AskRecord, AskStatus
@@ -157,14 +158,9 @@ class RedisWaits(RedisBase):
                     for _, future in gets:
                         if not future.done():
                             future.set_exception(exc)  # get() raises it as StoreUnavailable
-                    failure = StoreUnavailable(
-                        f"Redis is unreachable: {exc}; retry once it answers again"
-                    )
-                    for ask_id, _ in batch:
-                        if (watch := self._watches.get(ask_id)) is not None:
-                            watch.reading = False
-                            watch.fail(failure)
+                    self._read_failed(batch, exc)
                     continue
+                self._reread_after = 0.1
                 for (_, future), reply in zip(gets, replies, strict=False):
                     if not future.done():  # (its caller may have given up)
                         future.set_result(reply)
@@ -176,6 +172,33 @@ class RedisWaits(RedisBase):
                 if not future.done():
                     future.set_exception(RedisConnectionError("the Redis store closed"))
             self._gets.clear()
+
+    def _read_failed(self, batch: list[tuple[str, bool]], exc: Exception) -> None:
+        """Redis did not answer the waiters' reads in ``batch``.
+
+        Lost on the way (Redis restarting, a connection cut), each read is sent again after
+        a backoff: an outage is not an outcome, and a waiter must not wait out its time on
+        an ask that ended before it came (the pub/sub wake-up for that went by before it
+        watched). Refused by Redis, the read would fail again: its waiters fail now.
+        """
+        lost = isinstance(exc, (RedisConnectionError, RedisTimeoutError, OSError))
+        failure = StoreUnavailable(f"Redis is unreachable: {exc}; retry once it answers again")
+        for ask_id, status_first in batch:
+            if (watch := self._watches.get(ask_id)) is None:
+                continue
+            watch.reading = False
+            if not lost:
+                watch.fail(failure)
+                continue
+            asyncio.get_running_loop().call_later(
+                self._reread_after, self._reread, ask_id, watch, status_first
+            )
+        if lost:
+            self._reread_after = min(self._reread_after * 2, 2.0)
+
+    def _reread(self, ask_id: str, watch: Watch, status_first: bool) -> None:
+        if not self._closed and self._watches.get(ask_id) is watch:
+            self._check(ask_id, watch, status_first=status_first)
 
     def _settle_reads(self, batch: list[tuple[str, bool]], replies: list[Any]) -> None:
         for (ask_id, status_first), reply in zip(batch, replies, strict=True):
