@@ -20,6 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
+from relay.errors import ErrorCode
+
 __all__ = ["GONE_KEY", "ASGIApp", "serve_asgi"]
 
 _log = logging.getLogger("relay.mcp")
@@ -139,12 +141,17 @@ async def serve_asgi(
             raise
         _log.exception("the MCP transport failed on %s %s", request.method, request.path)
         return web.json_response(
-            {"error": {"code": "INTERNAL", "message": "the MCP endpoint failed; see the logs"}},
+            {
+                "error": {
+                    "code": ErrorCode.INTERNAL,
+                    "message": "the MCP endpoint failed; see the logs",
+                }
+            },
             status=500,
         )
     if response is None:
         return web.json_response(
-            {"error": {"code": "INTERNAL", "message": "the MCP endpoint sent no response"}},
+            {"error": {"code": ErrorCode.INTERNAL, "message": "the MCP endpoint sent no response"}},
             status=500,
         )
     if gone.is_set():
