@@ -8,6 +8,7 @@ subprocesses; people answer in FakeSlack.
 
 from __future__ import annotations
 
+# Looks inside: the SDK's client has no call for a raw tasks/* request: its dispatcher sends one.
 import asyncio
 import json
 from typing import Any
