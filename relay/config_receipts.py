@@ -12,7 +12,7 @@ from typing import Any
 from relay.config_values import read_seconds, read_url, read_whole
 from relay.errors import RelayConfigError
 
-__all__ = ["RECEIPT_ENV_VARS", "parse_duration", "receipt_settings"]
+__all__ = ["RECEIPT_ENV_VARS", "receipt_settings"]
 
 # The variables read for receipts, with what they are for (part of ``relay.config.ENV_VARS``).
 RECEIPT_ENV_VARS: dict[str, str] = {

@@ -32,7 +32,7 @@ from typing import Any
 
 from relay import safejson
 
-__all__ = ["EDIT_TAG", "Edit", "edit_custom", "read_edit", "same_json", "unfit"]
+__all__ = ["Edit", "edit_custom", "read_edit", "same_json", "unfit"]
 
 EDIT_TAG = "edit"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -140,303 +140,224 @@ class ErrorCode(StrEnum):
         return _ABOUT[self][3]
 
 
-# code -> (section, HTTP status, CLI exit status, when and what to do); plain strings as keys
-# so this table is read once, at import, without a second pass over the enum.
-_ABOUT: dict[str, tuple[_Section, int | None, int | None, str]] = {
-    "BAD_REQUEST": (
+_About = tuple[_Section, int | None, int | None, str]
+
+
+def _codes(section: _Section, **about: tuple[int | None, str]) -> dict[str, _About]:
+    """``section``'s codes: each with its HTTP status (a command-line code: its exit status)
+    and its advice."""
+    if section is _Section.CLI:
+        return {code: (section, None, number, hint) for code, (number, hint) in about.items()}
+    return {code: (section, number, None, hint) for code, (number, hint) in about.items()}
+
+
+# code -> (section, HTTP status, CLI exit status, when and what to do), by section: each
+# code's number is its HTTP status, or for the command line its exit status. Plain strings
+# as keys, so this table is read once, at import, without a second pass over the enum.
+_ABOUT: dict[str, _About] = {
+    **_codes(
         _Section.REQUEST,
-        400,
-        None,
-        (
-            "the request breaks a rule; the message names the field or rule (also more than 25 "
-            "questions, two questions with one id, two options of one question with one label, an"
-            " unknown field, a channel or group the operator does not list)"
+        BAD_REQUEST=(
+            400,
+            (
+                "the request breaks a rule; the message names the field or rule (also more than"
+                " 25 questions, two questions with one id, two options of one question with one"
+                " label, an unknown field, a channel or group the operator does not list)"
+            ),
+        ),
+        EMPTY_QUESTIONS=(400, "the request has no questions: send at least one"),
+        BAD_INTENT=(
+            400,
+            (
+                "an intent whose `approve` names none of the question's options, or that has no"
+                " `detail`"
+            ),
+        ),
+        BAD_PATTERN=(
+            400,
+            (
+                "`/v1/approvals`: the body carries a `pattern`; a grant's scope is the relay's "
+                "(its operator's rules, else exactly the input shown): leave `pattern` out"
+            ),
+        ),
+        JSON_LONE_SURROGATE=(
+            400,
+            (
+                'a string or key holds a lone surrogate (`"\\ud800"`), which no UTF-8 text '
+                "carries: send valid Unicode, pairing each surrogate or replacing it with "
+                "U+FFFD"
+            ),
+        ),
+        JSON_NOT_FINITE=(
+            400,
+            (
+                "`NaN`, `Infinity`, or a number past a double's range (`1e400`): send a finite "
+                "number, or the value as a string"
+            ),
+        ),
+        JSON_INEXACT_NUMBER=(
+            400,
+            (
+                "an integer a double does not hold exactly (past ±2^53, such as 2^53 + 1; or "
+                "more than 30 digits): send it as a string"
+            ),
+        ),
+        JSON_TOO_DEEP=(
+            400,
+            "objects and arrays nested deeper than 100 levels: send a flatter value",
+        ),
+        CALLBACK_NOT_ALLOWED=(
+            400,
+            (
+                "a `callback_url` the relay may not call (not http(s), its host off "
+                "`RELAY_WEBHOOK_ALLOWED_HOSTS`, a non-public address), or webhooks are off "
+                "([Outcome webhooks](../operate/webhooks.md))"
+            ),
+        ),
+        UNAUTHORIZED=(
+            401,
+            "no bearer token, or one the relay does not know: send `Authorization: Bearer <token>`",
+        ),
+        NOT_FOUND=(
+            404,
+            "no such ask, or another token's (the same answer, on purpose), or one past retention",
+        ),
+        METHOD_NOT_ALLOWED=(405, "the route exists, the method does not"),
+        REQUEST_TIMEOUT=(
+            408,
+            "the body did not arrive within `RELAY_READ_TIMEOUT`: send it whole, promptly",
+        ),
+        TOO_LARGE=(413, "the body is over `RELAY_MAX_BODY` (answered before it is read)"),
+        UNSUPPORTED_MEDIA_TYPE=(415, "the body is not `application/json`"),
+        RATE_LIMITED=(
+            429,
+            (
+                "the token went past one of its limits (`RELAY_RATE_LIMIT`, "
+                "`RELAY_MAX_LONG_POLLS`, `RELAY_MAX_PENDING`): retry after `Retry-After` "
+                "seconds (`RelayProvider` does)"
+            ),
+        ),
+        IDEMPOTENCY_KEY_REUSED=(
+            409,
+            "an `Idempotency-Key` sent again with another body: send a new key",
+        ),
+        IDEMPOTENCY_IN_FLIGHT=(409, "the key's first request is still posting after 30 s: retry"),
+        NOT_THIS_CALL=(
+            409,
+            (
+                "`/v1/approvals/{id}/consume`: the approval was asked for another call (tool "
+                "and input), run or `tool_use_id` than the one about to run; it runs only the "
+                "call its reviewers were shown: submit this call to ask for it"
+            ),
+        ),
+        CONSUMED=(
+            409,
+            (
+                "`/v1/approvals/{id}/consume`: the approval's allow already ran its call once; "
+                "submit the call again to ask for another run"
+            ),
         ),
     ),
-    "EMPTY_QUESTIONS": (
-        _Section.REQUEST,
-        400,
-        None,
-        "the request has no questions: send at least one",
-    ),
-    "BAD_INTENT": (
-        _Section.REQUEST,
-        400,
-        None,
-        "an intent whose `approve` names none of the question's options, or that has no `detail`",
-    ),
-    "BAD_PATTERN": (
-        _Section.REQUEST,
-        400,
-        None,
-        (
-            "`/v1/approvals`: the body carries a `pattern`; a grant's scope is the relay's (its "
-            "operator's rules, else exactly the input shown): leave `pattern` out"
-        ),
-    ),
-    "JSON_LONE_SURROGATE": (
-        _Section.REQUEST,
-        400,
-        None,
-        (
-            'a string or key holds a lone surrogate (`"\\ud800"`), which no UTF-8 text carries:'
-            " send valid Unicode, pairing each surrogate or replacing it with U+FFFD"
-        ),
-    ),
-    "JSON_NOT_FINITE": (
-        _Section.REQUEST,
-        400,
-        None,
-        (
-            "`NaN`, `Infinity`, or a number past a double's range (`1e400`): send a finite"
-            " number, or the value as a string"
-        ),
-    ),
-    "JSON_INEXACT_NUMBER": (
-        _Section.REQUEST,
-        400,
-        None,
-        (
-            "an integer a double does not hold exactly (past ±2^53, such as 2^53 + 1; or more"
-            " than 30 digits): send it as a string"
-        ),
-    ),
-    "JSON_TOO_DEEP": (
-        _Section.REQUEST,
-        400,
-        None,
-        "objects and arrays nested deeper than 100 levels: send a flatter value",
-    ),
-    "CALLBACK_NOT_ALLOWED": (
-        _Section.REQUEST,
-        400,
-        None,
-        (
-            "a `callback_url` the relay may not call (not http(s), its host off "
-            "`RELAY_WEBHOOK_ALLOWED_HOSTS`, a non-public address), or webhooks are off ([Outcome "
-            "webhooks](../operate/webhooks.md))"
-        ),
-    ),
-    "UNAUTHORIZED": (
-        _Section.REQUEST,
-        401,
-        None,
-        "no bearer token, or one the relay does not know: send `Authorization: Bearer <token>`",
-    ),
-    "NOT_FOUND": (
-        _Section.REQUEST,
-        404,
-        None,
-        "no such ask, or another token's (the same answer, on purpose), or one past retention",
-    ),
-    "METHOD_NOT_ALLOWED": (
-        _Section.REQUEST,
-        405,
-        None,
-        "the route exists, the method does not",
-    ),
-    "REQUEST_TIMEOUT": (
-        _Section.REQUEST,
-        408,
-        None,
-        "the body did not arrive within `RELAY_READ_TIMEOUT`: send it whole, promptly",
-    ),
-    "TOO_LARGE": (
-        _Section.REQUEST,
-        413,
-        None,
-        "the body is over `RELAY_MAX_BODY` (answered before it is read)",
-    ),
-    "UNSUPPORTED_MEDIA_TYPE": (
-        _Section.REQUEST,
-        415,
-        None,
-        "the body is not `application/json`",
-    ),
-    "RATE_LIMITED": (
-        _Section.REQUEST,
-        429,
-        None,
-        (
-            "the token went past one of its limits (`RELAY_RATE_LIMIT`, `RELAY_MAX_LONG_POLLS`, "
-            "`RELAY_MAX_PENDING`): retry after `Retry-After` seconds (`RelayProvider` does)"
-        ),
-    ),
-    "IDEMPOTENCY_KEY_REUSED": (
-        _Section.REQUEST,
-        409,
-        None,
-        "an `Idempotency-Key` sent again with another body: send a new key",
-    ),
-    "IDEMPOTENCY_IN_FLIGHT": (
-        _Section.REQUEST,
-        409,
-        None,
-        "the key's first request is still posting after 30 s: retry",
-    ),
-    "NOT_THIS_CALL": (
-        _Section.REQUEST,
-        409,
-        None,
-        (
-            "`/v1/approvals/{id}/consume`: the approval was asked for another call (tool and "
-            "input), run or `tool_use_id` than the one about to run; it runs only the call its "
-            "reviewers were shown: submit this call to ask for it"
-        ),
-    ),
-    "CONSUMED": (
-        _Section.REQUEST,
-        409,
-        None,
-        (
-            "`/v1/approvals/{id}/consume`: the approval's allow already ran its call once; submit"
-            " the call again to ask for another run"
-        ),
-    ),
-    "ASK_ABORTED": (
+    **_codes(
         _Section.ASK,
-        409,
-        None,
-        (
-            'no answer: `.reason` is `aborted` (signal, cancel, `DELETE`), `timed_out` ("timed '
-            'out after 900 s…") or `closed` (the provider or relay shut down)'
+        ASK_ABORTED=(
+            409,
+            (
+                "no answer: `.reason` is `aborted` (signal, cancel, `DELETE`), `timed_out` "
+                '("timed out after 900 s…") or `closed` (the provider or relay shut down)'
+            ),
+        ),
+        ASK_CANCELLED=(
+            None,
+            (
+                "the user dismissed the question (for providers with a dismiss action; the "
+                "Slack provider offers *Skip* instead)"
+            ),
+        ),
+        PROVIDER_FAILED=(
+            502,
+            (
+                "Slack refused the post or could not be reached (`channel_not_found`: check the"
+                " id; `not_in_channel`: invite the bot; …), or the store failed while posting; "
+                "the message says whether anything is still showing in Slack"
+            ),
+        ),
+        NO_PROVIDER=(503, "no provider is registered with the service"),
+        DUPLICATE_PROVIDER=(
+            None,
+            "a second provider was registered: the seam has one active provider",
+        ),
+        UNAVAILABLE=(503, "the store (Redis) is unreachable; nothing was posted: retry"),
+        INTERNAL=(
+            500,
+            "the relay failed unexpectedly: its log has the traceback; please report it",
         ),
     ),
-    "ASK_CANCELLED": (
-        _Section.ASK,
-        None,
-        None,
-        (
-            "the user dismissed the question (for providers with a dismiss action; the Slack "
-            "provider offers *Skip* instead)"
-        ),
-    ),
-    "PROVIDER_FAILED": (
-        _Section.ASK,
-        502,
-        None,
-        (
-            "Slack refused the post or could not be reached (`channel_not_found`: check the id; "
-            "`not_in_channel`: invite the bot; …), or the store failed while posting; the message"
-            " says whether anything is still showing in Slack"
-        ),
-    ),
-    "NO_PROVIDER": (
-        _Section.ASK,
-        503,
-        None,
-        "no provider is registered with the service",
-    ),
-    "DUPLICATE_PROVIDER": (
-        _Section.ASK,
-        None,
-        None,
-        "a second provider was registered: the seam has one active provider",
-    ),
-    "UNAVAILABLE": (
-        _Section.ASK,
-        503,
-        None,
-        "the store (Redis) is unreachable; nothing was posted: retry",
-    ),
-    "INTERNAL": (
-        _Section.ASK,
-        500,
-        None,
-        "the relay failed unexpectedly: its log has the traceback; please report it",
-    ),
-    "TOO_MANY_SESSIONS": (
+    **_codes(
         _Section.MCP,
-        429,
-        None,
-        (
-            "the token holds `RELAY_MCP_SESSIONS_PER_TOKEN` sessions: end one with `DELETE`, or "
-            "wait for an idle one to close"
+        TOO_MANY_SESSIONS=(
+            429,
+            (
+                "the token holds `RELAY_MCP_SESSIONS_PER_TOKEN` sessions: end one with "
+                "`DELETE`, or wait for an idle one to close"
+            ),
+        ),
+        MCP_SESSIONS_FULL=(503, "the relay holds `RELAY_MCP_MAX_SESSIONS`: retry shortly"),
+        ORIGIN_NOT_ALLOWED=(403, "a web page's `Origin` is off `RELAY_MCP_ALLOWED_ORIGINS`"),
+        HOST_NOT_ALLOWED=(
+            421,
+            (
+                "the `Host` is off `RELAY_MCP_ALLOWED_HOSTS`: the operator lists the relay's "
+                "public name"
+            ),
         ),
     ),
-    "MCP_SESSIONS_FULL": (
-        _Section.MCP,
-        503,
-        None,
-        "the relay holds `RELAY_MCP_MAX_SESSIONS`: retry shortly",
-    ),
-    "ORIGIN_NOT_ALLOWED": (
-        _Section.MCP,
-        403,
-        None,
-        "a web page's `Origin` is off `RELAY_MCP_ALLOWED_ORIGINS`",
-    ),
-    "HOST_NOT_ALLOWED": (
-        _Section.MCP,
-        421,
-        None,
-        "the `Host` is off `RELAY_MCP_ALLOWED_HOSTS`: the operator lists the relay's public name",
-    ),
-    "BAD_CONFIG": (
+    **_codes(
         _Section.CLI,
-        None,
-        2,
-        (
-            "a configuration mistake (`RelayConfigError`); the line names the setting and how to "
-            "fix it"
+        BAD_CONFIG=(
+            2,
+            (
+                "a configuration mistake (`RelayConfigError`); the line names the setting and "
+                "how to fix it"
+            ),
+        ),
+        BAD_RULES=(
+            2,
+            "a rules file that does not load; the line names the key (a hook denies instead)",
+        ),
+        USAGE=(2, "a command line the CLI cannot use; the line says which flag"),
+        CANNOT_READ=(
+            2,
+            "a file (or stdin) the command was given cannot be read; the line says which and why",
+        ),
+        NOT_EXECUTABLE=(
+            126,
+            "`relay exec`: the command was allowed but is not executable: check its mode and path",
+        ),
+        ABORTED=(
+            130,
+            (
+                "`relay exec`: a signal stopped it while people decided and the question was "
+                "withdrawn; the exit is 128 + the signal's number (130 for Ctrl-C, 143 for "
+                "SIGTERM)"
+            ),
         ),
     ),
-    "BAD_RULES": (
-        _Section.CLI,
-        None,
-        2,
-        "a rules file that does not load; the line names the key (a hook denies instead)",
-    ),
-    "USAGE": (
-        _Section.CLI,
-        None,
-        2,
-        "a command line the CLI cannot use; the line says which flag",
-    ),
-    "CANNOT_READ": (
-        _Section.CLI,
-        None,
-        2,
-        "a file (or stdin) the command was given cannot be read; the line says which and why",
-    ),
-    "NOT_EXECUTABLE": (
-        _Section.CLI,
-        None,
-        126,
-        "`relay exec`: the command was allowed but is not executable: check its mode and path",
-    ),
-    "ABORTED": (
-        _Section.CLI,
-        None,
-        130,
-        (
-            "`relay exec`: a signal stopped it while people decided and the question was"
-            " withdrawn; the exit is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)"
+    **_codes(
+        _Section.SANDBOX,
+        WRONG_HOST=(
+            421,
+            (
+                "the sandbox was opened under a host name it does not serve: open the address "
+                "it printed"
+            ),
         ),
-    ),
-    "WRONG_HOST": (
-        _Section.SANDBOX,
-        421,
-        None,
-        "the sandbox was opened under a host name it does not serve: open the address it printed",
-    ),
-    "FORBIDDEN": (
-        _Section.SANDBOX,
-        403,
-        None,
-        "a request from another site (cross-origin): use the sandbox's own page",
-    ),
-    "GONE": (
-        _Section.SANDBOX,
-        409,
-        None,
-        "the button or modal clicked is no longer in the message: reload the page",
-    ),
-    "UNREACHABLE": (
-        _Section.SANDBOX,
-        502,
-        None,
-        "the sandbox's relay did not answer the click: check its log, then click again",
+        FORBIDDEN=(403, "a request from another site (cross-origin): use the sandbox's own page"),
+        GONE=(409, "the button or modal clicked is no longer in the message: reload the page"),
+        UNREACHABLE=(
+            502,
+            "the sandbox's relay did not answer the click: check its log, then click again",
+        ),
     ),
 }
 

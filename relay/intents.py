@@ -15,7 +15,7 @@ from .errors import bad_request
 from .wire_reader import Reader as _Reader
 from .wire_reader import path_of as _prefix
 
-__all__ = ["INTENT_KINDS", "AskUserQuestionIntent", "IntentKind", "ToolEdit"]
+__all__ = ["AskUserQuestionIntent", "ToolEdit"]
 
 IntentKind = Literal["plan-review", "tool-approval"]
 INTENT_KINDS: tuple[str, ...] = ("plan-review", "tool-approval")

@@ -8,7 +8,7 @@ line and paragraph separators) and bounds the length, with a marker saying how m
 
 from __future__ import annotations
 
-__all__ = ["LOG_VALUE_LIMIT", "for_log"]
+__all__ = ["for_log"]
 
 LOG_VALUE_LIMIT = 200
 """The characters of one value kept in a log line; the rest is replaced by a marker."""

@@ -16,14 +16,7 @@ from .questions import (
 )
 from .service import UserInteractionService
 
-__all__ = [
-    "APPROVE",
-    "KEEP_PLANNING",
-    "PLAN_REVIEW_ID",
-    "PlanVerdict",
-    "plan_review_question",
-    "review_plan",
-]
+__all__ = ["PlanVerdict", "plan_review_question", "review_plan"]
 
 PLAN_REVIEW_ID = "plan-review"
 APPROVE = "Approve"

@@ -14,7 +14,7 @@ import aiohttp
 from relay import safejson
 from relay.errors import ErrorCode, RelayException, UserInteractionError
 
-__all__ = ["MAX_REPLY", "RETRYABLE", "RelayError", "Retry", "read_reply", "unreadable"]
+__all__ = ["RETRYABLE", "RelayError", "Retry", "read_reply", "unreadable"]
 
 # Failures of the connection itself: the relay restarted or a network blipped, so the
 # request may be sent again (asks and approvals are idempotent by key).

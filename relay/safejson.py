@@ -24,15 +24,9 @@ from dataclasses import dataclass
 from relay.errors import RelayException
 
 __all__ = [
-    "INEXACT_NUMBER",
     "LONE_SURROGATE",
     "MAX_DEPTH",
-    "MAX_INT_DIGITS",
-    "NOT_CANONICAL_CODES",
-    "NOT_FINITE",
-    "NOT_JSON",
     "SAFE_INTEGER",
-    "TOO_DEEP",
     "JSONTooComplex",
     "Refusal",
     "UnreadableJSON",

@@ -43,7 +43,9 @@ def test_the_scripting_page_names_every_event_kind_and_error_of_the_pages_endpoi
     kinds = set(re.findall(r'"(\w+)"', "".join(re.findall(r"_KINDS = \((.*?)\)", standin))))
     assert {"button", "enter", "view_submit", "view_close"} <= kinds
     act = page.split("async def _act")[1].split("async def _sample")[0]
-    codes = set(re.findall(r'(?:_error\(\d+, |ActionRefused\(\s*)"([A-Z_]+)"', page + standin))
+    codes = set(
+        re.findall(r"(?:_error\(\s*\d+, |ActionRefused\(\s*)ErrorCode\.([A-Z_]+)", page + standin)
+    )
     assert {"BAD_REQUEST", "GONE", "NOT_FOUND", "UNREACHABLE", "WRONG_HOST"} <= codes
     assert "_json_body" in act  # FORBIDDEN and UNSUPPORTED_MEDIA_TYPE come from it
     for event in events:

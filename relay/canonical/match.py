@@ -23,7 +23,7 @@ from typing import Any, Literal
 from relay.canonical.paths import PathGlob, Place, place
 from relay.canonical.shell import CommandGlob, Parsed, Simple, parse
 
-__all__ = ["Pattern", "PatternKind", "Subject", "fingerprint", "subject"]
+__all__ = ["Pattern", "Subject", "fingerprint", "subject"]
 
 PatternKind = Literal["exact", "glob", "regex"]
 _PATH_KEYS = ("file_path", "notebook_path", "path")

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 # The clients and the API's checks (slack-sdk, aiohttp, the server) are imported where a
 # question is asked, not with the parser: every other ``relay`` command starts without them.
 
-__all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_NOT_APPROVED", "EXIT_TIMED_OUT", "add_ask"]
+__all__ = ["EXIT_FAILED", "EXIT_TIMED_OUT"]
 
 EXIT_NOT_APPROVED = 1
 EXIT_TIMED_OUT = 3

@@ -29,7 +29,7 @@ from typing import IO, Any
 from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, plain
 from relay.errors import ErrorCode
 
-__all__ = ["add_audit", "parse_since"]
+__all__ = []
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from relay.gate.rules import Rules
     from relay.service import UserInteractionService
 
-__all__ = ["Backend", "add_allowlist_flags", "add_backend_flags", "id_list", "open_backend"]
+__all__ = ["add_allowlist_flags", "add_backend_flags", "id_list", "open_backend"]
 
 
 @dataclass

@@ -18,7 +18,6 @@ __all__ = [
     "USAGE",
     "CommandError",
     "Commands",
-    "HelpFormatter",
     "Parser",
     "error_line",
     "parse_json",

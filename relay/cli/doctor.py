@@ -26,7 +26,7 @@ from typing import Any
 
 from relay.cli.common import Commands, plain
 
-__all__ = ["Finding", "add_doctor", "codex_trust_hash", "diagnose"]
+__all__ = []
 
 OK, NOTE, PROBLEM = "ok", "note", "PROBLEM"
 _TIMEOUT = 10.0

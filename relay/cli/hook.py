@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from relay.gate.gate import ToolUse
     from relay.gate.rules import Rules, Verdict
 
-__all__ = ["EVENTS", "add_hook"]
+__all__ = ["EVENTS"]
 
 # What ``relay hook --help`` says: what a user configures, not how each harness treats a
 # hook that times out (that is the module docstring's, for whoever works on this file).

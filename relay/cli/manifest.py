@@ -8,7 +8,7 @@ import sys
 from relay.cli.common import USAGE, CommandError, Commands
 from relay.manifest import build_manifest, manifest_text
 
-__all__ = ["add_manifest"]
+__all__ = []
 
 
 def add_manifest(commands: Commands) -> None:

@@ -32,7 +32,7 @@ from relay.questions import AgentRef
 if TYPE_CHECKING:
     from relay.mcp.server import Context, Toolbox
 
-__all__ = ["add_mcp"]
+__all__ = []
 
 
 def add_mcp(commands: Commands) -> None:

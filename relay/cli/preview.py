@@ -15,7 +15,7 @@ from relay.questions import AskUserQuestionRequest, validate_request
 if TYPE_CHECKING:
     from relay.slack.render import RenderedQuestion
 
-__all__ = ["BLOCK_KIT_BUILDER", "add_preview", "builder_url"]
+__all__ = ["BLOCK_KIT_BUILDER", "builder_url"]
 
 BLOCK_KIT_BUILDER = "https://app.slack.com/block-kit-builder#"
 

@@ -10,7 +10,7 @@ from relay.cli.common import Commands, relay_command
 from relay.config import ENV_VARS, NO_CREDENTIALS_HELP, Settings
 from relay.errors import RelayConfigError
 
-__all__ = ["add_serve"]
+__all__ = []
 
 # Flag → environment variable it overrides. Secrets are read from the environment only,
 # so they never show up in `ps` or shell history.

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from relay.receipts.keys import PublicKeys
     from relay.receipts.verify import Failure, Mark
 
-__all__ = ["add_verify"]
+__all__ = []
 
 INVALID = "RECEIPT_INVALID"
 

@@ -13,7 +13,7 @@ import sys
 
 from relay.cli.common import USAGE, CommandError, Commands, plain
 
-__all__ = ["add_webhook_secret"]
+__all__ = []
 
 
 def add_webhook_secret(commands: Commands) -> None:

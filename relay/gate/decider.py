@@ -56,7 +56,7 @@ from relay.questions import (
 )
 from relay.store.record import AskRecord, AskStatus, utcnow
 
-__all__ = ["Channel", "Decider", "Proposal", "RulesFor", "Rulings"]
+__all__ = ["Channel", "Decider", "Proposal", "Rulings"]
 
 _log = logging.getLogger("relay.gate")
 

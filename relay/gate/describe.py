@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_SHOWN", "ToolUseView", "describe_tool_use", "safe"]
+__all__ = ["MAX_SHOWN", "describe_tool_use", "safe"]
 
 # Characters of code shown at most; the question says how much was left out. The message
 # keeps well under Slack's ~13,000 characters of block text (shared/spec/slack.md).

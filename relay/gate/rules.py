@@ -59,7 +59,7 @@ from relay.canonical.shell import Parsed, glob_error
 from relay.errors import ErrorCode, RelayException
 from relay.gate.team import TEAM_KEYS, TeamRules, check_team, read_team
 
-__all__ = ["BAD_RULES", "Action", "Rule", "Rules", "RulesError", "Verdict", "load_rules"]
+__all__ = ["BAD_RULES", "Rule", "Rules", "RulesError", "Verdict", "load_rules"]
 
 BAD_RULES = ErrorCode.BAD_RULES
 Action = Literal["allow", "ask", "deny", "pass"]

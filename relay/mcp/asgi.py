@@ -22,7 +22,7 @@ from aiohttp import web
 
 from relay.errors import ErrorCode
 
-__all__ = ["GONE_KEY", "ASGIApp", "serve_asgi"]
+__all__ = ["GONE_KEY", "serve_asgi"]
 
 _log = logging.getLogger("relay.mcp")
 Message = MutableMapping[str, Any]

@@ -48,14 +48,7 @@ from relay.receipts.payload import receipt_id
 from relay.service import UserInteractionService
 from relay.tool import run_ask_user_question
 
-__all__ = [
-    "RECEIPT_META_KEY",
-    "RelayServer",
-    "Toolbox",
-    "ToolboxFor",
-    "build_server",
-    "client_name",
-]
+__all__ = ["RECEIPT_META_KEY", "Toolbox", "build_server", "client_name"]
 
 _log = logging.getLogger("relay.mcp")
 T = TypeVar("T")

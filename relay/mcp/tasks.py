@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 
 from relay.abort import AbortController, AbortSignal
 
-__all__ = ["DEFAULT_TTL_MS", "MAX_TASKS", "MAX_TTL_MS", "POLL_INTERVAL_MS", "TaskBook"]
+__all__ = ["MAX_TASKS", "TaskBook"]
 
 DEFAULT_TTL_MS = 60 * 60 * 1000
 """How long a task is kept when the client asks for no ``ttl`` (an hour)."""

@@ -40,7 +40,6 @@ __all__ = [
     "Stored",
     "TimestampAuthority",
     "TimestampError",
-    "checkpoint_payload",
     "checkpointer_for",
 ]
 

@@ -17,15 +17,7 @@ from relay.receipts.jcs import canonical
 from relay.receipts.jws import b64url
 from relay.store.record import AskRecord
 
-__all__ = [
-    "ERROR_CODE",
-    "VERSION",
-    "digest",
-    "receipt_id",
-    "receipt_payload",
-    "record_time",
-    "subject_digest",
-]
+__all__ = ["ERROR_CODE", "VERSION", "digest", "receipt_id", "receipt_payload", "record_time"]
 
 VERSION = 1
 ERROR_CODE = "record_not_receiptable"

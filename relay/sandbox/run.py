@@ -27,7 +27,6 @@ from relay.testing import FakeSlack
 from relay.tuning import tune_gc
 
 __all__ = [
-    "loopback_url",
     "mcp_snippet",
     "run_sandbox",
     "sandbox_settings",

@@ -21,15 +21,7 @@ from relay.errors import ErrorCode
 from relay.server.errors import ApiError
 from relay.store.idempotency import IdempotencyStore
 
-__all__ = [
-    "DEFAULT_WINDOW",
-    "HEADER",
-    "MAX_KEY_LENGTH",
-    "CreateKeys",
-    "KeySlot",
-    "fingerprint",
-    "read_key",
-]
+__all__ = ["DEFAULT_WINDOW", "HEADER", "MAX_KEY_LENGTH", "CreateKeys", "fingerprint", "read_key"]
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255

@@ -13,7 +13,7 @@ from relay.server.errors import ApiError
 from relay.store.listing import Position
 from relay.store.record import AskStatus
 
-__all__ = ["LIST_DEFAULT", "LIST_MAX", "LIST_SCAN_BUDGET", "ListQuery", "read_list_query"]
+__all__ = ["LIST_DEFAULT", "LIST_MAX", "LIST_SCAN_BUDGET", "read_list_query"]
 
 LIST_DEFAULT = 50
 LIST_MAX = 200

@@ -20,7 +20,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from relay.logline import for_log
 
-__all__ = ["MESSAGE_LIMIT", "LogFormatter", "OneLineFilter", "ProtocolLog"]
+__all__ = ["LogFormatter", "OneLineFilter", "ProtocolLog"]
 
 MESSAGE_LIMIT = 4000
 """The characters of one log message kept (a traceback comes on top, marked line by line)."""

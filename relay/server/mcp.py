@@ -43,7 +43,7 @@ from relay.server.mcp_origins import OriginPolicy
 from relay.server.mcp_sessions import SessionLimits, Sessions, SessionsManager, opens_session
 from relay.service import UserInteractionService
 
-__all__ = ["MCP_PATH", "OWNER_KEY", "mount_mcp"]
+__all__ = ["mount_mcp"]
 MCP_PATH = "/mcp"
 OWNER_KEY = "relay.owner"  # the ASGI scope key carrying the token's fingerprint
 _MAX_BODY = 1024 * 1024

@@ -25,7 +25,7 @@ from relay.config_mcp import host_name, origin_key
 from relay.errors import ErrorCode
 from relay.server.errors import error_response
 
-__all__ = ["LOOPBACK_NAMES", "OriginPolicy"]
+__all__ = ["OriginPolicy"]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 

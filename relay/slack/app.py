@@ -55,14 +55,7 @@ from relay.slack.edit_form import EDIT_CALLBACK
 from relay.slack.parse import Click, ClickKind, parse_click, parse_edit_submission, request_digest
 from relay.slack.render import ACTION_PREFIX
 
-__all__ = [
-    "ClickTaker",
-    "RelayClicks",
-    "SlackSignature",
-    "build_bolt_app",
-    "build_web_app",
-    "slack_handler",
-]
+__all__ = ["build_bolt_app", "build_web_app", "slack_handler"]
 
 _log = logging.getLogger("relay.slack")
 # What reading a request body the way Bolt does raises on a body Slack never sends.

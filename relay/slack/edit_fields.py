@@ -31,7 +31,6 @@ __all__ = [
     "MAX_FIELDS",
     "MAX_OPTIONS",
     "TEXT_CHARS",
-    "FieldKind",
     "FormField",
     "editable_fields",
     "enum_values",

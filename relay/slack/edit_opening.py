@@ -24,7 +24,7 @@ from relay.slack import kit, notices
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.parse import Click
 
-__all__ = ["CHECK_WITHIN", "FORM_WITHIN", "checking_view", "open_form", "refusal_view", "settled"]
+__all__ = ["open_form", "settled"]
 
 _log = logging.getLogger("relay.slack")
 

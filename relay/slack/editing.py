@@ -38,7 +38,7 @@ from relay.slack.text import cut
 from relay.store import AskRecord, MessageRef, utcnow
 from relay.store.record import Target
 
-__all__ = ["EditIntake", "allow_choices"]
+__all__ = ["EditIntake"]
 
 _log = logging.getLogger("relay.slack")
 _DENY = "Deny"  # relay.gate.approval's deny label (the gate sits above this module)

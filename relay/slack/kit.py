@@ -27,12 +27,8 @@ from relay.slack.text import cut, head, units, within
 
 __all__ = [
     "BUTTON_CHARS",
-    "CONTEXT_CHARS",
-    "DESCRIPTION_CHARS",
-    "FIELD_CHARS",
     "HEADER_CHARS",
     "INPUT_LABEL_CHARS",
-    "OPTION_CHARS",
     "PLACEHOLDER_CHARS",
     "SECTION_CHARS",
     "button",

@@ -25,7 +25,6 @@ __all__ = [
     "ENDING_BYTES",
     "MAX_BLOCKS",
     "MESSAGE_BYTES",
-    "OPTION_BYTES",
     "blocks_bytes",
     "bytes_bound",
     "check_blocks",

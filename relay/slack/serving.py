@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from relay.questions import AskUserQuestionRequest
     from relay.store import AskRecord, AskStore
 
-__all__ = ["SlackServing", "slack_channel", "slack_settings"]
+__all__ = ["SlackServing", "slack_channel"]
 
 
 class SlackServing:

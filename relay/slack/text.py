@@ -30,7 +30,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
-    "JOINER",
     "block_text_length",
     "chunks",
     "cut",

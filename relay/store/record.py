@@ -21,7 +21,6 @@ from relay.questions import (
 )
 
 __all__ = [
-    "AnswerOutcome",
     "AnswerResult",
     "AskError",
     "AskRecord",

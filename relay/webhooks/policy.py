@@ -22,14 +22,7 @@ from aiohttp.resolver import ThreadedResolver
 
 from relay.errors import RelayException
 
-__all__ = [
-    "MAX_URL_LENGTH",
-    "CallbackRefused",
-    "CheckedResolver",
-    "HostPolicy",
-    "IPNetwork",
-    "parse_networks",
-]
+__all__ = ["CallbackRefused", "CheckedResolver", "HostPolicy", "parse_networks"]
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address

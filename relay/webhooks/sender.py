@@ -31,14 +31,7 @@ from relay.store.record import AskRecord
 from relay.webhooks.policy import CallbackRefused, HostPolicy
 from relay.webhooks.post import SignedPoster
 
-__all__ = [
-    "END_EVENTS",
-    "PROGRESS_EVENTS",
-    "Subscription",
-    "WebhookSettings",
-    "Webhooks",
-    "event_type",
-]
+__all__ = ["END_EVENTS", "Subscription", "WebhookSettings", "Webhooks"]
 
 _log = logging.getLogger("relay.webhooks")
 

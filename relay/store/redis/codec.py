@@ -17,7 +17,6 @@ from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, V
 from relay.store.record import AskError, AskRecord, AskStatus, MessageRef, Target, item_from_json
 
 __all__ = [
-    "CORE_CACHE",
     "NO_META",
     "Core",
     "Cores",
