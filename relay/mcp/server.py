@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,6 +27,7 @@ from mcp_types import CLIENT_INFO_META_KEY
 
 from relay import __version__
 from relay.abort import AbortController, AbortSignal
+from relay.asked import note_ask, noting_asks
 from relay.events import AskEvent
 from relay.gate.approval import Decision, decide_error
 from relay.gate.gate import ToolUse
@@ -74,23 +74,18 @@ class Toolbox:
     approve: Callable[[ToolUse, AbortSignal], Coroutine[Any, Any, Decision]]
     agent: AgentRef
     context: Mapping[str, str] = field(default_factory=dict)
-    receipts: bool = False
-    """Whether the relay signs receipts: a result's ``_meta`` then names its ask's receipt."""
+    receipts: bool | Callable[[], Awaitable[bool]] = False
+    """Whether the relay signs receipts (or how to find out: ``relay mcp`` asks the hosted
+    relay it asks through): a result's ``_meta`` then names its ask's receipt."""
     owner: str = "local"
     """Whose MCP tasks these calls' are (the token's fingerprint on ``/mcp``)."""
 
 
-# The asks a tool call made, noted by ``note_asked`` (an ``Events`` observer, called in the
-# task that creates the ask, which inherits the tool call's context).
-_ASKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "relay_mcp_asked", default=None
-)
-
-
 def note_asked(event: AskEvent) -> None:
-    """An ``Events`` observer: remember an ask created for the tool call running here."""
-    if event.name == "created" and (asked := _ASKED.get()) is not None:
-        asked.append(event.ask_id)
+    """An ``Events`` observer: note an ask created for the tool call running here (the
+    observer runs in the task that creates the ask, which inherits the call's context)."""
+    if event.name == "created":
+        note_ask(event.ask_id)
 
 
 ToolboxFor = Callable[[Context], Toolbox]
@@ -197,6 +192,17 @@ def _with_receipt(result: types.CallToolResult, ask_id: str) -> types.CallToolRe
     return result.model_copy(update={"meta": meta})
 
 
+async def _receipted(
+    box: Toolbox, result: types.CallToolResult, asked: list[str]
+) -> types.CallToolResult:
+    """``result``, naming the receipt of the last ask made for it when the relay signs
+    receipts (no ask, as when the rules decided at once: no receipt, no name)."""
+    if not asked:
+        return result
+    signs = box.receipts if isinstance(box.receipts, bool) else await box.receipts()
+    return _with_receipt(result, asked[-1]) if signs else result
+
+
 class RelayServer(Server[Any]):
     """The SDK's server, holding the tasks it started (``close`` them when it stops)."""
 
@@ -229,31 +235,21 @@ def build_server(
         if params.name == ASK_USER_QUESTION:
             if (refused := refused_arguments(arguments)) is not None:
                 return refused
-            asked: list[str] = []
-            noting = _ASKED.set(asked)
-            try:
+            with noting_asks() as asked:
                 result = await run(
                     lambda signal: run_ask_user_question(
                         box.service, arguments, agent=box.agent, signal=signal
                     )
                 )
-            finally:
-                _ASKED.reset(noting)
-            if box.receipts and asked:
-                return _with_receipt(tool_result(result), asked[-1])
-            return tool_result(result)
+            return await _receipted(box, tool_result(result), asked)
         if params.name == APPROVE_TOOL_USE:
             args = read_approve_arguments(arguments)
             if isinstance(args, str):
                 # Fail closed, in the shape the harness reads, saying what was wrong.
                 denied = Decision.deny(f"relay could not read the permission request: {args}")
                 return decision_result(denied, {})
-            asked = []
-            noting = _ASKED.set(asked)
-            try:
+            with noting_asks() as asked:
                 decision = await run(lambda signal: _approve(box, args, signal))
-            finally:
-                _ASKED.reset(noting)
             _log.info(
                 "approve_tool_use %s for %s: %s (%s)",
                 args.tool,
@@ -261,9 +257,7 @@ def build_server(
                 decision.behavior,
                 decision.outcome,
             )
-            if box.receipts and asked:
-                return _with_receipt(decision_result(decision, args.input), asked[-1])
-            return decision_result(decision, args.input)
+            return await _receipted(box, decision_result(decision, args.input), asked)
         raise MCPError(
             types.INVALID_PARAMS,
             f"unknown tool {params.name!r}; this server has {ASK_USER_QUESTION} and"
