@@ -297,7 +297,16 @@ def build_server(
 
             return await answer(ctx, box, params, bound)
 
-        return tasks.start(box.owner, ttl, work)
+        async def notify(task: dict[str, Any]) -> None:
+            # On the connection's own channel (stdio, or a session's GET stream over HTTP):
+            # the request that started the task has long been answered. The SDK's types
+            # leave this notification out of its unions (it never sends one itself).
+            status = types.TaskStatusNotification(
+                params=types.TaskStatusNotificationParams.model_validate(task)
+            )
+            await ctx.session.send_notification(status)  # type: ignore[arg-type]
+
+        return tasks.start(box.owner, ttl, work, notify)
 
     def owner_of(ctx: Context) -> str:
         return toolbox_for(ctx).owner

@@ -1,13 +1,15 @@
 """MCP tasks (protocol 2025-11-25): a tool call that answers with a task id at once.
 
 The installed SDK (``mcp`` 2.3) has the task types but dispatches none of ``tasks/*``, so the
-relay serves them itself. A task-augmented ``tools/call`` (``params.task``) starts the ask in
-a task of its own and returns ``{"task": {...}}``; ``tasks/get`` reports its status,
+relay serves them itself. A task-augmented ``tools/call`` (``params.task``) starts the ask in a
+task of its own and returns ``{"task": {...}}``; ``tasks/get`` reports its status,
 ``tasks/result`` waits for and returns the tool's result, ``tasks/cancel`` withdraws the
-question, ``tasks/list`` lists the caller's tasks. Tasks belong to the owner that created them
-(the API token's fingerprint on ``/mcp``, the process on stdio): to anyone else a task id is
-not found. A task is forgotten ``ttl`` ms after it was created; one still waiting then is
-withdrawn, since nobody can fetch its answer any more.
+question, ``tasks/list`` lists the caller's tasks. When a task's status changes (it ends:
+completed, failed, cancelled) the server sends ``notifications/tasks/status`` with the task, as
+the spec lets it (clients must not rely on it; polling still works). Tasks belong to the owner
+that created them (the API token's fingerprint on ``/mcp``, the process on stdio): to anyone
+else a task id is not found. A task is forgotten ``ttl`` ms after it was created; one still
+waiting then is withdrawn, since nobody can fetch its answer any more.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -40,6 +42,10 @@ RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
 _WITHDRAW_WITHIN = 20.0
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 Work = Callable[[AbortSignal], Coroutine[Any, Any, types.CallToolResult]]
+Notify = Callable[[dict[str, Any]], Awaitable[None]]
+"""Sends a task's new state to its client (``notifications/tasks/status``), best effort."""
+# How long one status notification may take before it is given up (a stalled client).
+_NOTIFY_WITHIN = 10.0
 
 
 def _now() -> str:
@@ -60,6 +66,14 @@ class _Entry:
     message: str | None = "Waiting for a reviewer in Slack"
     result: types.CallToolResult | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    notify: Notify | None = None
+
+    async def moved(self) -> None:
+        """The status changed: stamp it and tell the client (never failing the task)."""
+        self.updated_at = _now()
+        if self.notify is not None:
+            with anyio.move_on_after(_NOTIFY_WITHIN), contextlib.suppress(Exception):
+                await self.notify(self.wire())
 
     def wire(self) -> dict[str, Any]:
         task = types.Task(
@@ -102,8 +116,11 @@ class TaskBook:
             raise _not_found(task_id)
         return entry
 
-    def start(self, owner: str, ttl: int | None, work: Work) -> dict[str, Any]:
-        """Run ``work`` as a new task of ``owner``'s; the ``CreateTaskResult`` for it."""
+    def start(
+        self, owner: str, ttl: int | None, work: Work, notify: Notify | None = None
+    ) -> dict[str, Any]:
+        """Run ``work`` as a new task of ``owner``'s; the ``CreateTaskResult`` for it.
+        ``notify`` is told each status the task moves to."""
         self._sweep()
         held = sum(1 for e in self._tasks.values() if e.owner == owner)
         if held >= MAX_TASKS:
@@ -124,23 +141,29 @@ class TaskBook:
             created_at=stamp,
             updated_at=stamp,
             controller=AbortController(),
+            notify=notify,
         )
         self._tasks[entry.task_id] = entry
 
         async def run() -> None:
+            ended = False  # here, not by tasks/cancel (which tells the client itself)
             try:
                 result = await work(entry.controller.signal)
             except Exception:
                 if entry.status == "working":
                     entry.status, entry.message = "failed", "relay failed to ask; see its logs"
+                    ended = True
             else:
                 if entry.status == "working":
                     entry.result = result
                     entry.status = "failed" if result.is_error else "completed"
                     entry.message = None
+                    ended = True
             finally:
                 entry.updated_at = _now()
                 entry.done.set()
+            if ended:
+                await entry.moved()
 
         entry.runner = loop.create_task(run(), name=f"relay-mcp-{entry.task_id}")
         return {"task": entry.wire()}
@@ -181,7 +204,7 @@ class TaskBook:
             # The withdrawal lands in Slack before the client hears it is done.
             with anyio.move_on_after(_WITHDRAW_WITHIN), contextlib.suppress(Exception):
                 await asyncio.shield(entry.runner)
-        entry.updated_at = _now()
+        await entry.moved()
         return entry.wire()
 
     async def close(self) -> None:
