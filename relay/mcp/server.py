@@ -23,7 +23,9 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
-from mcp_types import CLIENT_INFO_META_KEY
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field
 
 from relay import __version__
 from relay.abort import AbortController, AbortSignal
@@ -50,6 +52,7 @@ from relay.tool import run_ask_user_question
 
 __all__ = [
     "RECEIPT_META_KEY",
+    "TASKS_EXTENSION",
     "RelayServer",
     "Toolbox",
     "ToolboxFor",
@@ -180,6 +183,26 @@ _TASKS_CAPABILITY = types.ServerTasksCapability(
     ),
 )
 
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The 2026-07-28 tasks extension's identifier (modelcontextprotocol/experimental-ext-tasks)."""
+
+
+class UpdateTaskParams(types.RequestParams):
+    """``tasks/update``'s params (the 2026-07-28 tasks extension)."""
+
+    task_id: str = Field(alias="taskId")
+    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
+
+
+def _declares_tasks(params: Mapping[str, Any]) -> bool:
+    """Whether a 2026-07-28 request's own capabilities (in its ``_meta``) list the tasks
+    extension: the extension lets a server answer with a task only then."""
+    meta = params.get("_meta")
+    caps = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+    extensions = caps.get("extensions") if isinstance(caps, Mapping) else None
+    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
+
+
 RECEIPT_META_KEY = "relay/receipt"
 """The key of a tool result's ``_meta`` that names its ask's receipt id (``rcpt_…``)."""
 
@@ -276,11 +299,14 @@ def build_server(
         # A task-augmented tools/call answers with its task at once; the SDK would check the
         # result against CallToolResult, so this middleware writes the response itself.
         raw = ctx.params
-        if (
-            ctx.method != "tools/call"
-            or ctx.protocol_version != TASKS_PROTOCOL
-            or not isinstance(raw, Mapping)
-            or raw.get("task") is None
+        if ctx.method != "tools/call" or not isinstance(raw, Mapping):
+            return await call_next(ctx)
+        # 2025-11-25: the client asks for a task (params.task). 2026-07-28's extension: the
+        # server decides, for a client that declares the extension on this request; a person
+        # may take hours, so relay always does.
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if not (modern and _declares_tasks(raw)) and not (
+            ctx.protocol_version == TASKS_PROTOCOL and raw.get("task") is not None
         ):
             return await call_next(ctx)
         params = types.CallToolRequestParams.model_validate(raw)
@@ -306,13 +332,27 @@ def build_server(
             )
             await ctx.session.send_notification(status)  # type: ignore[arg-type]
 
-        return tasks.start(box.owner, ttl, work, notify)
+        if not modern:
+            return tasks.start(box.owner, ttl, work, notify)
+        # (2026-07-28 delivers task status only on subscriptions/listen, which relay does
+        # not serve: clients poll tasks/get.)
+        created = tasks.start(box.owner, ttl, work)
+        return {"resultType": "task", **tasks.detailed(box.owner, created["task"]["taskId"])}
 
     def owner_of(ctx: Context) -> str:
         return toolbox_for(ctx).owner
 
     async def tasks_get(ctx: Context, params: types.GetTaskRequestParams) -> dict[str, Any]:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return tasks.detailed(owner_of(ctx), params.task_id)
         return tasks.get(owner_of(ctx), params.task_id)
+
+    async def tasks_update(ctx: Context, params: UpdateTaskParams) -> dict[str, Any]:
+        # relay's tasks never ask the client for input (people answer in Slack): nothing is
+        # outstanding, so every response is ignored, as the extension says; a known task is
+        # acknowledged.
+        tasks.detailed(owner_of(ctx), params.task_id)
+        return {}
 
     async def tasks_result(
         ctx: Context, params: types.GetTaskPayloadRequestParams
@@ -320,6 +360,10 @@ def build_server(
         return await tasks.result(owner_of(ctx), params.task_id)
 
     async def tasks_cancel(ctx: Context, params: types.CancelTaskRequestParams) -> dict[str, Any]:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # The extension's cancel is an empty acknowledgement, even for an ended task.
+            await tasks.cancel(owner_of(ctx), params.task_id, ended_ok=True)
+            return {}
         return await tasks.cancel(owner_of(ctx), params.task_id)
 
     async def tasks_list(ctx: Context, params: types.PaginatedRequestParams) -> dict[str, Any]:
@@ -341,12 +385,17 @@ def build_server(
     server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, tasks_result)
     server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, tasks_cancel)
     server.add_request_handler("tasks/list", types.PaginatedRequestParams, tasks_list)
+    server.add_request_handler("tasks/update", UpdateTaskParams, tasks_update)
     plain_capabilities = server.get_capabilities
 
     def capabilities(*args: Any, **kwargs: Any) -> types.ServerCapabilities:
         caps = plain_capabilities(*args, **kwargs)
-        if kwargs.get("protocol_version") in (None, TASKS_PROTOCOL):
+        version = kwargs.get("protocol_version")
+        if version in (None, TASKS_PROTOCOL):
             caps = caps.model_copy(update={"tasks": _TASKS_CAPABILITY})
+        elif version in MODERN_PROTOCOL_VERSIONS:
+            extensions = {**(caps.extensions or {}), TASKS_EXTENSION: {}}
+            caps = caps.model_copy(update={"extensions": extensions})
         return caps
 
     server.get_capabilities = capabilities  # type: ignore[method-assign]

@@ -10,6 +10,10 @@ the spec lets it (clients must not rely on it; polling still works). Tasks belon
 that created them (the API token's fingerprint on ``/mcp``, the process on stdio): to anyone
 else a task id is not found. A task is forgotten ``ttl`` ms after it was created; one still
 waiting then is withdrawn, since nobody can fetch its answer any more.
+
+The same tasks serve the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``):
+``TaskBook.detailed`` is its ``tasks/get`` shape (``ttlMs``, ``pollIntervalMs``, the result
+inline), and its cancel acknowledges a task that already ended.
 """
 
 from __future__ import annotations
@@ -86,6 +90,27 @@ class _Entry:
             poll_interval=POLL_INTERVAL_MS,
         )
         return task.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    def detailed(self) -> dict[str, Any]:
+        """The task as the 2026-07-28 tasks extension has it (a ``DetailedTask``): ``ttlMs``
+        and ``pollIntervalMs``, the result inline once there is one. There a tool result
+        with ``isError`` is ``completed`` (``failed`` is kept for a JSON-RPC error)."""
+        status: Status = "completed" if self.result is not None else self.status
+        task: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.updated_at,
+            "ttlMs": self.ttl,
+            "pollIntervalMs": POLL_INTERVAL_MS,
+        }
+        if self.message is not None:
+            task["statusMessage"] = self.message
+        if self.result is not None:
+            task["result"] = self.result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        elif status == "failed":
+            task["error"] = {"code": types.INTERNAL_ERROR, "message": self.message or "failed"}
+        return task
 
 
 def _not_found(task_id: str) -> MCPError:
@@ -172,6 +197,10 @@ class TaskBook:
         """``tasks/get``: the task's state."""
         return self._find(owner, task_id).wire()
 
+    def detailed(self, owner: str, task_id: str) -> dict[str, Any]:
+        """``tasks/get`` of the 2026-07-28 tasks extension: the state, with the result."""
+        return self._find(owner, task_id).detailed()
+
     def list(self, owner: str) -> dict[str, Any]:
         """``tasks/list``: the owner's tasks, oldest first."""
         self._sweep()
@@ -190,9 +219,13 @@ class TaskBook:
         body["_meta"] = {**body.get("_meta", {}), RELATED_TASK_KEY: {"taskId": task_id}}
         return body
 
-    async def cancel(self, owner: str, task_id: str) -> dict[str, Any]:
-        """``tasks/cancel``: withdraw the task's question; the task, now cancelled."""
+    async def cancel(self, owner: str, task_id: str, *, ended_ok: bool = False) -> dict[str, Any]:
+        """``tasks/cancel``: withdraw the task's question; the task, now cancelled.
+        ``ended_ok``: a task that already ended is left as it is, not refused (the 2026-07-28
+        extension acknowledges every cancel of a known task)."""
         entry = self._find(owner, task_id)
+        if entry.status != "working" and ended_ok:
+            return entry.wire()
         if entry.status != "working":
             raise MCPError(
                 types.INVALID_PARAMS,

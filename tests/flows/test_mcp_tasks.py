@@ -1,23 +1,28 @@
-"""Flow: MCP tasks (2025-11-25) on ``/mcp`` and ``relay mcp``, with the SDK's own client.
+"""Flow: MCP tasks (2025-11-25, and 2026-07-28's extension) on ``/mcp`` and ``relay mcp``,
+with the SDK's own client.
 
 The SDK's client speaks no tasks (mcp 2.3 has the types only and checks a ``tools/call`` result
 against ``CallToolResult``), so these requests go raw through its dispatcher: the same
 connection, session and headers as its typed calls. The status notifications the server sends
-reach the client through its own extension hook (a ``NotificationBinding``). ``relay serve``
-and ``relay mcp`` run as subprocesses; people answer in FakeSlack.
+reach the client through its own extension hook (a ``NotificationBinding``). The 2026-07-28
+extension goes through the client's other hook: a ``ResultClaim`` for ``resultType: "task"``
+that polls ``tasks/get``, so ``call_tool`` itself returns the answer. ``relay serve`` and
+``relay mcp`` run as subprocesses; people answer in FakeSlack.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.client.extension import ClientExtension, NotificationBinding
+from mcp.client.extension import ClaimContext, ClientExtension, NotificationBinding, ResultClaim
+from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
+from pydantic import Field, TypeAdapter
 
 from relay.testing import FakeSlack
 from tests.mcp_env import http_client, stdio_client, wait_withdrawn
@@ -167,3 +172,124 @@ async def test_tasks_over_stdio() -> None:
             await start(client)
             message = await slack.wait_for_message(count=4, timeout=15)
         await wait_withdrawn(slack, message)
+
+
+class ModernTask(types.Result):
+    """A ``CreateTaskResult`` of the 2026-07-28 tasks extension (``resultType: "task"``)."""
+
+    result_type: Literal["task"] = Field(alias="resultType")
+    task_id: str = Field(alias="taskId")
+    status: str
+    ttl_ms: int | None = Field(alias="ttlMs")
+    poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
+
+
+class TasksExtension(ClientExtension):
+    """The 2026-07-28 tasks extension, client side, through the SDK's own extension hooks: it
+    declares ``io.modelcontextprotocol/tasks`` on each request and resolves a task result by
+    polling ``tasks/get`` (what a client of the extension does), so ``call_tool`` returns
+    the tool's result as it would without tasks."""
+
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def __init__(self) -> None:
+        self.created: list[ModernTask] = []
+        self.polled: list[dict[str, Any]] = []
+        self.started = asyncio.Event()
+
+    def claims(self) -> list[ResultClaim[ModernTask]]:
+        return [ResultClaim(result_type="task", model=ModernTask, resolve=self._resolve)]
+
+    async def _resolve(self, task: ModernTask, ctx: ClaimContext) -> types.CallToolResult:
+        self.created.append(task)
+        while True:
+            polled = await get_task(ctx.session, task.task_id)
+            self.polled.append(polled)
+            self.started.set()  # (once polled: the task is known to tasks/get)
+            if polled["status"] == "completed":
+                return types.CallToolResult.model_validate(polled["result"])
+            if polled["status"] in ("failed", "cancelled"):
+                message = f"task {polled['status']}"
+                return types.CallToolResult(
+                    content=[types.TextContent(text=message)], is_error=True
+                )
+            # (the server suggests 5 s; a test need not wait that long between polls)
+            await asyncio.sleep(0.05)
+
+
+async def get_task(session: ClientSession, task_id: str) -> dict[str, Any]:
+    """``tasks/get`` through the SDK's session (stamped with the request envelope)."""
+    request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))
+    result: dict[str, Any] = await session.send_request(request, TypeAdapter(dict[str, Any]))
+    return result
+
+
+async def modern_tasks_flow(
+    client: Client, slack: FakeSlack, tasks: TasksExtension, *, posted: int
+) -> None:
+    """Answered and cancelled tasks of the 2026-07-28 extension; ``posted``: messages so far."""
+    assert client.protocol_version == "2026-07-28"
+    caps = client.server_capabilities.model_dump(by_alias=True, exclude_none=True)
+    assert caps["extensions"]["io.modelcontextprotocol/tasks"] == {}
+    assert "tasks" not in caps  # the 2025-11-25 capability is not this era's
+
+    # Answered: a task at once, working while people decide, then the result inline.
+    call = asyncio.create_task(client.call_tool("ask_user_question", QUESTION))
+    message = await slack.wait_for_message(count=posted + 1, timeout=15)
+    await asyncio.wait_for(tasks.started.wait(), 15)
+    created = tasks.created[0]
+    assert created.status == "working"
+    assert created.ttl_ms == 3_600_000
+    assert created.poll_interval_ms == 5000
+    assert tasks.polled[0]["status"] == "working"
+    await slack.click(message, "yes", user="U0ALICE")
+    result = await asyncio.wait_for(call, 15)
+    assert result.content[0].model_dump()["text"] == ANSWER  # type: ignore[union-attr]
+    done = tasks.polled[-1]
+    assert done["taskId"] == created.task_id
+    assert done["resultType"] == "complete"
+    assert done["result"]["content"] == [{"type": "text", "text": ANSWER}]
+
+    # Cancelled: an empty acknowledgement, the question withdrawn, the task cancelled.
+    tasks.started.clear()
+    call = asyncio.create_task(client.call_tool("ask_user_question", QUESTION))
+    message = await slack.wait_for_message(count=posted + 2, timeout=15)
+    await asyncio.wait_for(tasks.started.wait(), 15)
+    task_id = tasks.created[1].task_id
+    cancel = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id))
+    ack = await client.session.send_request(cancel, TypeAdapter(dict[str, Any]))
+    assert {k: v for k, v in ack.items() if k != "_meta"} == {"resultType": "complete"}
+    cancelled = await asyncio.wait_for(call, 15)
+    assert cancelled.is_error
+    assert (await get_task(client.session, task_id))["status"] == "cancelled"
+    await wait_withdrawn(slack, message)
+    # Cancelling again is acknowledged as well; an unknown task is an error.
+    await client.session.send_request(cancel, TypeAdapter(dict[str, Any]))
+    with pytest.raises(MCPError, match="no task"):
+        await get_task(client.session, "task_nobody")
+
+
+async def test_2026_tasks_extension_over_http_and_stdio() -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack) as relay,
+    ):
+        async with http_client(relay, extensions=[tasks := TasksExtension()]) as client:
+            await modern_tasks_flow(client, slack, tasks, posted=0)
+        env = {"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}
+        async with stdio_client(env, extensions=[tasks := TasksExtension()]) as client:
+            await modern_tasks_flow(client, slack, tasks, posted=2)
+
+
+async def test_2026_without_the_extension_the_call_blocks() -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack) as relay,
+        http_client(relay) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        call = asyncio.create_task(client.call_tool("ask_user_question", QUESTION))
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "yes", user="U0ALICE")
+        result = await asyncio.wait_for(call, 15)
+        assert result.content[0].model_dump()["text"] == ANSWER  # type: ignore[union-attr]
