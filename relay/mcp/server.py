@@ -333,11 +333,14 @@ def build_server(
             await ctx.session.send_notification(status)  # type: ignore[arg-type]
 
         if not modern:
-            return tasks.start(box.owner, ttl, work, notify)
+            created = tasks.start(box.owner, ttl, work, notify)
+            _log.info("MCP task %s: %s (2025-11-25)", created["task"]["taskId"], params.name)
+            return created
         # (2026-07-28 delivers task status only on subscriptions/listen, which relay does
         # not serve: clients poll tasks/get.)
-        created = tasks.start(box.owner, ttl, work)
-        return {"resultType": "task", **tasks.detailed(box.owner, created["task"]["taskId"])}
+        task_id = tasks.start(box.owner, ttl, work)["task"]["taskId"]
+        _log.info("MCP task %s: %s (2026-07-28 tasks extension)", task_id, params.name)
+        return {"resultType": "task", **tasks.detailed(box.owner, task_id)}
 
     def owner_of(ctx: Context) -> str:
         return toolbox_for(ctx).owner
