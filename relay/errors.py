@@ -66,6 +66,7 @@ class _Section(StrEnum):
     ASK = "The ask"
     MCP = "`/mcp`"
     CLI = "Configuration and the command line"
+    SANDBOX = "The sandbox page"
 
 
 class ErrorCode(StrEnum):
@@ -110,6 +111,13 @@ class ErrorCode(StrEnum):
     BAD_CONFIG = "BAD_CONFIG"
     BAD_RULES = "BAD_RULES"
     USAGE = "USAGE"
+    CANNOT_READ = "CANNOT_READ"
+    NOT_EXECUTABLE = "NOT_EXECUTABLE"
+    ABORTED = "ABORTED"
+    WRONG_HOST = "WRONG_HOST"
+    FORBIDDEN = "FORBIDDEN"
+    GONE = "GONE"
+    UNREACHABLE = "UNREACHABLE"
 
     @property
     def section(self) -> str:
@@ -384,6 +392,51 @@ _ABOUT: dict[str, tuple[_Section, int | None, int | None, str]] = {
         None,
         2,
         "a command line the CLI cannot use; the line says which flag",
+    ),
+    "CANNOT_READ": (
+        _Section.CLI,
+        None,
+        2,
+        "a file (or stdin) the command was given cannot be read; the line says which and why",
+    ),
+    "NOT_EXECUTABLE": (
+        _Section.CLI,
+        None,
+        126,
+        "`relay exec`: the command was allowed but is not executable: check its mode and path",
+    ),
+    "ABORTED": (
+        _Section.CLI,
+        None,
+        130,
+        (
+            "`relay exec`: a signal stopped it while people decided and the question was"
+            " withdrawn; the exit is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)"
+        ),
+    ),
+    "WRONG_HOST": (
+        _Section.SANDBOX,
+        421,
+        None,
+        "the sandbox was opened under a host name it does not serve: open the address it printed",
+    ),
+    "FORBIDDEN": (
+        _Section.SANDBOX,
+        403,
+        None,
+        "a request from another site (cross-origin): use the sandbox's own page",
+    ),
+    "GONE": (
+        _Section.SANDBOX,
+        409,
+        None,
+        "the button or modal clicked is no longer in the message: reload the page",
+    ),
+    "UNREACHABLE": (
+        _Section.SANDBOX,
+        502,
+        None,
+        "the sandbox's relay did not answer the click: check its log, then click again",
     ),
 }
 

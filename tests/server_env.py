@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+# Looks inside: a relay process adopted by a test (its own Relay helper) starts its own log reader.
 import asyncio
 import contextlib
 import os

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+# Looks inside: retention must trim the Redis index itself, not only hide its entries.
 import asyncio
 import csv
 import io

@@ -3,6 +3,7 @@ literals), every option explained, every default stated; one spelling per concep
 
 from __future__ import annotations
 
+# Looks inside: the request the flags build (ask._request) is what the help promises.
 import argparse
 import re
 import subprocess

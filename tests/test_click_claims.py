@@ -8,6 +8,7 @@ the claim. On Redis that step is one script; the last tests count the commands a
 
 from __future__ import annotations
 
+# Looks inside: the waiters' shared watch and reader are what a claim must settle without a read.
 import asyncio
 from datetime import UTC, datetime
 from typing import Any

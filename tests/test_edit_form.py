@@ -9,6 +9,7 @@ values (``relay.testing.elements.state_values``), with what the test types on to
 
 from __future__ import annotations
 
+# Looks inside: the form's size bound (render._inputs_bound) is what keeps it within Slack's limits.
 import json
 from typing import Any
 

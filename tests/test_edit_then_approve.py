@@ -10,6 +10,7 @@ client that did not say it runs edits is never offered one.
 
 from __future__ import annotations
 
+# Looks inside: a stale trigger_id is made by swapping the fake workspace's trigger issuer.
 import asyncio
 import json
 from datetime import UTC, datetime

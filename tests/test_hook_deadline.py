@@ -11,6 +11,7 @@ subprocess run per harness holds the real one.
 
 from __future__ import annotations
 
+# Looks inside: the hook's deadline is tested on its decision step against a hanging relay.
 import asyncio
 import json
 import sys

@@ -10,6 +10,7 @@ that its ask ended.
 
 from __future__ import annotations
 
+# Looks inside: which reader the listener uses, and when it is subscribed, is the thing tested.
 import asyncio
 import logging
 from collections.abc import Callable

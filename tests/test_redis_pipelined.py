@@ -10,6 +10,7 @@ its own ask's outcome, or the store's ``StoreUnavailable``, never another's repl
 
 from __future__ import annotations
 
+# Looks inside: which connection a command went out on, and what waits on it, is the thing tested.
 import asyncio
 import random
 from collections.abc import AsyncIterator

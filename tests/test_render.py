@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+# Looks inside: the layout's size bounds are checked piece by piece against Slack's limits.
 import re
 from datetime import UTC, datetime
 from typing import Any

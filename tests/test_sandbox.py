@@ -4,6 +4,7 @@ that the relay under it is the production relay (signatures checked, API token r
 
 from __future__ import annotations
 
+# Looks inside: a relay process adopted by a test starts its own log reader.
 import asyncio
 import json
 import os

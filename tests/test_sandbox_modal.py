@@ -163,6 +163,8 @@ async def test_a_modal_replaced_by_another_never_comes_back() -> None:
                  "action_id": edit["elements"][1]["action_id"]}  # fmt: skip
         for _ in range(2):
             assert (await act(session, standin.url, click))[0] == 200
+        # The click is answered before the relay opens its modal (Slack wants the ack first).
+        await standin.slack.wait_for_call("views.open", count=2, timeout=15)
         first, second = [m.top.id for m in standin.slack.modals]
         while (await alice.next("modal"))["modal"]["id"] != second:
             pass

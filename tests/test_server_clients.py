@@ -22,6 +22,10 @@ from relay.client import RelayProvider
 from relay.testing import FakeSlack
 from tests.server_env import OTHER_TOKEN, TOKEN, Relay, relay_server
 
+# A bound, not a wait: most messages here come from a process started for the test (a
+# `relay ask`), which on a loaded 2-core machine takes seconds to import and connect.
+STARTS = 30.0
+
 QUESTION = AskUserQuestionItem(
     id="go",
     question="Ship release 1.4?",
@@ -45,7 +49,7 @@ async def test_relay_provider_is_registered_and_answered_like_any_provider(
     service = UserInteractionService()
     service.register_provider(provider)
     task = asyncio.create_task(service.ask(AskUserQuestionRequest([QUESTION])))
-    message = await slack.wait_for_message()
+    message = await slack.wait_for_message(timeout=STARTS)
     await slack.type(message, "after the freeze", user="U0ALICE")
     await slack.press_enter(message, user="U0ALICE")
     answer = await asyncio.wait_for(task, 10)
@@ -64,7 +68,7 @@ async def test_aborting_a_relay_provider_ask_deletes_it(env: tuple[FakeSlack, Re
     task = asyncio.create_task(
         provider.ask(AskUserQuestionRequest([QUESTION], signal=controller.signal))
     )
-    message = await slack.wait_for_message()
+    message = await slack.wait_for_message(timeout=STARTS)
     controller.abort()
     with pytest.raises(UserInteractionError) as info:
         await asyncio.wait_for(task, 10)
@@ -78,7 +82,7 @@ async def test_cancelling_a_relay_provider_ask_deletes_it(env: tuple[FakeSlack, 
     slack, relay = env
     provider = RelayProvider(relay.url, TOKEN, poll=5.0)
     task = asyncio.create_task(provider.ask(AskUserQuestionRequest([QUESTION])))
-    message = await slack.wait_for_message()
+    message = await slack.wait_for_message(timeout=STARTS)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -158,7 +162,7 @@ async def test_relay_ask_prints_the_answer(env: tuple[FakeSlack, Relay]) -> None
         "--header",
         "Deploy gate",
     )
-    message = await slack.wait_for_message()
+    message = await slack.wait_for_message(timeout=STARTS)
     assert "Deploy gate" in str(message.blocks)
     await slack.click(message, "prod", user="U0ALICE")
     code, out, err = await finish(process)
@@ -174,7 +178,7 @@ async def test_relay_ask_approve_is_a_ci_gate(
     process = await relay_ask(
         relay, "-q", "Ship 1.4?", "-o", "Ship it", "-o", "Hold", "--approve", "Ship it"
     )
-    await slack.click(await slack.wait_for_message(), click, user="U0ALICE")
+    await slack.click(await slack.wait_for_message(timeout=STARTS), click, user="U0ALICE")
     exit_code, out, _ = await finish(process)
     assert exit_code == code
     assert json.loads(out)["answers"][0]["selected"] == [click]
@@ -189,7 +193,7 @@ async def test_relay_ask_from_a_file_with_a_detail_file_and_a_timeout(
     process = await relay_ask(
         relay, "-q", "Approve?", "-o", "yes", "--detail-file", str(plan), "--timeout", "0.5"
     )
-    message = await slack.wait_for_message()
+    message = await slack.wait_for_message(timeout=STARTS)
     assert "# Plan" in str(message.blocks)
     code, out, err = await finish(process)
     assert code == 3
@@ -231,7 +235,7 @@ async def test_relay_ask_says_who_may_answer_with_users_and_groups() -> None:
         process = await relay_ask(
             relay, "-q", "Ship?", "-o", "yes", "--allowed-users", "U0BOB", "--allowed-groups=S0OPS"
         )
-        message = await slack.wait_for_message()
+        message = await slack.wait_for_message(timeout=STARTS)
         await slack.click(message, "yes", user="U0ALICE")
         notice = await slack.wait_for_ephemeral(user="U0ALICE")
         assert "not allowed" in notice.args["text"]
@@ -259,7 +263,7 @@ async def test_relay_ask_file_may_carry_the_apis_slack_section(
         )
     )
     process = await relay_ask(relay, "--file", str(request))
-    message = await slack.wait_for_message()
+    message = await slack.wait_for_message(timeout=STARTS)
     await slack.click(message, "yes", user="U0BOB")
     assert "you asked for this approval" in (
         (await slack.wait_for_ephemeral(user="U0BOB")).args["text"].lower()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+# Looks inside: no waiter may be left behind at shutdown, and only the provider knows its waiters.
 import asyncio
 import signal
 import time

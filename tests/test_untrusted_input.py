@@ -3,6 +3,7 @@ answers would be ambiguous (issue 11, "Reading requests")."""
 
 from __future__ import annotations
 
+# Looks inside: a receipt's payload is read without its signature check, to show what it holds.
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable

@@ -3,6 +3,7 @@ survive a replica's restart, against a real aiohttp receiver."""
 
 from __future__ import annotations
 
+# Looks inside: one delivery owed per end, however often the end is seen: the outbox is counted.
 import asyncio
 import base64
 import ipaddress

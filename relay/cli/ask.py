@@ -76,7 +76,26 @@ def add_ask(commands: Commands) -> None:
         help="ask a question in Slack and print the answer (a CI gate with --approve)",
         description=plain(__doc__),
     )
-    what = parser.add_argument_group("the question (or --file)")
+    _question_flags(parser.add_argument_group("the question (or --file)"))
+    where = parser.add_argument_group("where and how long")
+    _where_flags(where)
+    _who_flags(parser.add_argument_group("who may answer (default: the relay's own allowlist)"))
+    where.add_argument(
+        "--approve",
+        metavar="LABEL",
+        help="exit 0 only if LABEL was chosen, 1 otherwise (a CI gate)",
+    )
+    via = parser.add_argument_group("through a hosted relay (else Slack directly, Socket Mode)")
+    via.add_argument(
+        "--relay-url",
+        metavar="URL",
+        help="the hosted relay (default: RELAY_URL, if set; else Slack directly)",
+    )
+    parser.set_defaults(handler=_run_ask)
+
+
+def _question_flags(what: argparse._ArgumentGroup) -> None:
+    """What is asked: the question, its options and how it is answered, or a request file."""
     what.add_argument("--question", "-q", help="the question to ask")
     what.add_argument(
         "--option",
@@ -120,7 +139,10 @@ def add_ask(commands: Commands) -> None:
     what.add_argument(
         "--agent", default="relay-cli", help="who is asking, shown in Slack (default: relay-cli)"
     )
-    where = parser.add_argument_group("where and how long")
+
+
+def _where_flags(where: argparse._ArgumentGroup) -> None:
+    """Where the question is posted, and how long it waits (reminders, escalation)."""
     where.add_argument(
         "--channel",
         metavar="C…|U…",
@@ -160,7 +182,10 @@ def add_ask(commands: Commands) -> None:
         metavar="C…|U…",
         help="post the escalation here, with a link back (default: the question's thread)",
     )
-    who = parser.add_argument_group("who may answer (default: the relay's own allowlist)")
+
+
+def _who_flags(who: argparse._ArgumentGroup) -> None:
+    """Who may answer, and for whom the ask is made."""
     add_allowlist_flags(who, default="the relay's RELAY_ALLOWED_USERS")
     who.add_argument(
         "--requester", metavar="U…", help="the person the ask is made for (default: nobody)"
@@ -170,18 +195,6 @@ def add_ask(commands: Commands) -> None:
         action="store_true",
         help="the --requester may not answer their own ask",
     )
-    where.add_argument(
-        "--approve",
-        metavar="LABEL",
-        help="exit 0 only if LABEL was chosen, 1 otherwise (a CI gate)",
-    )
-    via = parser.add_argument_group("through a hosted relay (else Slack directly, Socket Mode)")
-    via.add_argument(
-        "--relay-url",
-        metavar="URL",
-        help="the hosted relay (default: RELAY_URL, if set; else Slack directly)",
-    )
-    parser.set_defaults(handler=_run_ask)
 
 
 def _request(args: argparse.Namespace) -> tuple[AskUserQuestionRequest, dict[str, Any]]:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, plain
+from relay.errors import ErrorCode
 
 __all__ = ["add_audit", "parse_since"]
 
@@ -180,16 +181,18 @@ async def _pages(
                     status = response.status
             except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
                 raise CommandError(
-                    "PROVIDER_FAILED",
+                    ErrorCode.PROVIDER_FAILED,
                     f"cannot read {url}{path} ({exc or type(exc).__name__}); check RELAY_URL"
                     " and that relay serve is running",
                 ) from None
             if status != 200 or not isinstance(body, dict):
                 error = body.get("error", {}) if isinstance(body, dict) else {}
-                raise CommandError(
-                    str(error.get("code") or "PROVIDER_FAILED"),
-                    str(error.get("message") or f"the relay answered HTTP {status}"),
-                )
+                code = str(error.get("code") or "")
+                message = str(error.get("message") or f"the relay answered HTTP {status}")
+                if code in ErrorCode.__members__:
+                    raise CommandError(ErrorCode(code), message)
+                # (A relay newer than this CLI: its code is named, not lost.)
+                raise CommandError(ErrorCode.PROVIDER_FAILED, f"{code or status}: {message}")
             for item in body.get(field) or []:
                 yield item
             following = body.get("next_after" if receipts else "next_cursor")

@@ -28,13 +28,13 @@ __all__ = [
 ]
 
 USAGE = ErrorCode.USAGE
-CANNOT_READ = "CANNOT_READ"
+CANNOT_READ = ErrorCode.CANNOT_READ
 
 
 class CommandError(RelayException):
     """A failure of the command itself (bad flags, unreadable input), with a stable code."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 

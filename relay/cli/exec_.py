@@ -34,6 +34,7 @@ from typing import Any
 from relay.abort import AbortController
 from relay.cli.backend import add_backend_flags, open_backend
 from relay.cli.common import USAGE, CommandError, Commands, error_line, plain
+from relay.errors import ErrorCode
 from relay.gate.approval import DECISION_GRACE, Decision, gave_up
 from relay.gate.context import ci_job, requester, who_asks
 from relay.gate.gate import Gate, ToolUse
@@ -183,10 +184,10 @@ def _run(argv: list[str]) -> int:
     try:
         child = subprocess.Popen(argv)  # noqa: S603 - running it is the point, once approved
     except FileNotFoundError:
-        sys.stderr.write(error_line("NOT_FOUND", f"{argv[0]}: command not found"))
+        sys.stderr.write(error_line(ErrorCode.NOT_FOUND, f"{argv[0]}: command not found"))
         return 127
     except PermissionError:
-        sys.stderr.write(error_line("NOT_EXECUTABLE", f"{argv[0]}: permission denied"))
+        sys.stderr.write(error_line(ErrorCode.NOT_EXECUTABLE, f"{argv[0]}: permission denied"))
         return 126
     for number in early:
         with contextlib.suppress(ProcessLookupError):
@@ -210,7 +211,9 @@ def _run_exec(args: argparse.Namespace) -> int:
         decision = asyncio.run(_decide(args, argv))
     except _Stopped as stop:
         sys.stderr.write(
-            error_line("ABORTED", f"stopped by signal {stop.sig}; the question was withdrawn")
+            error_line(
+                ErrorCode.ABORTED, f"stopped by signal {stop.sig}; the question was withdrawn"
+            )
         )
         return 128 + stop.sig
     if not decision.allowed:

@@ -31,7 +31,10 @@ from relay.hooks.common import Decided, RulesDecision, one_line
 from relay.hooks.intake import MAX_BYTES, load_event
 
 if TYPE_CHECKING:
+    import asyncio
+
     from relay.gate.approval import Decision
+    from relay.gate.gate import ToolUse
     from relay.gate.rules import Rules, Verdict
 
 __all__ = ["EVENTS", "add_hook"]
@@ -117,22 +120,10 @@ async def _ask(
     from relay.abort import AbortController
     from relay.cli.backend import open_backend
     from relay.gate.approval import DECISION_GRACE, gave_up
-    from relay.gate.context import requester, who_asks
-    from relay.gate.gate import Gate, ToolUse
+    from relay.gate.gate import Gate
     from relay.gate.remote import WITHDRAW_WITHIN, RemoteApprover
-    from relay.questions import AgentRef
 
-    who = requester()
-    use = ToolUse(
-        tool=call.tool,
-        input=dict(call.input),
-        # A grant "for this session" is for this agent session only.
-        agent=AgentRef(id=f"{adapter.name}:{call.session or who}", name=f"{adapter.label} ({who})"),
-        tool_use_id=call.tool_use_id,
-        cwd=cwd,
-        context=who_asks(os.environ, cwd),
-        editable=adapter.edits_on(call.event),
-    )
+    use = _tool_use(adapter, call, cwd)
     if verdict is None:
         verdict = Gate(rules=rules, approver=_NoApprover()).verdict(use)
     # Through a hosted relay, an allow of these rules (a file the agent can write) is the
@@ -146,10 +137,8 @@ async def _ask(
     # RemoteApprover bounds by WITHDRAW_WITHIN.
     ends = loop.time() + bound
     controller = AbortController()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        # The harness stops a hook it no longer needs: withdraw the question, then deny.
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, controller.abort, "stopped")
+    # The harness stops a hook it no longer needs: withdraw the question, then deny.
+    _on_stop_signals(loop, lambda: controller.abort("stopped"))
     backend = None
     try:
         async with asyncio.timeout_at(ends - WITHDRAW_WITHIN):
@@ -184,9 +173,36 @@ async def _ask(
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout_at(max(ends, loop.time() + 0.1)):
                     await backend.close()
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        _on_stop_signals(loop, None)
+
+
+def _tool_use(adapter: Adapter, call: HookCall, cwd: str) -> ToolUse:
+    """The call as the gate sees it, with who asks from this process's environment."""
+    from relay.gate.context import requester, who_asks
+    from relay.gate.gate import ToolUse
+    from relay.questions import AgentRef
+
+    who = requester()
+    return ToolUse(
+        tool=call.tool,
+        input=dict(call.input),
+        # A grant "for this session" is for this agent session only.
+        agent=AgentRef(id=f"{adapter.name}:{call.session or who}", name=f"{adapter.label} ({who})"),
+        tool_use_id=call.tool_use_id,
+        cwd=cwd,
+        context=who_asks(os.environ, cwd),
+        editable=adapter.edits_on(call.event),
+    )
+
+
+def _on_stop_signals(loop: asyncio.AbstractEventLoop, handler: Callable[[], object] | None) -> None:
+    """Call ``handler()`` on SIGTERM, SIGINT and SIGHUP; ``None`` removes it."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            if handler is None:
                 loop.remove_signal_handler(sig)
+            else:
+                loop.add_signal_handler(sig, handler)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
+from relay.errors import ErrorCode
+
 __all__ = ["GONE_KEY", "ASGIApp", "serve_asgi"]
 
 _log = logging.getLogger("relay.mcp")
@@ -73,85 +75,99 @@ async def serve_asgi(
 ) -> web.StreamResponse:
     """Run ``app`` for ``request``; ``extra`` is merged into the ASGI scope. ``body``, when
     given, is the request's body already read (within a deadline), passed on in one piece."""
-    response: web.StreamResponse | None = None
-    prepared = False
-    finished = False
-    body_read = False
-    gone = asyncio.Event()
+    exchange = _Exchange(request, body)
+    try:
+        await app(_scope(request, extra or {}), exchange.receive, exchange.send)
+    except Exception:
+        if exchange.gone.is_set() and exchange.response is not None:
+            return exchange.response  # the client left mid-response: nothing more to say
+        if exchange.prepared:
+            raise
+        _log.exception("the MCP transport failed on %s %s", request.method, request.path)
+        return _failed("the MCP endpoint failed; see the logs")
+    return await exchange.end()
 
-    async def receive() -> Message:
-        nonlocal body_read
-        if not body_read and body is not None:
-            body_read = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        if not body_read:
+
+def _failed(message: str) -> web.Response:
+    return web.json_response(
+        {"error": {"code": ErrorCode.INTERNAL, "message": message}}, status=500
+    )
+
+
+class _Exchange:
+    """One request's ASGI ``receive`` and ``send``, over aiohttp's request and response."""
+
+    def __init__(self, request: web.Request, body: bytes | None) -> None:
+        self.request = request
+        self.body = body
+        self.response: web.StreamResponse | None = None
+        self.prepared = False  # the status and headers went out
+        self.finished = False  # the last body message was written
+        self.body_read = False
+        self.gone = asyncio.Event()  # the client went away
+
+    async def receive(self) -> Message:
+        """The body in the pieces it arrives in; then ``http.disconnect`` once the client
+        has gone (or the response is finished)."""
+        if not self.body_read and self.body is not None:
+            self.body_read = True
+            return {"type": "http.request", "body": self.body, "more_body": False}
+        if not self.body_read:
             try:
-                chunk = await request.content.readany()
+                chunk = await self.request.content.readany()
             except (ConnectionError, OSError):
-                gone.set()
+                self.gone.set()
                 return {"type": "http.disconnect"}
-            at_eof = request.content.at_eof()
-            body_read = at_eof
+            at_eof = self.request.content.at_eof()
+            self.body_read = at_eof
             return {"type": "http.request", "body": chunk, "more_body": not at_eof}
-        while not gone.is_set() and not finished and not _closed(request):
+        while not self.gone.is_set() and not self.finished and not _closed(self.request):
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(gone.wait(), _WATCH)
-        gone.set()
+                await asyncio.wait_for(self.gone.wait(), _WATCH)
+        self.gone.set()
         return {"type": "http.disconnect"}
 
-    async def send(message: Message) -> None:
-        nonlocal response, prepared, finished
+    async def send(self, message: Message) -> None:
+        """Write ``message`` at once; dropped once the client has gone."""
         kind = message["type"]
         if kind == "http.response.start":
-            response = web.StreamResponse(status=int(message["status"]))
+            self.response = web.StreamResponse(status=int(message["status"]))
             for name, value in message.get("headers", ()):
-                response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+                self.response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
             return
-        if kind != "http.response.body" or response is None or finished:
+        response = self.response
+        if kind != "http.response.body" or response is None or self.finished:
             return
-        if gone.is_set():
+        if self.gone.is_set():
             return  # as uvicorn does; the app learns of it from ``receive``
         try:
-            if not prepared:
-                await response.prepare(request)
-                prepared = True
+            if not self.prepared:
+                await response.prepare(self.request)
+                self.prepared = True
             data = message.get("body", b"")
             if data:
                 await response.write(data)
             if not message.get("more_body", False):
-                finished = True
+                self.finished = True
                 # Everything was written: a client that closed as soon as it had read its
                 # answer (the SDK's does) misses only the stream's last chunk.
-                if not _closed(request):
+                if not _closed(self.request):
                     with contextlib.suppress(ConnectionError):
                         await response.write_eof()
         except (ConnectionError, OSError):
             # Not raised on: the SDK logs an error from ``send`` on its standalone GET
             # stream as an ERROR with a traceback, for a client that merely closed it.
-            gone.set()
+            self.gone.set()
 
-    try:
-        await app(_scope(request, extra or {}), receive, send)
-    except Exception:
-        if gone.is_set() and response is not None:
-            return response  # the client left mid-response: nothing more to say to anyone
-        if prepared:
-            raise
-        _log.exception("the MCP transport failed on %s %s", request.method, request.path)
-        return web.json_response(
-            {"error": {"code": "INTERNAL", "message": "the MCP endpoint failed; see the logs"}},
-            status=500,
-        )
-    if response is None:
-        return web.json_response(
-            {"error": {"code": "INTERNAL", "message": "the MCP endpoint sent no response"}},
-            status=500,
-        )
-    if gone.is_set():
-        return response  # nobody to finish the response for
-    if not prepared:
-        await response.prepare(request)
-    if not finished:
-        with contextlib.suppress(ConnectionError):
-            await response.write_eof()
-    return response
+    async def end(self) -> web.StreamResponse:
+        """The response once the app has returned, finished if it left it open."""
+        if self.response is None:
+            return _failed("the MCP endpoint sent no response")
+        if self.gone.is_set():
+            return self.response  # nobody to finish the response for
+        if not self.prepared:
+            await self.response.prepare(self.request)
+        if not self.finished:
+            with contextlib.suppress(ConnectionError):
+                await self.response.write_eof()
+        return self.response

@@ -24,6 +24,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from relay.errors import ErrorCode
 from relay.sandbox.directory import PEOPLE
 from relay.sandbox.samples import SAMPLES, sample_request
 from relay.sandbox.standin import ActionRefused, Sandbox
@@ -113,7 +114,9 @@ class SandboxPage:
     ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def guarded(request: web.Request) -> web.StreamResponse:
             if self._hostnames is not None and _hostname(request.host) not in self._hostnames:
-                return _error(421, "WRONG_HOST", f"open the sandbox as {min(self._hostnames)}")
+                return _error(
+                    421, ErrorCode.WRONG_HOST, f"open the sandbox as {min(self._hostnames)}"
+                )
             return await handler(request)
 
         return guarded
@@ -136,7 +139,7 @@ class SandboxPage:
     async def _events(self, request: web.Request) -> web.StreamResponse:
         viewer = request.query.get("as") or PEOPLE[0].id
         if not self._sandbox.is_person(viewer):
-            return _error(400, "BAD_REQUEST", "as= must name one of the sandbox's people")
+            return _error(400, ErrorCode.BAD_REQUEST, "as= must name one of the sandbox's people")
         response = web.StreamResponse(
             headers={
                 "Content-Type": "text/event-stream",
@@ -224,9 +227,9 @@ class SandboxPage:
             return body
         ask = sample_request(str(body.get("name", "")))
         if ask is None:
-            return _error(400, "BAD_REQUEST", f"name must be one of {', '.join(SAMPLES)}")
+            return _error(400, ErrorCode.BAD_REQUEST, f"name must be one of {', '.join(SAMPLES)}")
         if self._http is None:
-            return _error(503, "UNAVAILABLE", "the sandbox is starting; try again")
+            return _error(503, ErrorCode.UNAVAILABLE, "the sandbox is starting; try again")
         # Through the relay's own API, exactly as an agent would ask.
         async with self._http.post(f"{self._api_url}/v1/asks", json=ask) as response:
             record = await response.json(content_type=None)
@@ -241,7 +244,7 @@ class SandboxPage:
         agent waiting on the ask receives, asked of the relay's own API with the sandbox's
         token (an agent using another token is not shown)."""
         if self._http is None:
-            return _error(503, "UNAVAILABLE", "the sandbox is starting; try again")
+            return _error(503, ErrorCode.UNAVAILABLE, "the sandbox is starting; try again")
         listed = f"{self._api_url}/v1/asks"
         try:
             async with self._http.get(listed, params={"limit": str(_ANSWERS_SHOWN)}) as response:
@@ -257,7 +260,7 @@ class SandboxPage:
                         records.append({"id": item["id"], "agent": item.get("agent"), "got": got})
         except (aiohttp.ClientError, TimeoutError, ValueError):
             # The relay's API is stopping or not yet up: say so, as the page does for itself.
-            return _error(503, "UNAVAILABLE", "the relay's API is not answering; try again")
+            return _error(503, ErrorCode.UNAVAILABLE, "the relay's API is not answering; try again")
         return web.json_response({"asks": records})
 
 
@@ -266,15 +269,15 @@ async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
     # here (a cross-origin JSON POST needs a CORS preflight, which this server never grants).
     origin = request.headers.get("Origin")
     if origin is not None and origin != f"{request.scheme}://{request.host}":
-        return _error(403, "FORBIDDEN", "requests from another site are refused")
+        return _error(403, ErrorCode.FORBIDDEN, "requests from another site are refused")
     if request.content_type != "application/json":
-        return _error(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as application/json")
+        return _error(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, "send the body as application/json")
     try:
         body = json.loads(await request.content.read(64 * 1024))
     except ValueError:
-        return _error(400, "BAD_REQUEST", "the body is not valid JSON")
+        return _error(400, ErrorCode.BAD_REQUEST, "the body is not valid JSON")
     if not isinstance(body, dict):
-        return _error(400, "BAD_REQUEST", "the body must be a JSON object")
+        return _error(400, ErrorCode.BAD_REQUEST, "the body must be a JSON object")
     return body
 
 
@@ -285,7 +288,7 @@ def _hostname(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def _error(status: int, code: str, message: str) -> web.Response:
+def _error(status: int, code: ErrorCode, message: str) -> web.Response:
     return web.json_response({"error": {"code": code, "message": message}}, status=status)
 
 

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from relay.errors import RelayException
+from relay.errors import ErrorCode, RelayException
 from relay.sandbox.directory import CHANNELS, GROUPS, PEOPLE
 from relay.testing import ClickResult, FakeMessage, FakeModal, FakeSlack, RecordedCall, ViewResult
 
@@ -27,7 +27,7 @@ _VIEW_KINDS = ("view_submit", "view_close")
 class ActionRefused(RelayException):
     """An action from the page that cannot be carried out; ``status`` is the HTTP status."""
 
-    def __init__(self, code: str, message: str, *, status: int = 400) -> None:
+    def __init__(self, code: ErrorCode, message: str, *, status: int = 400) -> None:
         super().__init__(message)
         self.code = code
         self.status = status
@@ -185,7 +185,9 @@ class Sandbox:
         for message in self.slack.messages:
             if message.channel == channel and message.ts == ts:
                 return message
-        raise ActionRefused("NOT_FOUND", f"there is no message {ts} in {channel}", status=404)
+        raise ActionRefused(
+            ErrorCode.NOT_FOUND, f"there is no message {ts} in {channel}", status=404
+        )
 
     # -- a viewer's action -------------------------------------------------------------------
 
@@ -194,24 +196,26 @@ class Sandbox:
         message (client-side state, as in Slack), then the click, choice or Enter, which
         FakeSlack delivers to the relay as Slack's signed ``block_actions`` request."""
         if not self.is_person(viewer):
-            raise ActionRefused("BAD_REQUEST", f"{viewer!r} is not one of the sandbox's people")
+            raise ActionRefused(
+                ErrorCode.BAD_REQUEST, f"{viewer!r} is not one of the sandbox's people"
+            )
         if body.get("kind") in _VIEW_KINDS:
             return await self.act_in_modal(viewer, body)
         message = self.find(_text(body, "channel"), _text(body, "ts"))
         version = body.get("version")
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise ActionRefused("BAD_REQUEST", "version must be the message version shown")
+            raise ActionRefused(ErrorCode.BAD_REQUEST, "version must be the message version shown")
         shown = None if version >= len(message.versions) - 1 else version
         kind = body.get("kind")
         if kind not in _KINDS:
-            raise ActionRefused("BAD_REQUEST", f"kind must be one of {', '.join(_KINDS)}")
+            raise ActionRefused(ErrorCode.BAD_REQUEST, f"kind must be one of {', '.join(_KINDS)}")
         where = {"block_id": _text(body, "block_id"), "action_id": _text(body, "action_id")}
         how: dict[str, Any] = {"user": viewer, "version": shown, **where}
         try:
             for typed in _list(body, "typed"):
                 if not isinstance(typed, Mapping) or not isinstance(typed.get("value"), str):
                     raise ActionRefused(
-                        "BAD_REQUEST", "typed entries need block_id, action_id and value"
+                        ErrorCode.BAD_REQUEST, "typed entries need block_id, action_id and value"
                     )
                 await self.slack.type(
                     message,
@@ -232,10 +236,10 @@ class Sandbox:
             return await self.slack.press_enter(message, **how)
         except LookupError as exc:
             raise ActionRefused(
-                "GONE", f"that is no longer in the message: {exc}", status=409
+                ErrorCode.GONE, f"that is no longer in the message: {exc}", status=409
             ) from None
         except ConnectionError as exc:
-            raise ActionRefused("UNREACHABLE", str(exc), status=502) from None
+            raise ActionRefused(ErrorCode.UNREACHABLE, str(exc), status=502) from None
 
     async def act_in_modal(self, viewer: str, body: Mapping[str, Any]) -> ViewResult:
         """Submit (``view_submit``, with the ``values`` the page holds) or close
@@ -243,7 +247,7 @@ class Sandbox:
         Slack's client does and delivers ``view_submission`` (or ``view_closed``)."""
         modal = self.shown_modal(viewer)
         if modal is None or modal.top.id != _text(body, "view_id"):
-            raise ActionRefused("GONE", "that modal is no longer open", status=409)
+            raise ActionRefused(ErrorCode.GONE, "that modal is no longer open", status=409)
         try:
             if body.get("kind") == "view_close":
                 closed = await self.slack.close_view(modal)
@@ -262,10 +266,10 @@ class Sandbox:
             return await self.slack.submit_view(modal)
         except LookupError as exc:
             raise ActionRefused(
-                "GONE", f"that is no longer in the modal: {exc}", status=409
+                ErrorCode.GONE, f"that is no longer in the modal: {exc}", status=409
             ) from None
         except ConnectionError as exc:
-            raise ActionRefused("UNREACHABLE", str(exc), status=502) from None
+            raise ActionRefused(ErrorCode.UNREACHABLE, str(exc), status=502) from None
         finally:
             # A submission's outcome may change no Slack call (field errors): show it anyway.
             self._generation += 1
@@ -325,14 +329,14 @@ class Sandbox:
 def _text(data: Mapping[str, Any], key: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value:
-        raise ActionRefused("BAD_REQUEST", f"{key} must be a non-empty string")
+        raise ActionRefused(ErrorCode.BAD_REQUEST, f"{key} must be a non-empty string")
     return value
 
 
 def _list(data: Mapping[str, Any], key: str) -> list[Any]:
     value = data.get(key) or []
     if not isinstance(value, list):
-        raise ActionRefused("BAD_REQUEST", f"{key} must be a list")
+        raise ActionRefused(ErrorCode.BAD_REQUEST, f"{key} must be a list")
     return value
 
 
@@ -341,7 +345,7 @@ def _fill(modal: FakeModal, values: list[Any]) -> None:
     input, ``{block_id, option}`` for a menu, ``{block_id, options}`` for checkboxes."""
     for entry in values:
         if not isinstance(entry, Mapping):
-            raise ActionRefused("BAD_REQUEST", "values entries must be objects")
+            raise ActionRefused(ErrorCode.BAD_REQUEST, "values entries must be objects")
         block_id = _text(entry, "block_id")
         if isinstance(entry.get("value"), str):
             modal.fill(block_id, entry["value"])
@@ -350,11 +354,11 @@ def _fill(modal: FakeModal, values: list[Any]) -> None:
         elif isinstance(entry.get("options"), list):
             modal.tick(block_id, _texts(entry, "options"))
         else:
-            raise ActionRefused("BAD_REQUEST", "a value needs value, option or options")
+            raise ActionRefused(ErrorCode.BAD_REQUEST, "a value needs value, option or options")
 
 
 def _texts(data: Mapping[str, Any], key: str = "texts") -> list[str]:
     texts = _list(data, key)
     if not all(isinstance(t, str) for t in texts):
-        raise ActionRefused("BAD_REQUEST", f"{key} must be a list of option texts")
+        raise ActionRefused(ErrorCode.BAD_REQUEST, f"{key} must be a list of option texts")
     return texts

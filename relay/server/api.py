@@ -152,25 +152,25 @@ class AskApi:
         operator's allowlist before anything is posted; ``None`` without one."""
         if not isinstance(body, Mapping) or body.get("callback_url") is None:
             if isinstance(body, Mapping) and body.get("callback_events") is not None:
-                raise ApiError("BAD_REQUEST", "callback_events needs a callback_url")
+                raise ApiError(ErrorCode.BAD_REQUEST, "callback_events needs a callback_url")
             return None
         if self.webhooks is None:
             raise ApiError(
-                "CALLBACK_NOT_ALLOWED",
+                ErrorCode.CALLBACK_NOT_ALLOWED,
                 "this relay sends no webhooks; its operator turns them on with"
                 " RELAY_WEBHOOK_KEY and RELAY_WEBHOOK_ALLOWED_HOSTS (or poll GET /v1/asks/{id})",
             )
         try:
             return self.webhooks.subscription(body["callback_url"], body.get("callback_events"))
         except CallbackRefused as exc:
-            raise ApiError("CALLBACK_NOT_ALLOWED", str(exc)) from None
+            raise ApiError(ErrorCode.CALLBACK_NOT_ALLOWED, str(exc)) from None
 
     async def replayed(self, request: web.Request, ask_id: str) -> AskRecord:
         """The ask an earlier request with the same ``Idempotency-Key`` created."""
         record = await self.channel.store.get(ask_id=ask_id)
         if record is None or record.owner != request[OWNER]:
             raise ApiError(
-                "NOT_FOUND",
+                ErrorCode.NOT_FOUND,
                 f"the ask {ask_id} this {IDEMPOTENCY_HEADER} created is no longer kept"
                 " (RELAY_RETENTION passed); send a new key to ask again",
             )
@@ -181,7 +181,7 @@ class AskApi:
         query = read_list_query(request.query)
         store = self.channel.store
         if not isinstance(store, AskListing):
-            raise ApiError("BAD_REQUEST", "this relay's store keeps no audit index")
+            raise ApiError(ErrorCode.BAD_REQUEST, "this relay's store keeps no audit index")
         items: list[AskRecord] = []
         after = query.after
         budget = LIST_SCAN_BUDGET
@@ -239,7 +239,7 @@ class AskApi:
                     raise
                 # The store lost the ask while it was waited on (Redis restarted empty).
                 raise ApiError(
-                    "NOT_FOUND",
+                    ErrorCode.NOT_FOUND,
                     f"ask {ask_id} is no longer in the relay's store (it was lost, e.g. when"
                     " Redis restarted empty); ask again",
                 ) from None
@@ -258,7 +258,7 @@ class AskApi:
         # Someone else's ask is reported exactly like a missing one: ids reveal nothing.
         if record is None or (record.owner != request[OWNER] and not request.get(OPERATOR)):
             raise ApiError(
-                "NOT_FOUND",
+                ErrorCode.NOT_FOUND,
                 f"no {what} {ask_id} for this token (it never existed, expired, or belongs to"
                 " another token)",
             )
@@ -275,7 +275,7 @@ class AskApi:
             wait = math.nan
         if not math.isfinite(wait) or wait < 0:
             raise ApiError(
-                "BAD_REQUEST", f"wait must be a number of seconds, 0 or more (got {raw!r})"
+                ErrorCode.BAD_REQUEST, f"wait must be a number of seconds, 0 or more (got {raw!r})"
             )
         return min(wait, self._max_wait)
 
@@ -294,20 +294,24 @@ class AskApi:
             body = safejson.loads(data)
         except safejson.UnreadableJSON as exc:
             # Past one of the limits below: that limit's code; else malformed.
-            code = exc.code or "BAD_REQUEST"
+            code = ErrorCode(exc.code) if exc.code else ErrorCode.BAD_REQUEST
             raise ApiError(code, f"the body is not valid JSON: {exc}") from None
         except ValueError as exc:
-            raise ApiError("BAD_REQUEST", f"the body is not valid JSON: {exc}") from None
+            raise ApiError(ErrorCode.BAD_REQUEST, f"the body is not valid JSON: {exc}") from None
         if (refused := safejson.refusal(body)) is not None:
             # I-JSON (RFC 7493), which a receipt's JCS (RFC 8785) needs, and the depth bound.
-            raise ApiError(refused.code, refused.sentence("the body") + ".")
+            # (Parsed JSON holds only JSON values: never JSON_NOT_JSON, the one code that
+            # is not the API's.)
+            raise ApiError(ErrorCode(refused.code), refused.sentence("the body") + ".")
         return body
 
 
 def _read_ask(body: object) -> tuple[AskUserQuestionRequest, AskTarget | None]:
     """Read the strict wire form plus the optional ``slack`` routing object."""
     if not isinstance(body, Mapping):
-        raise ApiError("BAD_REQUEST", "the body must be a JSON object with a questions list")
+        raise ApiError(
+            ErrorCode.BAD_REQUEST, "the body must be a JSON object with a questions list"
+        )
     fields = dict(body)
     slack = fields.pop("slack", None)
     fields.pop("callback_url", None)  # (read by AskApi.callback)

@@ -12,6 +12,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from relay.config_mcp import McpSettings
+from relay.errors import ErrorCode
 from relay.gate.decider import Decider, Rulings
 from relay.gate.local import PostingChannel
 from relay.gate.policy import Policy
@@ -272,17 +273,17 @@ def _errors(
         except RateLimited as exc:
             metrics.refused.labels(limit=exc.limit).inc()
             return error_response(
-                "RATE_LIMITED",
+                ErrorCode.RATE_LIMITED,
                 exc.message,
                 headers={"Retry-After": retry_after_header(exc.retry_after)},
             )
         except web.HTTPRequestEntityTooLarge:
-            return error_response("TOO_LARGE", "the request body is too large")
+            return error_response(ErrorCode.TOO_LARGE, "the request body is too large")
         except web.HTTPNotFound:
-            return error_response("NOT_FOUND", f"there is no route {request.path}")
+            return error_response(ErrorCode.NOT_FOUND, f"there is no route {request.path}")
         except web.HTTPMethodNotAllowed as exc:
             return error_response(
-                "METHOD_NOT_ALLOWED",
+                ErrorCode.METHOD_NOT_ALLOWED,
                 f"{request.method} is not allowed on {request.path}; use"
                 f" {', '.join(sorted(exc.allowed_methods))}",
                 headers={"Allow": ", ".join(sorted(exc.allowed_methods))},
@@ -294,7 +295,7 @@ def _errors(
                 return _gone(request)
             _log.warning("store or network failure on %s %s: %s", request.method, request.path, exc)
             return error_response(
-                "UNAVAILABLE", "the relay's store is unreachable right now; retry shortly"
+                ErrorCode.UNAVAILABLE, "the relay's store is unreachable right now; retry shortly"
             )
         except web.HTTPException:
             raise
@@ -304,7 +305,7 @@ def _errors(
                 # connection is gone (the client left, or was closed to make room).
                 return _gone(request)
             _log.exception("unexpected error on %s %s", request.method, request.path)
-            return error_response("INTERNAL", "the relay failed unexpectedly; see its logs")
+            return error_response(ErrorCode.INTERNAL, "the relay failed unexpectedly; see its logs")
 
     return errors
 
@@ -317,7 +318,7 @@ def _authorise(request: web.Request, auth: Authenticator) -> web.Response | None
     if owner is None and (operator := auth.operator(header)) is not None:
         if not operator_may(request):
             return error_response(
-                "UNAUTHORIZED",
+                ErrorCode.UNAUTHORIZED,
                 "an operator token (RELAY_OPERATOR_TOKENS) reads receipts only"
                 " (GET /v1/receipts, GET /v1/asks/{id}/receipt); send an agent's"
                 " API token for anything else",
@@ -326,7 +327,7 @@ def _authorise(request: web.Request, auth: Authenticator) -> web.Response | None
         owner = operator
     if owner is None:
         return error_response(
-            "UNAUTHORIZED",
+            ErrorCode.UNAUTHORIZED,
             "send a valid relay API token as 'Authorization: Bearer <token>'",
             headers={"WWW-Authenticate": 'Bearer realm="relay"'},
         )

@@ -110,7 +110,7 @@ def _read_call(body: object) -> tuple[str, Mapping[str, Any], str | None]:
     """The call about to run: ``tool``, ``input`` and ``tool_use_id`` as the approval's."""
     if not isinstance(body, Mapping):
         raise ApiError(
-            "BAD_REQUEST", "the body must be a JSON object with the call's tool and input"
+            ErrorCode.BAD_REQUEST, "the body must be a JSON object with the call's tool and input"
         )
     for name in body:
         if name not in _KEYS:

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from relay.asks.channel import AskChannel
 from relay.asks.target import UNSET, AskTarget
-from relay.errors import HarnessError
+from relay.errors import ErrorCode, HarnessError
 from relay.gate.approval import QUESTION_ID, ApprovalRequest, Decision
 from relay.gate.core import BAD_PATTERN
 from relay.gate.decider import Decider, Proposal
@@ -164,7 +164,7 @@ class ApprovalApi:
         offer = await self.grants.get_offer(ask_id=record.id)
         if offer is None or record.request.questions[0].id != QUESTION_ID:
             raise ApiError(
-                "NOT_FOUND",
+                ErrorCode.NOT_FOUND,
                 f"no approval {record.id} for this token (it never existed, expired, or belongs"
                 " to another token)",
             )
@@ -172,7 +172,7 @@ class ApprovalApi:
 
 
 def _bad(message: str) -> ApiError:
-    return ApiError("BAD_REQUEST", message)
+    return ApiError(ErrorCode.BAD_REQUEST, message)
 
 
 def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:

@@ -16,7 +16,7 @@ _STATUS: dict[str, int] = {code: code.status for code in ErrorCode if code.statu
 class ApiError(RelayException):
     """An error the API answers with; ``code`` is stable, ``message`` says what to do."""
 
-    def __init__(self, code: str, message: str, *, status: int | None = None) -> None:
+    def __init__(self, code: ErrorCode, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -24,17 +24,21 @@ class ApiError(RelayException):
 
     @classmethod
     def of(cls, exc: HarnessError) -> ApiError:
-        """The API error for a seam error."""
-        return cls(exc.code, str(exc))
+        """The API error for a seam error (its code is one of the enum's: the seam's own)."""
+        return cls(ErrorCode(exc.code), str(exc))
 
 
-def status_for(code: str) -> int:
+def status_for(code: ErrorCode) -> int:
     """The HTTP status the API uses for ``code``."""
     return _STATUS.get(code, 400)
 
 
 def error_response(
-    code: str, message: str, *, status: int | None = None, headers: dict[str, str] | None = None
+    code: ErrorCode,
+    message: str,
+    *,
+    status: int | None = None,
+    headers: dict[str, str] | None = None,
 ) -> web.Response:
     """A JSON error response."""
     return web.json_response(

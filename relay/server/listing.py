@@ -50,7 +50,7 @@ def read_list_query(query: MultiMapping[str]) -> ListQuery:
             except ValueError:
                 known = ", ".join(s.value for s in AskStatus)
                 raise ApiError(
-                    "BAD_REQUEST", f"status {part.strip()!r} is not one of {known}"
+                    ErrorCode.BAD_REQUEST, f"status {part.strip()!r} is not one of {known}"
                 ) from None
     raw_limit = query.get("limit")
     limit = LIST_DEFAULT
@@ -65,7 +65,8 @@ def read_list_query(query: MultiMapping[str]) -> ListQuery:
         after = decode_cursor(cursor)
         if after is None:
             raise ApiError(
-                "BAD_REQUEST", "cursor is not one this relay gave: pass next_cursor as it came"
+                ErrorCode.BAD_REQUEST,
+                "cursor is not one this relay gave: pass next_cursor as it came",
             )
     return ListQuery(
         filter=AuditFilter(
@@ -94,7 +95,7 @@ def _instant(raw: str | None, name: str) -> float | None:
         at = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ApiError(
-            "BAD_REQUEST", f"{name} must be an ISO 8601 time like 2026-05-01T00:00:00Z"
+            ErrorCode.BAD_REQUEST, f"{name} must be an ISO 8601 time like 2026-05-01T00:00:00Z"
         ) from None
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)

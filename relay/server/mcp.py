@@ -26,6 +26,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from relay.abort import AbortSignal
 from relay.asks.channel import AskChannel
+from relay.errors import ErrorCode
 from relay.gate.approval import ApprovalRequest, Decision
 from relay.gate.decider import Decider, Proposal
 from relay.gate.gate import ToolUse
@@ -164,7 +165,7 @@ def mount_mcp(
         owner = auth.owner(request.headers.get("Authorization"))
         if owner is None:
             return error_response(
-                "UNAUTHORIZED",
+                ErrorCode.UNAUTHORIZED,
                 "send a valid relay API token as 'Authorization: Bearer <token>'",
                 headers={"WWW-Authenticate": 'Bearer realm="relay"'},
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import relay
+from relay.errors import ErrorCode
 from relay.server.openapi_approvals import (
     APPROVAL_ERROR_CODES,
     approval_paths,
@@ -26,25 +27,25 @@ from relay.server.openapi_schemas import (
 
 __all__ = ["ERROR_CODES", "openapi_document"]
 
-ERROR_CODES = [
-    "BAD_REQUEST",
+ERROR_CODES: list[ErrorCode] = [
+    ErrorCode.BAD_REQUEST,
     # (issue 51: a body I-JSON excludes, or nested past the bound; relay.safejson.refusal)
-    "JSON_LONE_SURROGATE",
-    "JSON_NOT_FINITE",
-    "JSON_INEXACT_NUMBER",
-    "JSON_TOO_DEEP",
-    "EMPTY_QUESTIONS",
-    "BAD_PATTERN",  # /v1/approvals: a grant scope that does not cover the input shown
-    "BAD_INTENT",
-    "UNAUTHORIZED",
-    "NOT_FOUND",
-    "METHOD_NOT_ALLOWED",
-    "REQUEST_TIMEOUT",
-    "TOO_LARGE",
-    "RATE_LIMITED",
-    "PROVIDER_FAILED",
-    "UNAVAILABLE",
-    "INTERNAL",
+    ErrorCode.JSON_LONE_SURROGATE,
+    ErrorCode.JSON_NOT_FINITE,
+    ErrorCode.JSON_INEXACT_NUMBER,
+    ErrorCode.JSON_TOO_DEEP,
+    ErrorCode.EMPTY_QUESTIONS,
+    ErrorCode.BAD_PATTERN,  # /v1/approvals: a grant scope that does not cover the input shown
+    ErrorCode.BAD_INTENT,
+    ErrorCode.UNAUTHORIZED,
+    ErrorCode.NOT_FOUND,
+    ErrorCode.METHOD_NOT_ALLOWED,
+    ErrorCode.REQUEST_TIMEOUT,
+    ErrorCode.TOO_LARGE,
+    ErrorCode.RATE_LIMITED,
+    ErrorCode.PROVIDER_FAILED,
+    ErrorCode.UNAVAILABLE,
+    ErrorCode.INTERNAL,
     *OPERATOR_ERROR_CODES,  # (issue 16: idempotency, audit, webhooks; openapi_operators)
     *APPROVAL_ERROR_CODES,  # (issue 49: a paused run's ticket used once; openapi_approvals)
 ]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from relay.errors import ErrorCode
 from relay.questions import MAX_APPROVALS
 
 __all__ = ["APPROVAL_ERROR_CODES", "approval_paths", "approval_schemas"]
 
 # POST /v1/approvals/{id}/consume (relay.server.approval_use): a use the relay refuses.
-APPROVAL_ERROR_CODES = ["NOT_THIS_CALL", "CONSUMED"]
+APPROVAL_ERROR_CODES: list[ErrorCode] = [ErrorCode.NOT_THIS_CALL, ErrorCode.CONSUMED]
 
 _STRINGS = {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}}
 _PATTERN = {

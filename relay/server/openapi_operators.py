@@ -7,13 +7,18 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from relay.errors import ErrorCode
 from relay.server.idempotency import HEADER, MAX_KEY_LENGTH
 from relay.server.listing import LIST_DEFAULT, LIST_MAX
 
 __all__ = ["OPERATOR_ERROR_CODES", "with_operator_features"]
 
 ErrorResponse = Callable[[str], dict[str, Any]]
-OPERATOR_ERROR_CODES = ["IDEMPOTENCY_KEY_REUSED", "IDEMPOTENCY_IN_FLIGHT", "CALLBACK_NOT_ALLOWED"]
+OPERATOR_ERROR_CODES: list[ErrorCode] = [
+    ErrorCode.IDEMPOTENCY_KEY_REUSED,
+    ErrorCode.IDEMPOTENCY_IN_FLIGHT,
+    ErrorCode.CALLBACK_NOT_ALLOWED,
+]
 
 _IDEMPOTENCY_KEY = {
     "name": HEADER,

@@ -158,7 +158,7 @@ class ReceiptApi:
         latest = await self._checkpoint_store().checkpoint_latest()
         if latest is None:
             raise ApiError(
-                "NOT_FOUND",
+                ErrorCode.NOT_FOUND,
                 "no checkpoint yet: one is signed once receipts exist (RELAY_CHECKPOINT_INTERVAL"
                 " seconds apart); read this again then",
             )

@@ -12,6 +12,7 @@ that polls ``tasks/get``, so ``call_tool`` itself returns the answer. ``relay se
 
 from __future__ import annotations
 
+# Looks inside: the SDK's client has no call for a raw tasks/* request: its dispatcher sends one.
 import asyncio
 import json
 from typing import Any, Literal
