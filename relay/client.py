@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from relay.asked import note_ask
 from relay.errors import (
     AbortReason,
     ErrorCode,
@@ -107,6 +108,7 @@ class RelayProvider:
         self._give_up_after = give_up_after
         self._session = session
         self._own_session = session is None
+        self._signs: bool | None = None  # whether the relay signs receipts, once known
 
     async def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -139,6 +141,7 @@ class RelayProvider:
                 await asyncio.shield(self._delete_quietly(str(created["id"])))
             raise
         ask_id = str(record["id"])
+        note_ask(ask_id)  # (an MCP tool call names this ask's receipt)
         try:
             while record.get("status") == "pending":
                 record = await self._abortable(self._poll_until_done(ask_id), request)
@@ -240,6 +243,25 @@ class RelayProvider:
                 timeout=aiohttp.ClientTimeout(total=10),
             ):
                 pass
+
+    async def signs_receipts(self) -> bool:
+        """Whether the relay signs receipts: it publishes their keys at
+        ``/.well-known/jwks.json`` then (404 when not). Asked once; ``False`` while unknown
+        (the relay unreachable), and asked again next time."""
+        if self._signs is None:
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+                session = await self._client()
+                async with session.get(
+                    f"{self._url}/.well-known/jwks.json",
+                    headers=self._headers(),
+                    timeout=aiohttp.ClientTimeout(total=10),
+                ) as response:
+                    if response.status == 404:
+                        self._signs = False
+                    elif response.status == 200:
+                        keys = await response.json(content_type=None)
+                        self._signs = isinstance(keys, dict) and bool(keys.get("keys"))
+        return bool(self._signs)
 
     async def aclose(self) -> None:
         """Close the HTTP session this provider opened."""

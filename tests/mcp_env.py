@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
 
 from relay.testing import FakeMessage, FakeSlack
@@ -28,23 +29,30 @@ def stdio_params(env: dict[str, str], *args: str) -> StdioServerParameters:
 
 @asynccontextmanager
 async def stdio_client(
-    env: dict[str, str], *args: str, mode: str = "auto"
+    env: dict[str, str],
+    *args: str,
+    mode: str = "auto",
+    extensions: Sequence[ClientExtension] | None = None,
 ) -> AsyncIterator[Client]:
     """A connected client of a ``relay mcp`` subprocess."""
-    async with Client(stdio_params(env, *args), mode=mode) as client:
+    async with Client(stdio_params(env, *args), mode=mode, extensions=extensions) as client:
         yield client
 
 
 @asynccontextmanager
 async def http_client(
-    relay: Relay, *, token: str = TOKEN, mode: str = "auto"
+    relay: Relay,
+    *,
+    token: str = TOKEN,
+    mode: str = "auto",
+    extensions: Sequence[ClientExtension] | None = None,
 ) -> AsyncIterator[Client]:
     """A connected client of ``relay serve``'s ``/mcp``, with the bearer token."""
     async with httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(60, read=300)
     ) as http:
         transport = streamable_http_client(f"{relay.url}/mcp", http_client=http)
-        async with Client(transport, mode=mode) as client:
+        async with Client(transport, mode=mode, extensions=extensions) as client:
             yield client
 
 

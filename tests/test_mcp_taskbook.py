@@ -51,3 +51,34 @@ async def test_an_owner_holds_at_most_max_tasks(monkeypatch: pytest.MonkeyPatch)
     book.start("bob", 60_000, waiting(aborted))  # another owner's count is its own
     await book.close()
     assert len(aborted) == 3
+
+
+async def test_each_status_change_is_told_once_and_a_failing_client_fails_nothing() -> None:
+    book = TaskBook()
+    told: list[tuple[str, str]] = []
+    release = asyncio.Event()
+
+    async def notify(task: dict[str, object]) -> None:
+        told.append((str(task["taskId"]), str(task["status"])))
+
+    async def broken(task: dict[str, object]) -> None:
+        raise ConnectionResetError("the client went away")
+
+    async def answered(signal: AbortSignal) -> types.CallToolResult:
+        await release.wait()
+        return types.CallToolResult(content=[types.TextContent(text="yes")])
+
+    done = book.start("alice", 60_000, answered, notify)["task"]["taskId"]
+    aborted: list[str] = []
+    cancelled = book.start("alice", 60_000, waiting(aborted), notify)["task"]["taskId"]
+    quiet = book.start("alice", 60_000, answered, broken)["task"]["taskId"]
+    assert told == []  # working is where a task starts: no change yet
+    release.set()
+    assert (await book.result("alice", done))["content"] == [{"type": "text", "text": "yes"}]
+    assert (await book.cancel("alice", cancelled))["status"] == "cancelled"
+    assert (await book.result("alice", quiet))["content"][0]["text"] == "yes"
+    assert book.get("alice", quiet)["status"] == "completed"
+    await book.close()
+    # Told after the result was ready (a client may fetch it at once), once per change.
+    assert sorted(told) == sorted([(done, "completed"), (cancelled, "cancelled")])
+    assert aborted == ["the MCP client cancelled the task"]

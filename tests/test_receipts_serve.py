@@ -5,6 +5,7 @@ run as an auditor would run it (a subprocess, keys from ``/.well-known/jwks.json
 
 from __future__ import annotations
 
+# Looks inside: the SDK client has no task-augmented tools/call: its dispatcher sends one.
 import asyncio
 import base64
 import json
@@ -193,7 +194,10 @@ async def test_a_clicked_ask_has_a_receipt_binding_the_signed_click(tmp_path: Pa
             _, err = await exported.communicate()
             assert exported.returncode == 0, err
             lines = [json.loads(line) for line in export.read_text().splitlines()]
-            assert lines == items
+            # The bundle also holds any checkpoint the relay signed by then (one may be due
+            # as soon as the first receipt exists): the receipts are the chain's, in order.
+            assert [line for line in lines if "receipt" in line] == items
+            assert all("receipt" in line or "checkpoint" in line for line in lines)
             code, out = relay_verify(tmp_path, lines, f"{relay.url}/.well-known/jwks.json")
             assert code == 0, out
         finally:
@@ -201,14 +205,22 @@ async def test_a_clicked_ask_has_a_receipt_binding_the_signed_click(tmp_path: Pa
 
 
 async def test_without_a_key_the_receipt_routes_say_how_to_turn_them_on() -> None:
-    async with FakeSlack(signing_secret=SECRET) as slack:
-        relay = await start_relay(relay_env(slack, free_port()))
-        try:
-            status, body = await relay.request("GET", "/.well-known/jwks.json", token=None)
-            assert status == 404
-            assert "RELAY_RECEIPT_KEY_FILE" in body["error"]["message"]
-        finally:
-            await relay.stop()
+    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+        status, body = await relay.request("GET", "/.well-known/jwks.json", token=None)
+        assert status == 404
+        assert "RELAY_RECEIPT_KEY_FILE" in body["error"]["message"]
+        # Nor do MCP results name a receipt, on either door.
+        async with (
+            http_client(relay, mode="legacy") as client,
+            stdio_client({"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}, mode="legacy") as stdio,
+        ):
+            for n, mcp in enumerate((client, stdio)):
+                call = asyncio.create_task(mcp.call_tool("ask_user_question", MCP_QUESTION))
+                message = await slack.wait_for_message(count=n + 1, timeout=15)
+                await slack.click(message, "yes", user="U0ALICE")
+                result = await asyncio.wait_for(call, 15)
+                assert result_text(result) == '{"answers":[{"id":"go","selected":["yes"]}]}'
+                assert RECEIPT_META_KEY not in (result.meta or {}), result
 
 
 async def test_two_replicas_ending_1000_asks_at_once_make_one_unforked_chain(
@@ -283,10 +295,10 @@ async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> 
         FakeSlack(signing_secret=SECRET) as slack,
         relay_server(slack, RELAY_RECEIPT_KEY_FILE=key_file(tmp_path)) as relay,
         http_client(relay, mode="legacy") as client,
-        stdio_client({"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}) as stdio,
+        stdio_client({"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}, mode="legacy") as stdio,
     ):
         # The same decisions through /mcp and through relay mcp (stdio): the same content,
-        # and on /mcp the receipt id in the result's _meta, which the model does not read.
+        # and on both the receipt id in the result's _meta, which the model does not read.
         seen: list[types.CallToolResult] = []
         for n, mcp in enumerate((client, stdio)):
             call = asyncio.create_task(mcp.call_tool("ask_user_question", MCP_QUESTION))
@@ -307,18 +319,48 @@ async def test_mcp_results_and_approvals_name_their_receipts(tmp_path: Path) -> 
         assert result_text(denied) == result_text(stdio_denied)
         assert json.loads(result_text(denied))["behavior"] == "deny"
         assert "receipt" not in result_text(denied)
-        for result in (asked, denied):
+        for http_result, stdio_result in ((asked, stdio_asked), (denied, stdio_denied)):
+            # All but the receipt's name (each door made its own ask) is the same.
+            assert http_result.model_dump(exclude={"meta"}) == stdio_result.model_dump(
+                exclude={"meta"}
+            )
+            assert http_result.meta is not None
+            assert stdio_result.meta is not None
+            assert set(http_result.meta) == set(stdio_result.meta) == {RECEIPT_META_KEY}
+        names = set()
+        for result in seen:
             assert result.meta is not None
             named = result.meta[RECEIPT_META_KEY]
+            names.add(named)
             status, _, token = await raw(relay, f"/v1/asks/{named.removeprefix('rcpt_')}/receipt")
             assert status == 200
             assert payload_of(token)["jti"] == named
+        assert len(names) == 4  # each result names its own ask's receipt
+        # As a task (2025-11-25), the result fetched later names it in the same place.
+        fetched = []
+        for n, mcp in enumerate((client, stdio)):
+            params = {"name": "ask_user_question", "arguments": MCP_QUESTION, "task": {}}
+            dispatcher = mcp.session._dispatcher
+            created = await dispatcher.send_raw_request("tools/call", params, {"timeout": 60})
+            message = await slack.wait_for_message(count=5 + n, timeout=15)
+            await slack.click(message, "yes", user="U0ALICE")
+            ref = {"taskId": created["task"]["taskId"]}
+            fetched.append(await dispatcher.send_raw_request("tasks/result", ref, {"timeout": 60}))
+        assert (
+            fetched[0]["content"]
+            == fetched[1]["content"]
+            == asked.model_dump(by_alias=True, exclude_none=True)["content"]
+        )
+        for result in fetched:
+            assert result["_meta"][RECEIPT_META_KEY].startswith("rcpt_")
+            assert result["_meta"][RECEIPT_META_KEY] not in names
+        assert asked.meta is not None
         asked_id = asked.meta[RECEIPT_META_KEY].removeprefix("rcpt_")
 
         approval = {"tool": "Bash", "input": {"command": "make deploy"}, "agent": {"id": "a"}}
         status, made = await relay.request("POST", "/v1/approvals", json=approval)
         assert status == 201, made
-        message = await slack.wait_for_message(count=5, timeout=15)
+        message = await slack.wait_for_message(count=7, timeout=15)
         await slack.click(message, "Deny", user="U0BOB")
         await relay.request("GET", f"/v1/approvals/{made['id']}?wait=10")
         status, _, token = await raw(relay, f"/v1/approvals/{made['id']}/receipt")

@@ -41,6 +41,8 @@ class Backend:
     allowed_users: tuple[str, ...] | None = None
     allowed_groups: tuple[str, ...] | None = None
     approvals: int | None = None
+    signs_receipts: Callable[[], Awaitable[bool]] | None = None
+    """Whether the asks' relay signs receipts (a hosted relay's answer); ``None``: never."""
 
     def fill(self, rules: Rules) -> Rules:
         """``rules`` with this command's channel, allowlist and (asking Slack directly)
@@ -157,7 +159,16 @@ async def _relay_backend(
         await provider.aclose()
         await remote.aclose()
 
-    return Backend("relay", service, remote, close_relay, channel, users, groups)
+    return Backend(
+        "relay",
+        service,
+        remote,
+        close_relay,
+        channel,
+        users,
+        groups,
+        signs_receipts=provider.signs_receipts,
+    )
 
 
 async def _slack_backend(

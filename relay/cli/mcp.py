@@ -94,7 +94,14 @@ async def _serve(args: argparse.Namespace) -> None:
     def toolbox(ctx: Context) -> Toolbox:
         name = client_name(ctx) or "an MCP client"
         agent = AgentRef(id=session, name=f"{name} ({who})")
-        return Toolbox(service=backend.service, approve=approve, agent=agent, context=context)
+        return Toolbox(
+            service=backend.service,
+            approve=approve,
+            agent=agent,
+            context=context,
+            # Through a hosted relay that signs receipts, a result names its ask's, as on /mcp.
+            receipts=backend.signs_receipts or False,
+        )
 
     server = build_server(toolbox, progress_interval=args.progress_interval)
     try:

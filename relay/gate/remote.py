@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 
 from relay.abort import AbortSignal
+from relay.asked import note_ask
 from relay.canonical.match import fingerprint
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_aborted
 from relay.gate.approval import ApprovalRequest, Decision, decide_error
@@ -198,6 +199,8 @@ class RemoteApprover:
             "POST", "/v1/approvals", json=approval_body(request), headers=headers
         )
         approval_id = created.get("id")
+        if isinstance(approval_id, str):
+            note_ask(approval_id)  # (an MCP tool call names this approval's receipt)
         decision = created.get("decision")
         if isinstance(decision, dict):
             return Decision.from_json(decision)

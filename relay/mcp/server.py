@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,10 +23,13 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
-from mcp_types import CLIENT_INFO_META_KEY
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field
 
 from relay import __version__
 from relay.abort import AbortController, AbortSignal
+from relay.asked import note_ask, noting_asks
 from relay.events import AskEvent
 from relay.gate.approval import Decision, decide_error
 from relay.gate.gate import ToolUse
@@ -48,7 +50,13 @@ from relay.receipts.payload import receipt_id
 from relay.service import UserInteractionService
 from relay.tool import run_ask_user_question
 
-__all__ = ["RECEIPT_META_KEY", "Toolbox", "build_server", "client_name"]
+__all__ = [
+    "RECEIPT_META_KEY",
+    "TASKS_EXTENSION",
+    "Toolbox",
+    "build_server",
+    "client_name",
+]
 
 _log = logging.getLogger("relay.mcp")
 T = TypeVar("T")
@@ -67,23 +75,18 @@ class Toolbox:
     approve: Callable[[ToolUse, AbortSignal], Coroutine[Any, Any, Decision]]
     agent: AgentRef
     context: Mapping[str, str] = field(default_factory=dict)
-    receipts: bool = False
-    """Whether the relay signs receipts: a result's ``_meta`` then names its ask's receipt."""
+    receipts: bool | Callable[[], Awaitable[bool]] = False
+    """Whether the relay signs receipts (or how to find out: ``relay mcp`` asks the hosted
+    relay it asks through): a result's ``_meta`` then names its ask's receipt."""
     owner: str = "local"
     """Whose MCP tasks these calls' are (the token's fingerprint on ``/mcp``)."""
 
 
-# The asks a tool call made, noted by ``note_asked`` (an ``Events`` observer, called in the
-# task that creates the ask, which inherits the tool call's context).
-_ASKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "relay_mcp_asked", default=None
-)
-
-
 def note_asked(event: AskEvent) -> None:
-    """An ``Events`` observer: remember an ask created for the tool call running here."""
-    if event.name == "created" and (asked := _ASKED.get()) is not None:
-        asked.append(event.ask_id)
+    """An ``Events`` observer: note an ask created for the tool call running here (the
+    observer runs in the task that creates the ask, which inherits the call's context)."""
+    if event.name == "created":
+        note_ask(event.ask_id)
 
 
 ToolboxFor = Callable[[Context], Toolbox]
@@ -178,6 +181,26 @@ _TASKS_CAPABILITY = types.ServerTasksCapability(
     ),
 )
 
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The 2026-07-28 tasks extension's identifier (modelcontextprotocol/experimental-ext-tasks)."""
+
+
+class UpdateTaskParams(types.RequestParams):
+    """``tasks/update``'s params (the 2026-07-28 tasks extension)."""
+
+    task_id: str = Field(alias="taskId")
+    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
+
+
+def _declares_tasks(params: Mapping[str, Any]) -> bool:
+    """Whether a 2026-07-28 request's own capabilities (in its ``_meta``) list the tasks
+    extension: the extension lets a server answer with a task only then."""
+    meta = params.get("_meta")
+    caps = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+    extensions = caps.get("extensions") if isinstance(caps, Mapping) else None
+    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
+
+
 RECEIPT_META_KEY = "relay/receipt"
 """The key of a tool result's ``_meta`` that names its ask's receipt id (``rcpt_…``)."""
 
@@ -188,6 +211,17 @@ def _with_receipt(result: types.CallToolResult, ask_id: str) -> types.CallToolRe
     reads, stays exactly what ``relay mcp`` returns for the same decision."""
     meta = {**(result.meta or {}), RECEIPT_META_KEY: receipt_id(ask_id)}
     return result.model_copy(update={"meta": meta})
+
+
+async def _receipted(
+    box: Toolbox, result: types.CallToolResult, asked: list[str]
+) -> types.CallToolResult:
+    """``result``, naming the receipt of the last ask made for it when the relay signs
+    receipts (no ask, as when the rules decided at once: no receipt, no name)."""
+    if not asked:
+        return result
+    signs = box.receipts if isinstance(box.receipts, bool) else await box.receipts()
+    return _with_receipt(result, asked[-1]) if signs else result
 
 
 class RelayServer(Server[Any]):
@@ -222,31 +256,21 @@ def build_server(
         if params.name == ASK_USER_QUESTION:
             if (refused := refused_arguments(arguments)) is not None:
                 return refused
-            asked: list[str] = []
-            noting = _ASKED.set(asked)
-            try:
+            with noting_asks() as asked:
                 result = await run(
                     lambda signal: run_ask_user_question(
                         box.service, arguments, agent=box.agent, signal=signal
                     )
                 )
-            finally:
-                _ASKED.reset(noting)
-            if box.receipts and asked:
-                return _with_receipt(tool_result(result), asked[-1])
-            return tool_result(result)
+            return await _receipted(box, tool_result(result), asked)
         if params.name == APPROVE_TOOL_USE:
             args = read_approve_arguments(arguments)
             if isinstance(args, str):
                 # Fail closed, in the shape the harness reads, saying what was wrong.
                 denied = Decision.deny(f"relay could not read the permission request: {args}")
                 return decision_result(denied, {})
-            asked = []
-            noting = _ASKED.set(asked)
-            try:
+            with noting_asks() as asked:
                 decision = await run(lambda signal: _approve(box, args, signal))
-            finally:
-                _ASKED.reset(noting)
             _log.info(
                 "approve_tool_use %s for %s: %s (%s)",
                 args.tool,
@@ -254,9 +278,7 @@ def build_server(
                 decision.behavior,
                 decision.outcome,
             )
-            if box.receipts and asked:
-                return _with_receipt(decision_result(decision, args.input), asked[-1])
-            return decision_result(decision, args.input)
+            return await _receipted(box, decision_result(decision, args.input), asked)
         raise MCPError(
             types.INVALID_PARAMS,
             f"unknown tool {params.name!r}; this server has {ASK_USER_QUESTION} and"
@@ -275,11 +297,14 @@ def build_server(
         # A task-augmented tools/call answers with its task at once; the SDK would check the
         # result against CallToolResult, so this middleware writes the response itself.
         raw = ctx.params
-        if (
-            ctx.method != "tools/call"
-            or ctx.protocol_version != TASKS_PROTOCOL
-            or not isinstance(raw, Mapping)
-            or raw.get("task") is None
+        if ctx.method != "tools/call" or not isinstance(raw, Mapping):
+            return await call_next(ctx)
+        # 2025-11-25: the client asks for a task (params.task). 2026-07-28's extension: the
+        # server decides, for a client that declares the extension on this request; a person
+        # may take hours, so relay always does.
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if not (modern and _declares_tasks(raw)) and not (
+            ctx.protocol_version == TASKS_PROTOCOL and raw.get("task") is not None
         ):
             return await call_next(ctx)
         params = types.CallToolRequestParams.model_validate(raw)
@@ -296,13 +321,39 @@ def build_server(
 
             return await answer(ctx, box, params, bound)
 
-        return tasks.start(box.owner, ttl, work)
+        async def notify(task: dict[str, Any]) -> None:
+            # On the connection's own channel (stdio, or a session's GET stream over HTTP):
+            # the request that started the task has long been answered. The SDK's types
+            # leave this notification out of its unions (it never sends one itself).
+            status = types.TaskStatusNotification(
+                params=types.TaskStatusNotificationParams.model_validate(task)
+            )
+            await ctx.session.send_notification(status)  # type: ignore[arg-type]
+
+        if not modern:
+            created = tasks.start(box.owner, ttl, work, notify)
+            _log.info("MCP task %s: %s (2025-11-25)", created["task"]["taskId"], params.name)
+            return created
+        # (2026-07-28 delivers task status only on subscriptions/listen, which relay does
+        # not serve: clients poll tasks/get.)
+        task_id = tasks.start(box.owner, ttl, work)["task"]["taskId"]
+        _log.info("MCP task %s: %s (2026-07-28 tasks extension)", task_id, params.name)
+        return {"resultType": "task", **tasks.detailed(box.owner, task_id)}
 
     def owner_of(ctx: Context) -> str:
         return toolbox_for(ctx).owner
 
     async def tasks_get(ctx: Context, params: types.GetTaskRequestParams) -> dict[str, Any]:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return tasks.detailed(owner_of(ctx), params.task_id)
         return tasks.get(owner_of(ctx), params.task_id)
+
+    async def tasks_update(ctx: Context, params: UpdateTaskParams) -> dict[str, Any]:
+        # relay's tasks never ask the client for input (people answer in Slack): nothing is
+        # outstanding, so every response is ignored, as the extension says; a known task is
+        # acknowledged.
+        tasks.detailed(owner_of(ctx), params.task_id)
+        return {}
 
     async def tasks_result(
         ctx: Context, params: types.GetTaskPayloadRequestParams
@@ -310,6 +361,10 @@ def build_server(
         return await tasks.result(owner_of(ctx), params.task_id)
 
     async def tasks_cancel(ctx: Context, params: types.CancelTaskRequestParams) -> dict[str, Any]:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # The extension's cancel is an empty acknowledgement, even for an ended task.
+            await tasks.cancel(owner_of(ctx), params.task_id, ended_ok=True)
+            return {}
         return await tasks.cancel(owner_of(ctx), params.task_id)
 
     async def tasks_list(ctx: Context, params: types.PaginatedRequestParams) -> dict[str, Any]:
@@ -331,12 +386,17 @@ def build_server(
     server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, tasks_result)
     server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, tasks_cancel)
     server.add_request_handler("tasks/list", types.PaginatedRequestParams, tasks_list)
+    server.add_request_handler("tasks/update", UpdateTaskParams, tasks_update)
     plain_capabilities = server.get_capabilities
 
     def capabilities(*args: Any, **kwargs: Any) -> types.ServerCapabilities:
         caps = plain_capabilities(*args, **kwargs)
-        if kwargs.get("protocol_version") in (None, TASKS_PROTOCOL):
+        version = kwargs.get("protocol_version")
+        if version in (None, TASKS_PROTOCOL):
             caps = caps.model_copy(update={"tasks": _TASKS_CAPABILITY})
+        elif version in MODERN_PROTOCOL_VERSIONS:
+            extensions = {**(caps.extensions or {}), TASKS_EXTENSION: {}}
+            caps = caps.model_copy(update={"extensions": extensions})
         return caps
 
     server.get_capabilities = capabilities  # type: ignore[method-assign]
