@@ -1,0 +1,93 @@
+"""Replay: what a rules file would have decided on every receipted call. Pure.
+
+Each readable call of the log is put to the Decider's own rules step (``Rulings.judge``, as
+a door with no rules of its own proposes it: the operator's rules decide) under the policy
+being tried. A call the rules would allow without a person is checked against what people
+did: allowed is the point of the rule; denied or edited is a rule that would have let
+through what a person stopped, and the replay names it and the rule that allowed it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from relay.gate.approval import ApprovalRequest, Decision
+from relay.gate.decider import Proposal, Rulings
+from relay.gate.policy import Policy
+from relay.gate.rules import Rule
+from relay.learn.log import Decided, DecisionLog
+from relay.questions import AgentRef
+
+__all__ = ["Replay", "Wrong", "replay"]
+
+_LOCAL = "local"
+
+
+@dataclass(frozen=True, slots=True)
+class Wrong:
+    """A call people denied or edited that ``rule`` (of ``owner``'s rules) would allow."""
+
+    call: Decided
+    rule: Rule | None
+    owner: str | None
+
+
+@dataclass(slots=True)
+class Replay:
+    """What a policy would have decided on a log: per rule (by owner and index), the calls
+    it would allow that people allowed, denied or edited, and left undecided."""
+
+    calls: int = 0
+    unreadable: int = 0
+    allowed: dict[tuple[str | None, int], list[Decided]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    undecided: dict[tuple[str | None, int], list[Decided]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    wrong: list[Wrong] = field(default_factory=list)
+    denied_allowed: int = 0
+    """Calls people allowed that the rules would deny outright."""
+
+    @property
+    def allowed_total(self) -> int:
+        """Calls people allowed that the rules would allow without a person."""
+        return sum(len(v) for v in self.allowed.values())
+
+
+def replay(policy: Policy, log: DecisionLog) -> Replay:
+    """Every readable call of ``log`` decided by ``policy``'s rules, as the Decider would."""
+    rulings = Rulings(rules=policy.for_owner)
+    out = Replay(calls=len(log.calls), unreadable=len(log.unreadable))
+    for call in log.readable:
+        owner = call.owner or _LOCAL
+        proposal = _proposal(call, owner)
+        judged = rulings.judge(proposal)
+        if not isinstance(judged, Decision):
+            continue  # put to people: nothing changes for this call
+        if not judged.allowed:
+            if call.kind == "allowed":
+                out.denied_allowed += 1
+            continue
+        # Which rule allowed it: the same evaluation the judge just made, read for its rule.
+        rule = policy.for_owner(owner).verdict(proposal.subject).rule
+        key = (call.owner, rule.index if rule is not None else -1)
+        if call.kind == "allowed":
+            out.allowed[key].append(call)
+        elif call.kind == "undecided":
+            out.undecided[key].append(call)
+        else:
+            out.wrong.append(Wrong(call=call, rule=rule, owner=call.owner))
+    return out
+
+
+def _proposal(call: Decided, owner: str) -> Proposal:
+    # (readable calls only)
+    assert call.tool is not None
+    assert call.input is not None
+    request = ApprovalRequest(
+        tool=call.tool, input=call.input, agent=AgentRef(call.agent or "unknown"), cwd=call.cwd
+    )
+    # A door with no rules of its own: the operator's rules alone decide (``pass``).
+    return Proposal(request, owner=owner, client="pass")
