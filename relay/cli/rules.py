@@ -23,7 +23,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from relay.cli.common import USAGE, CommandError, Commands, plain, read_text
+from relay.cli.common import USAGE, CommandError, Commands, error_line, plain, read_text
 from relay.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -170,12 +170,16 @@ def _run_replay(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{where} would allow {wrong.call.describe()}\n")
     if result.wrong:
         rules = sorted({_rule_name(policy, w.owner, w.rule) for w in result.wrong})
-        raise CommandError(
-            ALLOWS_DENIED,
-            f"{', '.join(rules)} of {args.rules_file} would allow"
-            f" {_count(len(result.wrong), 'call')} people denied or edited (listed above):"
-            " narrow or drop those rules before the file goes live",
+        # Exit 1 (the code's own), not a usage error's 2: the file loads, and fails its replay.
+        sys.stderr.write(
+            error_line(
+                ALLOWS_DENIED,
+                f"{', '.join(rules)} of {args.rules_file} would allow"
+                f" {_count(len(result.wrong), 'call')} people denied or edited (listed above):"
+                " narrow or drop those rules before the file goes live",
+            )
         )
+        return ALLOWS_DENIED.exit or 1
     sys.stderr.write(f"relay: {args.rules_file}: {_summary(log, result)}\n")
     return 0
 
