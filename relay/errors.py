@@ -110,8 +110,6 @@ class ErrorCode(StrEnum):
     BAD_CONFIG = "BAD_CONFIG"
     BAD_RULES = "BAD_RULES"
     USAGE = "USAGE"
-    RECEIPTS_UNVERIFIED = "RECEIPTS_UNVERIFIED"
-    RULE_ALLOWS_DENIED = "RULE_ALLOWS_DENIED"
 
     @property
     def section(self) -> str:
@@ -386,26 +384,6 @@ _ABOUT: dict[str, tuple[_Section, int | None, int | None, str]] = {
         None,
         2,
         "a command line the CLI cannot use; the line says which flag",
-    ),
-    "RECEIPTS_UNVERIFIED": (
-        _Section.CLI,
-        None,
-        2,
-        (
-            "`relay rules` was given receipts that do not verify (a signature, a link or a "
-            "checkpoint fails), or an asks export that is not what they say was shown: check "
-            "the export with `relay verify --chain`, and export both again"
-        ),
-    ),
-    "RULE_ALLOWS_DENIED": (
-        _Section.CLI,
-        None,
-        1,
-        (
-            "`relay rules replay`: a rule would have allowed, without a person, a receipted "
-            "call that people denied or edited; the lines name the rule and each call. Narrow "
-            "or drop that rule"
-        ),
     ),
 }
 

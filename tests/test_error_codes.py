@@ -27,7 +27,7 @@ WIRE_CODES = frozenset(
         "PROVIDER_FAILED", "NO_PROVIDER", "DUPLICATE_PROVIDER", "UNAVAILABLE", "INTERNAL",
         "TOO_MANY_SESSIONS", "MCP_SESSIONS_FULL", "ORIGIN_NOT_ALLOWED", "HOST_NOT_ALLOWED",
         "BAD_CONFIG", "BAD_RULES", "USAGE", "JSON_LONE_SURROGATE", "JSON_NOT_FINITE",
-        "JSON_INEXACT_NUMBER", "JSON_TOO_DEEP", "RECEIPTS_UNVERIFIED", "RULE_ALLOWS_DENIED",
+        "JSON_INEXACT_NUMBER", "JSON_TOO_DEEP",
     }
 )  # fmt: skip
 
@@ -69,6 +69,9 @@ def test_the_check_fails_when_the_page_and_the_enum_disagree() -> None:
 # here so a new string code fails this test until it joins the enum or this list.
 NOT_YET_IN_THE_ENUM = frozenset(
     {"ABORTED", "CANNOT_READ", "NOT_EXECUTABLE", "GONE", "UNREACHABLE", "WRONG_HOST", "FORBIDDEN"}
+    # `relay rules` (relay/errors.py is at the most lines a module may have: they join the
+    # enum when it is split).
+    | {"RECEIPTS_UNVERIFIED", "RULE_ALLOWS_DENIED"}
 )
 _RAISERS = {"ApiError", "CommandError", "error_response", "error_line", "ActionRefused", "_error"}
 

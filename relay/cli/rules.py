@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 
 __all__ = ["add_rules"]
 
-UNVERIFIED = ErrorCode.RECEIPTS_UNVERIFIED
-ALLOWS_DENIED = ErrorCode.RULE_ALLOWS_DENIED
+
+# Its codes, RECEIPTS_UNVERIFIED (exit 2) and RULE_ALLOWS_DENIED (exit 1), are documented in
+# docs/fewer-approvals.md and pinned in tests/test_error_codes.py.
 
 
 def add_rules(commands: Commands) -> None:
@@ -173,13 +174,13 @@ def _run_replay(args: argparse.Namespace) -> int:
         # Exit 1 (the code's own), not a usage error's 2: the file loads, and fails its replay.
         sys.stderr.write(
             error_line(
-                ALLOWS_DENIED,
+                "RULE_ALLOWS_DENIED",
                 f"{', '.join(rules)} of {args.rules_file} would allow"
                 f" {_count(len(result.wrong), 'call')} people denied or edited (listed above):"
                 " narrow or drop those rules before the file goes live",
             )
         )
-        return ALLOWS_DENIED.exit or 1
+        return 1
     sys.stderr.write(f"relay: {args.rules_file}: {_summary(log, result)}\n")
     return 0
 
@@ -202,7 +203,7 @@ def _read_log(args: argparse.Namespace) -> DecisionLog:
     failures, _ = check_bundle(text, args.receipts, keys, chain=True, stored=stored)
     if failures:
         raise CommandError(
-            UNVERIFIED,
+            "RECEIPTS_UNVERIFIED",
             f"{args.receipts} does not verify ({_count(len(failures), 'problem')}; the first:"
             f" {failures[0]}): rules are learned only from receipts that verify; see"
             " relay verify --chain",
@@ -214,7 +215,8 @@ def _read_log(args: argparse.Namespace) -> DecisionLog:
         return read_log(tokens, asks)
     except LogMismatch as exc:
         raise CommandError(
-            UNVERIFIED, f"{exc}: export the asks and the receipts again from the same relay"
+            "RECEIPTS_UNVERIFIED",
+            f"{exc}: export the asks and the receipts again from the same relay",
         ) from None
 
 
