@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.decision_log import CI, DEV, LogFiles, Plan, write_log
+from bench.decision_log import CI, DEV, Call, LogFiles, Plan, write_log
 from relay.cli.verify import check_bundle, receipt_lines
 from relay.gate.approval import ApprovalRequest, Decision
 from relay.gate.decider import Proposal, Rulings
@@ -131,6 +131,36 @@ def test_a_rule_in_the_base_file_keeps_its_place_and_the_replay_counts_it(
     # The operator's own rule allows the denied call: reported, never blamed on a suggestion.
     assert [w.call.input for w in found.replay.wrong] == [{"command": "rm -rf build"}]
     assert Candidate(CI, "Bash", commands=("npm test",)) in {o.candidate for o in found.offered}
+
+
+async def test_a_suggestion_completing_a_denied_compound_call_with_the_files_rule_goes(
+    tmp_path: Path,
+) -> None:
+    # `npm ci && npm test` was denied; the operator's file allows `npm ci`, so a rule for
+    # `npm test` (allowed 100+ times alone) would let the compound through: not offered.
+    plan = Plan(
+        approvals=240,
+        calls=(
+            Call(CI, "ci-7", "Bash", {"command": "npm test"}, weight=20),
+            Call(CI, "ci-7", "Bash", {"command": "npm ci && npm test"}, weight=1, deny_every=1),
+        ),
+        unique=0.0,
+        timeouts=0.0,
+        plain_asks=0.0,
+        uneditable=0.0,
+    )
+    files = await write_log(tmp_path, plan)
+    text = files.receipts.read_text()
+    asks = [json.loads(line) for line in files.asks.read_text().splitlines()]
+    log = read_log(receipt_lines(text), asks)
+    npm_test = Candidate(CI, "Bash", commands=("npm test",))
+    alone = suggest(log)
+    assert npm_test in {o.candidate for o in alone.offered}
+    with_ci = suggest(log, base=rules("npm ci"))
+    assert npm_test not in {o.candidate for o in with_ci.offered}
+    assert "`npm ci && npm test`" in dict(with_ci.dropped)[npm_test]
+    assert with_ci.replay is not None
+    assert with_ci.replay.wrong == []
 
 
 @pytest.mark.parametrize(

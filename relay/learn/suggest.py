@@ -22,12 +22,12 @@ import json
 import shlex
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from relay.canonical.match import Pattern, subject
-from relay.canonical.shell import CommandGlob
+from relay.canonical.shell import CommandGlob, Parsed
 from relay.gate.policy import Policy, parse_policy
-from relay.gate.rules import Rule
+from relay.gate.rules import Rule, RulesError
 from relay.learn.log import Decided, DecisionLog
 from relay.learn.replay import Replay, replay
 
@@ -183,18 +183,24 @@ def suggest(
                 counts[found] = counts.get(found, 0) + 1
     live = [c for c, n in sorted(counts.items(), key=_order) if n >= limits.min_count]
     out = Suggestions()
+    # What the operator's file already lets through is its own (``relay rules replay``).
+    before = {w.call.receipt for w in replay(_policy(base, source), log).wrong}
     while True:
         text = _with(base, live)
-        policy = parse_policy(tomllib.loads(text), path=source)
+        policy = _policy(text, source)
         result = replay(policy, log)
         by_rule = _attributed(policy, live)
         losers: dict[Candidate, str] = {}
         for wrong in result.wrong:
+            if wrong.call.receipt in before:
+                continue
             hit = by_rule.get((wrong.owner, wrong.rule.index)) if wrong.rule else None
-            if hit is not None and hit not in losers:
-                losers[hit] = f"its replay would allow a call people {wrong.call.kind}: " + (
-                    wrong.call.describe()
-                )
+            # A compound call allowed part by part is reported under its first part's rule:
+            # every candidate allowing one of its parts goes (all of them, if none is found).
+            suspects = [hit] if hit is not None else _covering(live, wrong.call) or live
+            why = f"its replay would allow a call people {wrong.call.kind}: {wrong.call.describe()}"
+            for suspect in suspects:
+                losers.setdefault(suspect, why)
         offered: list[Offered] = []
         for key, candidate in by_rule.items():
             if candidate in losers:
@@ -216,6 +222,25 @@ def suggest(
             return out
         out.dropped.extend(losers.items())
         live = [c for c in live if c not in losers]
+
+
+def _policy(text: str, source: str) -> Policy:
+    try:
+        return parse_policy(tomllib.loads(text), path=source)
+    except tomllib.TOMLDecodeError as exc:
+        raise RulesError(f"{source} is not valid TOML with the suggestions added: {exc}") from None
+
+
+def _covering(live: list[Candidate], call: Decided) -> list[Candidate]:
+    """The candidates allowing some part of ``call`` on their own (as ``Rules.verdict``
+    matches an allow rule against each part)."""
+    if call.tool is None or call.input is None:
+        return []
+    use = subject(call.tool, call.input, cwd=call.cwd)
+    uses = [replace(use, shell=Parsed((part,))) for part in use.shell.parts] if use.shell else [use]
+    return [
+        c for c in live if c.owner == call.owner and any(c.pattern.matches(one) for one in uses)
+    ]
 
 
 def _order(item: tuple[Candidate, int]) -> tuple[int, str, str]:
