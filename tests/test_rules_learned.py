@@ -253,3 +253,67 @@ def test_asks_that_are_not_what_was_shown_are_refused(files: LogFiles, tmp_path:
     assert result.returncode == 2
     assert "relay: error: RECEIPTS_UNVERIFIED:" in result.stderr
     assert "is not what its receipt" in result.stderr
+
+
+async def test_from_a_running_relay_export_to_a_suggestion_and_a_refused_replay(
+    tmp_path: Path,
+) -> None:
+    """The exports as ``relay serve`` gives them (the receipts with an operator token, the asks
+    with the agent's): the asks' questions hash to what the receipts signed."""
+    from relay.testing import FakeSlack
+    from tests.server_env import SECRET, TOKEN, relay_server
+    from tests.test_approvals_api import decided
+    from tests.test_receipts_bundle import run_cli
+    from tests.test_receipts_owner import OPERATOR
+    from tests.test_receipts_serve import key_file
+
+    def approval(command: str) -> dict[str, object]:
+        return {
+            "tool": "Bash",
+            "input": {"command": command},
+            "agent": {"id": "ci-7"},
+            "context": {"Directory": "/srv/app"},
+            "editable": True,
+        }
+
+    plays = [("npm test", "Allow once", "U0ALICE"), ("npm test", "Allow once", "U0BOB")]
+    plays += [("rm -rf build", "Allow once", "U0BOB"), ("rm -rf build", "Deny", "U0ALICE")]
+    env_extra = {"RELAY_RECEIPT_KEY_FILE": key_file(tmp_path), "RELAY_OPERATOR_TOKENS": OPERATOR}
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, **env_extra) as served,
+    ):
+        for user in ("U0ALICE", "U0BOB"):
+            slack.add_user(user, name=user.lower())
+        for n, (command, label, user) in enumerate(plays, 1):
+            status, created = await served.request("POST", "/v1/approvals", json=approval(command))
+            assert status == 201, created
+            await slack.click(await slack.wait_for_message(count=n, timeout=15), label, user=user)
+            await decided(served, created["id"])
+            # Read once decided, the receipt is written there and then if it is not yet.
+            status, _ = await served.request("GET", f"/v1/approvals/{created['id']}/receipt")
+            assert status == 200
+        status, jwks = await served.request("GET", "/.well-known/jwks.json", token=None)
+        assert status == 200
+        base = {"PATH": "/usr/bin:/bin", "RELAY_URL": served.url}
+        exported = tmp_path / "receipts.jsonl"
+        asks = tmp_path / "asks.jsonl"
+        code, out = await run_cli({**base, "RELAY_TOKEN": OPERATOR}, "audit", "--receipts",
+                                  "-O", str(exported))  # fmt: skip
+        assert code == 0, out
+        code, out = await run_cli({**base, "RELAY_TOKEN": TOKEN}, "audit", "-O", str(asks))
+        assert code == 0, out
+    keys = tmp_path / "jwks.json"
+    keys.write_text(json.dumps(jwks))
+    flags = ["--receipts", str(exported), "--asks", str(asks), "--keys", str(keys)]
+    suggested = relay("suggest", *flags, "--min-count", "2")
+    assert suggested.returncode == 0, suggested.stderr
+    assert '+commands = ["npm test"]' in suggested.stdout
+    assert "approved 2 of 2 times by 2 people over 1 day" in suggested.stderr
+    assert "rm -rf build" not in suggested.stdout
+    planted = tmp_path / "planted.toml"
+    planted.write_text('[[rules]]\naction = "allow"\ntools = ["Bash"]\ncommands = ["rm *"]\n')
+    refused = relay("replay", str(planted), *flags)
+    assert refused.returncode == 1, refused.stderr
+    assert "rule 1 would allow rcpt_" in refused.stdout
+    assert "Bash `rm -rf build` in /srv/app by agent ci-7, denied" in refused.stdout

@@ -46,6 +46,7 @@ def add_rules(commands: Commands) -> None:
         description=plain(__doc__),
     )
     actions = parser.add_subparsers(title="commands", metavar="COMMAND")
+    parser.set_defaults(handler=lambda _: _usage(parser))
     suggest = actions.add_parser(
         "suggest",
         help="propose allow rules from what people allowed, each replayed on the log",
@@ -84,6 +85,11 @@ def add_rules(commands: Commands) -> None:
     replay.add_argument("rules_file", metavar="RULES_FILE", help="the rules file to try")
     _log_flags(replay)
     replay.set_defaults(handler=_run_replay)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
 
 
 def _log_flags(parser: argparse.ArgumentParser) -> None:
