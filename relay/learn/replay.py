@@ -9,6 +9,7 @@ through what a person stopped, and the replay names it and the rule that allowed
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -60,26 +61,44 @@ def replay(policy: Policy, log: DecisionLog) -> Replay:
     """Every readable call of ``log`` decided by ``policy``'s rules, as the Decider would."""
     rulings = Rulings(rules=policy.for_owner)
     out = Replay(calls=len(log.calls), unreadable=len(log.unreadable))
+    # The same call (token, agent, tool, input, directory) is decided alike every time:
+    # judged once (a log repeats a few hundred calls thousands of times).
+    judged: dict[tuple[str, ...], tuple[str, Rule | None]] = {}
     for call in log.readable:
         owner = call.owner or _LOCAL
-        proposal = _proposal(call, owner)
-        judged = rulings.judge(proposal)
-        if not isinstance(judged, Decision):
+        key = (owner, call.agent or "", call.tool or "", _text(call.input), call.cwd or "")
+        if key not in judged:
+            judged[key] = _judge(rulings, policy, _proposal(call, owner))
+        verdict, rule = judged[key]
+        if verdict == "ask":
             continue  # put to people: nothing changes for this call
-        if not judged.allowed:
+        if verdict == "deny":
             if call.kind == "allowed":
                 out.denied_allowed += 1
             continue
-        # Which rule allowed it: the same evaluation the judge just made, read for its rule.
-        rule = policy.for_owner(owner).verdict(proposal.subject).rule
-        key = (call.owner, rule.index if rule is not None else -1)
+        place = (call.owner, rule.index if rule is not None else -1)
         if call.kind == "allowed":
-            out.allowed[key].append(call)
+            out.allowed[place].append(call)
         elif call.kind == "undecided":
-            out.undecided[key].append(call)
+            out.undecided[place].append(call)
         else:
             out.wrong.append(Wrong(call=call, rule=rule, owner=call.owner))
     return out
+
+
+def _judge(rulings: Rulings, policy: Policy, proposal: Proposal) -> tuple[str, Rule | None]:
+    """The Decider's rules step on ``proposal``: allow, deny or ask, and the rule that allowed."""
+    judged = rulings.judge(proposal)
+    if not isinstance(judged, Decision):
+        return "ask", None
+    if not judged.allowed:
+        return "deny", None
+    # Which rule allowed it: the same evaluation the judge just made, read for its rule.
+    return "allow", policy.for_owner(proposal.owner).verdict(proposal.subject).rule
+
+
+def _text(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _proposal(call: Decided, owner: str) -> Proposal:

@@ -176,15 +176,21 @@ def suggest(
     the rest, as the relay would load the file."""
     limits = thresholds or Thresholds()
     counts: dict[Candidate, int] = {}
+    seen: dict[tuple[str, ...], Candidate | None] = {}  # (a log repeats its calls)
     for call in log.readable:
         if call.kind == "allowed":
-            found = candidate_of(call)
+            same = (call.owner or "", call.tool or "", json.dumps(call.input), call.cwd or "")
+            if same not in seen:
+                seen[same] = candidate_of(call)
+            found = seen[same]
             if found is not None:
                 counts[found] = counts.get(found, 0) + 1
     live = [c for c, n in sorted(counts.items(), key=_order) if n >= limits.min_count]
     out = Suggestions()
     # What the operator's file already lets through is its own (``relay rules replay``).
-    before = {w.call.receipt for w in replay(_policy(base, source), log).wrong}
+    current = _policy(base, source)
+    has_rules = current.rules.rules or current.rules.default != "ask" or current.tokens
+    before = {w.call.receipt for w in replay(current, log).wrong} if has_rules else set()
     while True:
         text = _with(base, live)
         policy = _policy(text, source)
