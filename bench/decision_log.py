@@ -81,7 +81,7 @@ class Plan:
                 DEV,
                 "dev-2",
                 "Edit",
-                {"file_path": "src/app.py", "old_string": "a", "new_string": "b"},
+                {"file_path": "/home/dev/api/src/app.py", "old_string": "a", "new_string": "b"},
                 cwd="/home/dev/api",
                 weight=15,
             ),
@@ -187,9 +187,8 @@ def _approval(call: Call, n: int, at: datetime, *, editable: bool) -> AskRecord:
         input=call.input,
         agent=AgentRef(call.agent),
         tool_use_id=f"toolu_{n}",
-        context={"Directory": call.cwd},
+        context={"Directory": call.cwd},  # (a hosted relay is told no cwd: only shown)
         editable=editable,
-        cwd=call.cwd,
     )
     return _record(approval_question(request), at, owner=call.owner)
 

@@ -103,7 +103,7 @@ def test_suggestions_replay_with_no_call_people_denied_or_edited(
         assert call.tool is not None
         assert call.input is not None
         request = ApprovalRequest(
-            tool=call.tool, input=call.input, agent=AgentRef(call.agent or "x"), cwd=call.cwd
+            tool=call.tool, input=call.input, agent=AgentRef(call.agent or "x")
         )
         judged = rulings.judge(Proposal(request, owner=call.owner or "local", client="pass"))
         assert not (isinstance(judged, Decision) and judged.allowed), call.describe()
@@ -182,7 +182,7 @@ def test_a_candidate_is_the_one_command_word_for_word(
 
     call = Decided(
         receipt="r", ask="a", owner=CI, agent="ci-7", kind="allowed", tool="Bash",
-        input={"command": command}, cwd="/srv/app",
+        input={"command": command}, directory="/srv/app",
     )  # fmt: skip
     found = candidate_of(call)
     assert (found.commands if found is not None else None) == expected

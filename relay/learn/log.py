@@ -6,9 +6,10 @@ A receipt says who decided what on which ask, and binds what was shown by its di
 call read here is exactly the call the receipt vouches for, or the log is refused.
 
 The call of a tool approval is its question's ``tool-approval`` intent's ``edit`` (the tool
-and its input, as shown) and the working directory it names (``*Directory:*``, a line the
-relay writes itself); an approval whose question offered no edit shows the call as text
-only, so it is counted as *unreadable*, never guessed at.
+and its input, as shown); an approval whose question offered no edit shows the call as text
+only, so it is counted as *unreadable*, never guessed at. The directory a client names
+(``*Directory:*`` in the question) is kept for the evidence only: the hosted relay decides
+without a working directory (a path in the input is read as it stands), and so does a replay.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Decided:
     kind: Kind
     tool: str | None = None
     input: Mapping[str, Any] | None = None
-    cwd: str | None = None
+    directory: str | None = None  # as the client named it: shown, never decided on
     people: tuple[str, ...] = ()
     at: datetime | None = None
 
@@ -69,7 +70,7 @@ class Decided:
                 if isinstance(value, str):
                     what = f" `{_short(value)}`"
                     break
-        where = f" in {self.cwd}" if self.cwd else ""
+        where = f" in {self.directory}" if self.directory else ""
         agent = f" by agent {self.agent}" if self.agent else ""
         when = f" on {self.at.date().isoformat()}" if self.at else ""
         return f"{self.receipt}: {self.tool}{what}{where}{agent}, {self.kind}{when}"
@@ -146,13 +147,13 @@ def _decided(payload: Mapping[str, Any], question: Mapping[str, Any] | None) -> 
     kind, people, at = _outcome(payload)
     tool: str | None = None
     tool_input: Mapping[str, Any] | None = None
-    cwd: str | None = None
+    directory: str | None = None
     if question is not None:
         edit = question["intent"].get("edit")
         if isinstance(edit, Mapping) and isinstance(edit.get("input"), Mapping):
             tool, tool_input = str(edit.get("tool")), edit["input"]
         found = _DIRECTORY.search(str(question.get("detail") or ""))
-        cwd = found.group(1) if found else None
+        directory = found.group(1) if found else None
     return Decided(
         receipt=str(payload.get("jti")),
         ask=str(payload.get("ask")),
@@ -161,7 +162,7 @@ def _decided(payload: Mapping[str, Any], question: Mapping[str, Any] | None) -> 
         kind=kind,
         tool=tool,
         input=tool_input,
-        cwd=cwd,
+        directory=directory,
         people=people,
         at=at,
     )

@@ -61,12 +61,12 @@ def replay(policy: Policy, log: DecisionLog) -> Replay:
     """Every readable call of ``log`` decided by ``policy``'s rules, as the Decider would."""
     rulings = Rulings(rules=policy.for_owner)
     out = Replay(calls=len(log.calls), unreadable=len(log.unreadable))
-    # The same call (token, agent, tool, input, directory) is decided alike every time:
+    # The same call (token, agent, tool, input) is decided alike every time:
     # judged once (a log repeats a few hundred calls thousands of times).
     judged: dict[tuple[str, ...], tuple[str, Rule | None]] = {}
     for call in log.readable:
         owner = call.owner or _LOCAL
-        key = (owner, call.agent or "", call.tool or "", _text(call.input), call.cwd or "")
+        key = (owner, call.agent or "", call.tool or "", _text(call.input))
         if key not in judged:
             judged[key] = _judge(rulings, policy, _proposal(call, owner))
         verdict, rule = judged[key]
@@ -105,8 +105,9 @@ def _proposal(call: Decided, owner: str) -> Proposal:
     # (readable calls only)
     assert call.tool is not None
     assert call.input is not None
+    # As ``/v1/approvals`` puts it to the Decider: no working directory (a path in the input
+    # is read as it stands), and no rules of the client's (``pass``): the operator's decide.
     request = ApprovalRequest(
-        tool=call.tool, input=call.input, agent=AgentRef(call.agent or "unknown"), cwd=call.cwd
+        tool=call.tool, input=call.input, agent=AgentRef(call.agent or "unknown")
     )
-    # A door with no rules of its own: the operator's rules alone decide (``pass``).
     return Proposal(request, owner=owner, client="pass")

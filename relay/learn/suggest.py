@@ -105,7 +105,7 @@ class Offered:
         if self.undecided:
             text += f" ({self.undecided} more timed out or were withdrawn)"
         agents = sorted({c.agent for c in self.allowed if c.agent})
-        places = sorted({c.cwd for c in self.allowed if c.cwd})
+        places = sorted({c.directory for c in self.allowed if c.directory})
         if agents:
             text += f"; agents {', '.join(agents[:5])}{' …' if len(agents) > 5 else ''}"
         if places:
@@ -139,7 +139,7 @@ def candidate_of(call: Decided) -> Candidate | None:
     """The narrowest allow rule for ``call``, if the rules file can write one."""
     if call.tool is None or call.input is None:
         return None
-    use = subject(call.tool, call.input, cwd=call.cwd)
+    use = subject(call.tool, call.input)
     if use.shell is not None:
         if len(use.shell.parts) != 1:
             return None
@@ -179,7 +179,7 @@ def suggest(
     seen: dict[tuple[str, ...], Candidate | None] = {}  # (a log repeats its calls)
     for call in log.readable:
         if call.kind == "allowed":
-            same = (call.owner or "", call.tool or "", json.dumps(call.input), call.cwd or "")
+            same = (call.owner or "", call.tool or "", json.dumps(call.input))
             if same not in seen:
                 seen[same] = candidate_of(call)
             found = seen[same]
@@ -242,7 +242,7 @@ def _covering(live: list[Candidate], call: Decided) -> list[Candidate]:
     matches an allow rule against each part)."""
     if call.tool is None or call.input is None:
         return []
-    use = subject(call.tool, call.input, cwd=call.cwd)
+    use = subject(call.tool, call.input)
     uses = [replace(use, shell=Parsed((part,))) for part in use.shell.parts] if use.shell else [use]
     return [
         c for c in live if c.owner == call.owner and any(c.pattern.matches(one) for one in uses)
