@@ -270,9 +270,11 @@ def _summary(log: DecisionLog, result: Replay) -> str:
     if result.denied_allowed:
         text += f" (and deny {_count(result.denied_allowed, 'call')} people allowed)"
     if log.unreadable:
+        stopped = sum(c.kind in ("denied", "edited") for c in log.unreadable)
         text += (
-            f"; {_count(len(log.unreadable), 'approval')} showed the call as text only (no"
-            " edit offered) or are missing from the asks, so the replay cannot speak for them"
+            f"; {_count(len(log.unreadable), 'approval')} ({stopped} of them denied or edited)"
+            " showed the call as text only (no edit offered) or are missing from the asks,"
+            " so the replay cannot speak for them"
         )
     return text
 
