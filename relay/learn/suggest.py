@@ -196,7 +196,11 @@ def suggest(
         policy = _policy(text, source)
         result = replay(policy, log)
         by_rule = _attributed(policy, live)
-        losers: dict[Candidate, str] = {}
+        losers: dict[Candidate, str] = {
+            c: "the rules file does not read it back as written"
+            for c in live
+            if c not in by_rule.values()
+        }
         for wrong in result.wrong:
             if wrong.call.receipt in before:
                 continue
