@@ -114,6 +114,8 @@ class ErrorCode(StrEnum):
     CANNOT_READ = "CANNOT_READ"
     NOT_EXECUTABLE = "NOT_EXECUTABLE"
     ABORTED = "ABORTED"
+    RECEIPTS_UNVERIFIED = "RECEIPTS_UNVERIFIED"
+    RULE_ALLOWS_DENIED = "RULE_ALLOWS_DENIED"
     WRONG_HOST = "WRONG_HOST"
     FORBIDDEN = "FORBIDDEN"
     GONE = "GONE"
@@ -329,6 +331,21 @@ _ABOUT: dict[str, _About] = {
         CANNOT_READ=(
             2,
             "a file (or stdin) the command was given cannot be read; the line says which and why",
+        ),
+        RECEIPTS_UNVERIFIED=(
+            2,
+            (
+                "`relay rules`: the receipts do not verify, or the asks export does not match"
+                " them: rules are learned only from receipts that verify (see `relay verify"
+                " --chain`); export both again from the same relay"
+            ),
+        ),
+        RULE_ALLOWS_DENIED=(
+            1,
+            (
+                "`relay rules replay`: a rule of the file would allow a call people denied or"
+                " edited (each is listed): narrow or drop it before the file goes live"
+            ),
         ),
         NOT_EXECUTABLE=(
             126,

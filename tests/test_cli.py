@@ -254,6 +254,7 @@ def test_the_subcommands_in_the_order_help_lists_them() -> None:
         "exec",
         "audit",
         "verify",
+        "rules",
         "doctor",
         "webhook-secret",
         "preview",
@@ -267,8 +268,8 @@ def test_an_unknown_command_is_one_usage_line(capsys: pytest.CaptureFixture[str]
     assert (code, out) == (2, "")
     assert err == (
         "relay: error: USAGE: argument COMMAND: invalid choice: 'launch' (choose from"
-        " 'serve', 'ask', 'mcp', 'hook', 'exec', 'audit', 'verify', 'doctor',"
-        " 'webhook-secret', 'preview', 'manifest')"
+        " 'serve', 'ask', 'mcp', 'hook', 'exec', 'audit', 'verify', 'rules',"
+        " 'doctor', 'webhook-secret', 'preview', 'manifest')"
         " (see `relay --help`)\n"
     )
 

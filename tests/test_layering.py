@@ -74,6 +74,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.gate",
             "relay.hooks",
             "relay.integrations",
+            "relay.learn",
             "relay.mcp",
             "relay.sandbox",
             "relay.server",

@@ -35,9 +35,7 @@ if TYPE_CHECKING:
     from relay.receipts.keys import PublicKeys
     from relay.receipts.verify import Failure, Mark
 
-__all__ = []
-
-INVALID = "RECEIPT_INVALID"
+__all__ = ["add_verify", "check_bundle", "read_keys", "receipt_lines"]
 
 
 def add_verify(commands: Commands) -> None:
@@ -71,22 +69,22 @@ def add_verify(commands: Commands) -> None:
 
 def _run_verify(args: argparse.Namespace) -> int:
     from relay.receipts.keys import ReceiptKeyError, public_keys_from
-    from relay.receipts.verify import quarantined, verify_all
+    from relay.receipts.verify import quarantined
 
     source = args.keys or _default_keys()
     try:
-        keys = public_keys_from(_read_keys(source))
+        keys = public_keys_from(read_keys(source))
     except ReceiptKeyError as exc:
         raise CommandError(USAGE, f"--keys {source}: {exc}") from None
     text = read_text(args.file)
-    tokens = _receipts(text)
+    tokens = receipt_lines(text)
     if not tokens:
         raise CommandError(USAGE, f"{args.file} holds no receipt")
     stored = [(f"checkpoint {source}", _fetch(source)) for source in args.checkpoint]
-    stored += _checkpoint_lines(text, args.file)
     roots = _roots(args.tsa_ca) if args.tsa_ca else None
-    failures, marks = _check_checkpoints(stored, keys, roots)
-    failures += verify_all(tokens, keys, chain=args.chain, marks=marks)
+    failures, marks = check_bundle(
+        text, args.file, keys, chain=args.chain, stored=stored, roots=roots
+    )
     for failure in failures:
         sys.stdout.write(f"{failure}\n")
     counted = _count(len(tokens), "receipt")
@@ -104,6 +102,27 @@ def _run_verify(args: argparse.Namespace) -> int:
     noted = f", {_count(len(errors), 'error receipt')} among them" if errors else ""
     sys.stderr.write(f"relay: {counted} verified{linked}{stamped}{noted}\n")
     return 0
+
+
+def check_bundle(
+    text: str,
+    file: str,
+    keys: PublicKeys,
+    *,
+    chain: bool = True,
+    stored: list[tuple[str, str]] | None = None,
+    roots: list[x509.Certificate] | None = None,
+) -> tuple[list[Failure], list[Mark]]:
+    """Every failure of the export ``text`` (read from ``file``): its receipts, with ``chain``
+    their links, and its checkpoints (its own lines and ``stored``); and the checkpoints that
+    held. The one check ``relay verify`` and ``relay rules`` run."""
+    from relay.receipts.verify import verify_all
+
+    failures, marks = _check_checkpoints(
+        [*(stored or []), *_checkpoint_lines(text, file)], keys, roots
+    )
+    failures += verify_all(receipt_lines(text), keys, chain=chain, marks=marks)
+    return failures, marks
 
 
 def _check_checkpoints(
@@ -166,10 +185,11 @@ def _default_keys() -> str:
 
 
 def _fetch(source: str) -> str:
-    return _read_keys(source).decode("utf-8", "replace")
+    return read_keys(source).decode("utf-8", "replace")
 
 
-def _read_keys(source: str) -> bytes:
+def read_keys(source: str) -> bytes:
+    """The bytes of a key set (or checkpoint) at ``source``: a file, ``-`` or an http(s) URL."""
     if source.startswith(("http://", "https://")):
         import urllib.error
         import urllib.request
@@ -183,7 +203,7 @@ def _read_keys(source: str) -> bytes:
     return read_text(source).encode()
 
 
-def _receipts(text: str) -> list[tuple[str, str]]:
+def receipt_lines(text: str) -> list[tuple[str, str]]:
     """``(name, compact JWS)`` per non-blank line; the name is the line until the receipt's
     own id is read."""
     found: list[tuple[str, str]] = []

@@ -30,7 +30,7 @@ from typing import Any
 
 from relay.gate.rules import Rules, RulesError, Verdict, parse_rules
 
-__all__ = ["Policy", "combine", "load_policy"]
+__all__ = ["Policy", "combine", "load_policy", "parse_policy"]
 
 _RANK = {"deny": 0, "ask": 1, "allow": 2, "pass": 3}
 
@@ -63,6 +63,13 @@ def load_policy(path: str) -> Policy:
         raise RulesError(f"cannot read RELAY_RULES_FILE {path}: {reason}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RulesError(f"RELAY_RULES_FILE {path} is not valid UTF-8 TOML: {exc}") from None
+    return parse_policy(data, path=path)
+
+
+def parse_policy(data: dict[str, Any], *, path: str) -> Policy:
+    """Check a decoded ``RELAY_RULES_FILE`` (``path`` names it in errors); ``RulesError``
+    names the key that is wrong."""
+    data = dict(data)
     sections = data.pop("tokens", {})
     if not isinstance(sections, Mapping):
         raise RulesError(f"{path}: tokens must be a table of [tokens.<fingerprint>] sections")

@@ -10,6 +10,7 @@ between); allow rules and grants must match every part word for word
 from __future__ import annotations
 
 import fnmatch
+import functools
 import posixpath
 import shlex
 from dataclasses import dataclass
@@ -82,13 +83,7 @@ class CommandGlob:
     @classmethod
     def of(cls, pattern: str) -> CommandGlob:
         """The glob ``pattern`` as words (a bad one matches nothing: see ``glob_error``)."""
-        tokens = _tokens(pattern) or []
-        if any(_is_operator(t) for t in tokens):
-            return cls(("\x00",), False, pattern)
-        is_open = bool(tokens) and tokens[-1].endswith("*")
-        if tokens and tokens[-1] == "*":
-            tokens = tokens[:-1]
-        return cls(tuple(tokens), is_open, pattern)
+        return _glob_of(pattern)
 
     def strict(self, part: Simple) -> bool:
         """Whether ``part`` is this command word for word (an allow or a grant): a plain
@@ -134,6 +129,19 @@ class CommandGlob:
             ):
                 return True
         return False
+
+
+# A rule's globs are read again for every use matched (``Pattern.matches``): a replay of the
+# decision log matches thousands of uses against the same few rules (``bench.rules_learned``).
+@functools.lru_cache(maxsize=4096)
+def _glob_of(pattern: str) -> CommandGlob:
+    tokens = _tokens(pattern) or []
+    if any(_is_operator(t) for t in tokens):
+        return CommandGlob(("\x00",), False, pattern)
+    is_open = bool(tokens) and tokens[-1].endswith("*")
+    if tokens and tokens[-1] == "*":
+        tokens = tokens[:-1]
+    return CommandGlob(tuple(tokens), is_open, pattern)
 
 
 def _in_order(want: tuple[str, ...], got: tuple[str, ...]) -> bool:
