@@ -134,7 +134,7 @@ async def test_allow_all_allows_exactly_the_covered_calls_each_with_its_receipt(
         await slack.click(message, "Allow once", user="U0BOSS", block_id=f"relay:{terraform}:0:act")
         decision = (await decided(relay, terraform))["decision"]
         assert (decision["behavior"], decision["by"]["id"]) == ("allow", "U0BOSS")
-        await slack.wait_until(lambda: "all decided" in text_of(message), timeout=15)
+        await slack.wait_until(lambda: "none waiting" in text_of(message), timeout=15)
 
         # Each call has its own receipt; the batch ties them together.
         batches = []
@@ -160,7 +160,7 @@ async def test_deny_all_denies_the_covered_calls(rules: str) -> None:
             decision = (await decided(relay, approval_id))["decision"]
             assert decision["behavior"] == "deny"
             assert decision["by"]["id"] == "U0BOB"
-        await slack.wait_until(lambda: "all decided" in text_of(message), timeout=15)
+        await slack.wait_until(lambda: "none waiting" in text_of(message), timeout=15)
         assert len(slack.messages) == 1
 
 
@@ -232,3 +232,41 @@ async def test_a_batch_too_large_for_one_message_pages_within_it(rules: str) -> 
         await slack.click(message, "Next ▶", user="U0ALICE")
         await slack.wait_until(lambda: "Page 2 of" in text_of(message), timeout=15)
         assert "◀ Previous" in text_of(message)
+
+
+async def test_review_each_offers_edit_on_each_call(rules: str) -> None:
+    async with FakeSlack(signing_secret=SECRET) as slack, server(slack, rules) as relay:
+        bodies = [{**call(c), "editable": True} for c in ("npm test", "npm run build")]
+        ids = await post_all(relay, bodies)
+        message = await slack.wait_for_message(timeout=15)
+        assert "Edit…" not in text_of(message)
+        await slack.click(message, "Review each", user="U0ALICE")
+        own = f"relay:{ids[1]}:0:act"
+        await slack.wait_until(lambda: own in text_of(message), timeout=15)
+        await slack.click(message, "Edit…", user="U0ALICE", block_id=own)
+        modal = await slack.wait_for_modal(user="U0ALICE", timeout=10)
+        modal.fill("command", "npm run build -- --dry-run")
+        assert (await slack.submit_view(modal)).outcome == "closed"
+        decision = (await decided(relay, ids[1]))["decision"]
+        assert decision["behavior"] == "allow"
+        assert decision["updated_input"] == {"command": "npm run build -- --dry-run"}
+        assert (await state(relay, ids[0]))["status"] == "pending"
+        await slack.wait_until(lambda: "Edited by" in text_of(message), timeout=15)
+        assert "npm test" in text_of(message)  # the other call is still shown, still waiting
+
+
+async def test_a_withdrawn_or_timed_out_call_shows_so_in_the_batch(rules: str) -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        server(slack, rules, RELAY_TIMEOUT="5") as relay,
+    ):
+        ids = await post_all(relay, [call("npm test"), call("npm run build")])
+        message = await slack.wait_for_message(timeout=15)
+        status, body = await relay.request("DELETE", f"/v1/approvals/{ids[0]}")
+        assert (status, body["decision"]["outcome"]) == (200, "aborted")
+        await slack.wait_until(lambda: "Withdrawn" in text_of(message), timeout=15)
+        assert "Allow all shown (1)" in text_of(message)
+        decision = (await decided(relay, ids[1]))["decision"]
+        assert (decision["behavior"], decision["outcome"]) == ("deny", "timed_out")
+        await slack.wait_until(lambda: "none waiting" in text_of(message), timeout=15)
+        assert "Timed out" in text_of(message)

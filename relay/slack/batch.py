@@ -19,8 +19,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from relay.asks.batches import MAX_BATCH, BatchRef, batch_of, new_batch
 from relay.asks.lifecycle import AskLifecycle
@@ -81,12 +82,20 @@ class Batcher:
     """Collects batchable approvals per session for ``window`` seconds, then posts them:
     alone (``one``) or together (``many``)."""
 
-    def __init__(self, window: float, *, one: PostOne, many: PostMany) -> None:
+    def __init__(
+        self,
+        window: float,
+        *,
+        one: PostOne,
+        many: PostMany,
+        abort: Callable[[str], Coroutine[Any, Any, object]],
+    ) -> None:
         self._window = window
         self._one = one
         self._many = many
+        self._abort = abort
         self._open: dict[Hashable, _Group] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
 
     async def start(
         self, key: Hashable, request: AskUserQuestionRequest, target: Target, owner: str | None
@@ -114,7 +123,17 @@ class Batcher:
         except asyncio.CancelledError:
             if not group.posting:
                 group.members.remove(waiting)
+            else:
+                # Posted (or being posted) for nobody: withdrawn once it is.
+                waiting.future.add_done_callback(self._withdraw)
             raise
+
+    def _withdraw(self, future: asyncio.Future[AskRecord]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        task: asyncio.Task[object] = asyncio.ensure_future(self._abort(future.result().id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _post_later(self, key: Hashable, group: _Group) -> None:
         loop = asyncio.get_running_loop()
@@ -136,13 +155,15 @@ class Batcher:
                 records = [await self._one(members[0].request, members[0].target, group.owner)]
             else:
                 records = await self._many([(m.request, m.target) for m in members], group.owner)
-        except BaseException as exc:
+        except Exception as exc:
             for member in members:
                 if not member.future.done():
                     member.future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
             return
+        except BaseException:
+            for member in members:
+                member.future.cancel()
+            raise
         for member, record in zip(members, records, strict=True):
             if not member.future.done():
                 member.future.set_result(record)

@@ -191,7 +191,7 @@ def render_batch(
     title = (
         f"{len(records)} tool calls from {who}: {left} waiting"
         if left
-        else f"{len(records)} tool calls from {who}: all decided"
+        else f"{len(records)} tool calls from {who}: none waiting"
     )
     blocks: list[dict[str, Any]] = [kit.header(title)]
     where = f"calls {on_page.start + 1}–{on_page.stop} of {len(records)}"

@@ -123,6 +123,7 @@ class SlackProvider:
                     request, target, owner=owner, held=False
                 ),
                 many=batches.start,
+                abort=self.abort,
             )
         self._finished = False
         self._app: AsyncApp | None = None

@@ -71,5 +71,5 @@ async def test_three_parallel_calls_arrive_as_one_message(tmp_path: Path) -> Non
         returned = " ".join(model.all_results().values())
         assert "hello from the notes" in returned
         assert "denied" not in returned.lower()
-        await slack.wait_until(lambda: "all decided" in json.dumps(message.blocks), timeout=30)
+        await slack.wait_until(lambda: "none waiting" in json.dumps(message.blocks), timeout=30)
         assert json.dumps(message.blocks).count("Allowed by") == 3
