@@ -391,7 +391,7 @@ class BatchClicks:
             await self._change_view(ref, records, click, action)
             return
         included = covered(records)
-        calls = [r for p in page if p in included and _pending(r := records[p]) and r is not None]
+        calls = [r for p in page if p in included and (r := records[p]) is not None and _pending(r)]
         if not calls:
             notify(
                 click,
