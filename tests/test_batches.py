@@ -270,3 +270,36 @@ async def test_a_withdrawn_or_timed_out_call_shows_so_in_the_batch(rules: str) -
         assert (decision["behavior"], decision["outcome"]) == ("deny", "timed_out")
         await slack.wait_until(lambda: "none waiting" in text_of(message), timeout=15)
         assert "Timed out" in text_of(message)
+
+
+ESCALATING = """
+default = "ask"
+
+[[rules]]
+action = "ask"
+tools = ["Bash"]
+commands = ["npm *"]
+approvers = ["U0ALICE"]
+escalate_after = 1
+escalate_to = ["U0LEAD"]
+"""
+
+
+async def test_a_batch_escalates_once_and_the_escalated_may_allow_all(tmp_path: Path) -> None:
+    rules = tmp_path / "escalating.toml"
+    rules.write_text(ESCALATING)
+    async with FakeSlack(signing_secret=SECRET) as slack, server(slack, str(rules)) as relay:
+        slack.add_user("U0LEAD", name="lead")
+        ids = await post_all(relay, [call("npm test"), call("npm run build")])
+        message = await slack.wait_for_message(timeout=15)
+        await slack.wait_until(
+            lambda: text_of(message).count("Escalated to <@U0LEAD>") == 2, timeout=30
+        )
+        posts = [m for m in slack.messages if m.text.startswith(":rotating_light: Escalated")]
+        assert len(posts) == 1  # one escalation for the message, in its thread
+        assert posts[0].thread_ts == message.ts
+        # Escalated, the lead may answer each call: Allow all shown is theirs too.
+        await slack.click(message, "Allow all shown (2)", user="U0LEAD")
+        for approval_id in ids:
+            decision = (await decided(relay, approval_id))["decision"]
+            assert (decision["behavior"], decision["by"]["id"]) == ("allow", "U0LEAD")

@@ -55,6 +55,23 @@ def _pending(record: AskRecord | None) -> bool:
     return record is not None and record.pending and not any(record.responses)
 
 
+def _reminding(record: AskRecord) -> Hashable:
+    """When a call's reminders come and whom they name: calls alike share one."""
+    target = record.target
+    return target.remind_after, target.reminders, target.allowed_users, target.allowed_groups
+
+
+def _escalating(record: AskRecord) -> Hashable:
+    """When and to whom a call escalates: calls alike share one escalation post."""
+    target = record.target
+    return (
+        target.escalate_after,
+        target.escalate_users,
+        target.escalate_groups,
+        target.escalate_channel,
+    )
+
+
 @dataclass(eq=False)
 class _Waiting:
     request: AskUserQuestionRequest
@@ -216,7 +233,7 @@ class BatchShow:
         if message is None:
             return True  # nothing was posted
         mode, page = self.view(ref)
-        shown = render_batch(records, ref, mode=mode, page=page)
+        shown = render_batch(records, ref, mode=mode, page=page, now=time.time())
         if not await self._messages.replace_quietly(ref.first, message, shown):
             return False
         done = True
@@ -235,14 +252,29 @@ class BatchShow:
     async def remind(
         self, record: AskRecord, sent: int, remind: Callable[[AskRecord, int], Awaitable[None]]
     ) -> None:
-        """``remind`` for ``record``, unless an earlier call of its batch still waits (its
-        reminder speaks for the whole message)."""
+        """``remind`` for ``record``, unless an earlier call of its batch, reminding the same
+        way, still waits: its reminder speaks for the whole message."""
+        if not await self._spoken_for(record, _reminding):
+            await remind(record, sent)
+
+    async def escalate(
+        self, record: AskRecord, escalate: Callable[[AskRecord], Awaitable[None]]
+    ) -> None:
+        """``escalate`` ``record``, unless an earlier call of its batch, escalating to the same
+        people, still waits: its escalation speaks for the whole message, which is shown
+        again with every call escalated by now."""
         ref = batch_of(record.id)
-        if ref is not None and ref.call > 1:
-            earlier = await self.records(BatchRef(ref.batch, 1, ref.calls))
-            if any(_pending(r) for r in earlier[: ref.call - 1]):
-                return
-        await remind(record, sent)
+        if ref is not None and await self._spoken_for(record, _escalating):
+            await self.refresh(ref)
+            return
+        await escalate(record)
+
+    async def _spoken_for(self, record: AskRecord, how: Callable[[AskRecord], Hashable]) -> bool:
+        ref = batch_of(record.id)
+        if ref is None or ref.call == 1:
+            return False
+        earlier = (await self.records(ref))[: ref.call - 1]
+        return any(r is not None and _pending(r) and how(r) == how(record) for r in earlier)
 
 
 class BatchPoster:

@@ -27,6 +27,7 @@ from relay.questions import AskUserQuestionItem
 from relay.slack import kit
 from relay.slack.answered import answered_line
 from relay.slack.inputs import block_id, input_blocks, option_listing
+from relay.slack.reminders import escalation_note
 from relay.slack.render import MESSAGE_CHARS, RenderedQuestion
 from relay.slack.room import MAX_BLOCKS, MESSAGE_BYTES, blocks_bytes
 from relay.slack.text import block_text_length, escape_within, inert_markdown, units
@@ -154,21 +155,25 @@ def _mentions(target: Target) -> list[str]:
     return who
 
 
-def _status(record: AskRecord, included: bool) -> str:
+def _status(record: AskRecord, included: bool, now: float | None) -> str:
     response = record.responses[0] if record.responses else None
     if response is not None:
         return answered_line(response, record.request.questions[0])
     if not record.pending:
         return _ENDINGS.get(outcome_of(record), _ENDINGS["aborted"])
+    # Who else may answer once escalated (the escalation widens each call on its own).
+    note = escalation_note(record, now=now) if now is not None else None
+    escalated = f" · {note}" if note else ""
     if included:
         return (
-            ":hourglass_flowing_sand: Pending · included in *Allow all shown* and *Deny all shown*"
+            ":hourglass_flowing_sand: Pending · included in *Allow all shown* and *Deny all"
+            f" shown*{escalated}"
         )
     who = _mentions(record.target)
     by = kit.mention_list(who, 300) if who else "anyone in the channel"
     return (
         f":raised_hand: Pending · needs approval by {by}: *not* included in *Allow all shown*"
-        " or *Deny all shown*; decide it with its own buttons"
+        f" or *Deny all shown*; decide it with its own buttons{escalated}"
     )
 
 
@@ -177,10 +182,16 @@ def _pending(record: AskRecord | None) -> bool:
 
 
 def render_batch(
-    records: Sequence[AskRecord | None], ref: BatchRef, *, mode: Mode = "list", page: int = 0
+    records: Sequence[AskRecord | None],
+    ref: BatchRef,
+    *,
+    mode: Mode = "list",
+    page: int = 0,
+    now: float | None = None,
 ) -> RenderedQuestion:
     """The batch's message: page ``page`` of its calls (``records``, in order; ``None`` for
-    one the store no longer holds), listed (``list``) or each with its buttons (``review``)."""
+    one the store no longer holds), listed (``list``) or each with its buttons (``review``);
+    with ``now``, the calls escalated by then say so."""
     shown_pages = pages(records)
     page = min(max(page, 0), len(shown_pages) - 1)
     on_page = shown_pages[page]
@@ -209,7 +220,7 @@ def render_batch(
         waiting = _pending(record)
         covered_left += waiting and mine
         buttons = waiting and (mode == "review" or not mine)
-        blocks.extend(_call_blocks(record, position, _status(record, mine), buttons=buttons))
+        blocks.extend(_call_blocks(record, position, _status(record, mine, now), buttons=buttons))
     actions: list[dict[str, Any]] = []
     any_left = any(_pending(records[p]) for p in on_page)
     if mode == "list" and covered_left:

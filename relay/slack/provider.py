@@ -101,7 +101,7 @@ class SlackProvider:
         self._life.attach(
             on_end=self._ended,
             on_remind=self._remind,
-            on_escalate=self._messages.escalate,
+            on_escalate=self._escalate,
             on_unsettled=self._messages.reshow,
         )
         self._clicks = ClickIntake(
@@ -195,6 +195,10 @@ class SlackProvider:
             key = (owner, agent, resolved.channel, resolved.thread_ts)
             return await self._batcher.start(key, request, resolved, owner)
         return await self._poster.start(request, resolved, owner=owner, held=held)
+
+    async def _escalate(self, record: AskRecord) -> None:
+        """Escalate ``record``: one post per batch message, by its first call still waiting."""
+        await self._batch_show.escalate(record, self._messages.escalate)
 
     async def _remind(self, record: AskRecord, sent: int) -> None:
         """A reminder for ``record``: one per batch message, by its first call still waiting."""
