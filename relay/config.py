@@ -14,7 +14,9 @@ from typing import Any
 from relay.config_mcp import MCP_ENV_VARS, McpSettings
 from relay.config_receipts import RECEIPT_ENV_VARS, receipt_settings
 from relay.config_values import (
+    DEFAULT_BATCH_WINDOW,
     read_api_tokens,
+    read_batch_window,
     read_gc_threshold,
     read_ids,
     read_log_level,
@@ -65,6 +67,8 @@ ENV_VARS: dict[str, str] = {
     "RELAY_APPROVALS_REQUIRED": "distinct people who must vote for an option of every"
     " single-select question that sets no approvalsRequired (default 1)",
     "RELAY_VETO": "comma-separated option labels one vote decides at once, where offered",
+    "RELAY_BATCH_WINDOW": "seconds a tool approval waits for others from the same agent"
+    " session to share one Slack message (default 0.25; 0 posts each alone)",
     "RELAY_RULES_FILE": "the operator's rules file for tool approvals (/v1/approvals, /mcp):"
     " what is allowed or denied without a person, and what a grant may cover",
     "RELAY_API_TOKENS": "comma-separated bearer tokens for the /v1 API",
@@ -258,6 +262,7 @@ class Settings:
     team: TeamDefaults = field(default_factory=TeamDefaults)
     mcp: McpSettings = field(default_factory=McpSettings)
     rules_file: str | None = None
+    batch_window: float = DEFAULT_BATCH_WINDOW
 
     @property
     def socket_mode(self) -> bool:
@@ -347,6 +352,7 @@ class Settings:
             api_tokens=api_tokens,
             operator_tokens=read_operator_tokens(get("RELAY_OPERATOR_TOKENS"), api_tokens),
             rules_file=get("RELAY_RULES_FILE") or None,
+            batch_window=read_batch_window(get("RELAY_BATCH_WINDOW")),
             max_wait=read_seconds(get("RELAY_MAX_WAIT"), "RELAY_MAX_WAIT", 60.0),
             retention=read_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0),
             max_body=int(

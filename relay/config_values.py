@@ -12,7 +12,9 @@ from relay.store.redis_url import parse_redis_url
 from relay.tuning import DEFAULT_GC_THRESHOLD, MAX_GC_THRESHOLD
 
 __all__ = [
+    "DEFAULT_BATCH_WINDOW",
     "read_api_tokens",
+    "read_batch_window",
     "read_gc_threshold",
     "read_ids",
     "read_log_level",
@@ -44,6 +46,27 @@ def read_number(raw: str | None, name: str, default: float, *, whole: bool = Fal
         raise RelayConfigError(f"{name} must be {kind} (got {raw!r})", setting=name) from None
     if not math.isfinite(value) or value <= 0:
         raise RelayConfigError(f"{name} must be greater than 0 (got {raw!r})", setting=name)
+    return value
+
+
+DEFAULT_BATCH_WINDOW = 0.25
+"""Seconds ``relay serve`` holds a tool approval for others of its session to join it."""
+
+
+def read_batch_window(raw: str | None) -> float:
+    """``RELAY_BATCH_WINDOW``: 0 to 10 seconds (default 0.25; 0 turns batches off)."""
+    if raw is None:
+        return DEFAULT_BATCH_WINDOW
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0 <= value <= 10:
+        raise RelayConfigError(
+            f"RELAY_BATCH_WINDOW must be a number of seconds from 0 to 10 (got {raw!r}); 0"
+            " posts each tool approval alone",
+            setting="RELAY_BATCH_WINDOW",
+        )
     return value
 
 

@@ -32,6 +32,8 @@ class ScriptedClaude:
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
     tool: str = "Bash"
+    parallel: tuple[str, ...] = ()
+    """More commands asked for in the same turn, as parallel tool calls (``toolu_e2e_2``…)."""
 
     def results(self) -> list[str]:
         """The tool results Claude Code sent back for the scripted call."""
@@ -44,19 +46,33 @@ class ScriptedClaude:
             if block.get("type") == "tool_result" and block.get("tool_use_id") == TOOL_USE_ID
         ]
 
+    def all_results(self) -> dict[str, str]:
+        """Every tool result Claude Code sent back, by tool use id."""
+        return {
+            block["tool_use_id"]: json.dumps(block.get("content"))
+            for body in self.requests
+            for message in body.get("messages", [])
+            if isinstance(message.get("content"), list)
+            for block in message["content"]
+            if block.get("type") == "tool_result"
+        }
+
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
         tools = {t.get("name") for t in body.get("tools", [])}
-        block: dict[str, Any]
+        blocks: list[tuple[dict[str, Any], dict[str, Any]]] = []
         if self.tool in tools and not self.results():
-            arguments = {"command": self.command, "description": "the task needs it"}
-            block = {"type": "tool_use", "id": TOOL_USE_ID, "name": self.tool, "input": arguments}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
+            for number, command in enumerate((self.command, *self.parallel), start=1):
+                arguments = {"command": command, "description": "the task needs it"}
+                use = TOOL_USE_ID if number == 1 else f"{TOOL_USE_ID}_{number}"
+                block = {"type": "tool_use", "id": use, "name": self.tool, "input": arguments}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
+                blocks.append((block, delta))
             stop = "tool_use"
         else:
             block = {"type": "text", "text": "done"}
-            delta = {"type": "text_delta", "text": "done"}
+            blocks.append((block, {"type": "text_delta", "text": "done"}))
             stop = "end_turn"
         message = {
             "id": f"msg_{len(self.requests)}",
@@ -69,13 +85,18 @@ class ScriptedClaude:
             "usage": {"input_tokens": 1, "output_tokens": 1},
         }
         if not body.get("stream"):
-            return web.json_response({**message, "content": [block], "stop_reason": stop})
-        start = {**block, "input": {}} if block["type"] == "tool_use" else {**block, "text": ""}
-        events = [
-            {"type": "message_start", "message": message},
-            {"type": "content_block_start", "index": 0, "content_block": start},
-            {"type": "content_block_delta", "index": 0, "delta": delta},
-            {"type": "content_block_stop", "index": 0},
+            content = [block for block, _ in blocks]
+            return web.json_response({**message, "content": content, "stop_reason": stop})
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
+        for index, (block, delta) in enumerate(blocks):
+            kind = block["type"]
+            start = {**block, "input": {}} if kind == "tool_use" else {**block, "text": ""}
+            events += [
+                {"type": "content_block_start", "index": index, "content_block": start},
+                {"type": "content_block_delta", "index": index, "delta": delta},
+                {"type": "content_block_stop", "index": index},
+            ]
+        events += [
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": stop, "stop_sequence": None},
@@ -87,9 +108,11 @@ class ScriptedClaude:
 
 
 @asynccontextmanager
-async def scripted_claude(command: str, tool: str = "Bash") -> AsyncIterator[ScriptedClaude]:
-    """The scripted API on a free loopback port."""
-    model = ScriptedClaude(command, tool=tool)
+async def scripted_claude(
+    command: str, tool: str = "Bash", parallel: tuple[str, ...] = ()
+) -> AsyncIterator[ScriptedClaude]:
+    """The scripted API on a free loopback port (``parallel``: more calls in the same turn)."""
+    model = ScriptedClaude(command, tool=tool, parallel=parallel)
     async with serve_model("/v1/messages", model._messages, {}) as url:
         model.url = url
         yield model

@@ -11,6 +11,7 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
+from relay.asks.batches import batch_of
 from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, Responder, Vote
 from relay.receipts.jcs import canonical
@@ -100,7 +101,7 @@ def receipt_payload(
     questions = record.request.questions
     responses = list(record.responses) + [None] * (len(questions) - len(record.responses))
     error = record.error
-    return {
+    payload = {
         "v": VERSION,
         "iss": issuer,
         "kid": kid,
@@ -129,3 +130,8 @@ def receipt_payload(
             ],
         },
     }
+    batch = batch_of(record.id)
+    if batch is not None:
+        # Shown in one message with other calls (each with its own receipt): which, and where.
+        payload["batch"] = batch.to_json()
+    return payload

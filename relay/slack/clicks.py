@@ -25,6 +25,7 @@ from relay.errors import UserInteractionError
 from relay.questions import AskUserQuestionAnswerItem
 from relay.slack import notices
 from relay.slack.background import Background
+from relay.slack.batch import BatchClicks, BatchShow
 from relay.slack.editing import EditIntake
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.final import answered_of, final_of
@@ -55,6 +56,7 @@ class ClickIntake:
         background: Background,
         installation: Callable[[], Awaitable[Installation]],
         edit_review: EditReview | None = None,
+        batches: BatchShow | None = None,
     ) -> None:
         self._life = life
         self._messages = messages
@@ -71,6 +73,18 @@ class ClickIntake:
             gatekeeper=gatekeeper,
         )
         self._votes = VoteIntake(life=life, messages=messages, background=background)
+        self._batches = (
+            BatchClicks(
+                life=life,
+                messages=messages,
+                show=batches,
+                gatekeeper=gatekeeper,
+                answer=lambda click: self._handle(click, acked=False),
+                foreign=self._foreign,
+            )
+            if batches is not None
+            else None
+        )
 
     async def handle(self, click: Click) -> dict[str, str] | None:
         """Apply one click; one whose check would wait on Slack is applied after the ack.
@@ -81,6 +95,11 @@ class ClickIntake:
             return None
         if click.kind is ClickKind.SAVE:
             return await self._edits.submit(click)
+        if click.kind is ClickKind.BATCH:
+            # Allow all / Deny all: one click of this person's per call (see BatchClicks).
+            if self._batches is not None:
+                await self._batches.handle(click)
+            return None
         await self._handle(click, acked=False)
         return None
 

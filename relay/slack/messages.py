@@ -12,12 +12,13 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Sequence, Set
+from collections.abc import Awaitable, Callable, Sequence, Set
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from relay.asks.batches import BatchRef, batch_of
 from relay.errors import ErrorCode, RelayException, UserInteractionError
 from relay.events import Events
 from relay.questions import Vote
@@ -78,6 +79,9 @@ class SlackMessages:
         self._in_flight: set[tuple[str, int]] = set()
         # Live tallies and notes, per message: at most one update a TALLY_GAP (see show_live).
         self._tallies = Coalescer(TALLY_GAP)
+        # Shows a batch's one message again as its calls stand (``relay.slack.batch``): the
+        # update of any call of a batch goes there instead of replacing the whole message.
+        self.batch_refresh: Callable[[BatchRef], Awaitable[bool]] | None = None
         # One post at a time per channel (see post); unused locks are dropped.
         self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -190,6 +194,9 @@ class SlackMessages:
         """Show ``final`` in ``message``; a failure is an event, never an error. With
         ``index``, ``final`` is question ``index``'s end: once shown, the store is told
         (``settled``), else the sweep retries it. Whether it landed."""
+        if self.batch_refresh is not None and (batch := batch_of(ask_id)) is not None:
+            # One call of a batch: its message shows every call, so all are shown again.
+            return await self.batch_refresh(batch)
         key = None if index is None else (ask_id, index)
         if key is not None:
             self._in_flight.add(key)
@@ -209,6 +216,18 @@ class SlackMessages:
             except StoreUnavailable as exc:
                 # Shown but not recorded: the sweep shows it once more, which is harmless.
                 _log.warning("could not record the update of ask %s as landed: %s", ask_id, exc)
+        return True
+
+    async def replace_quietly(
+        self, ask_id: str, message: MessageRef, shown: RenderedQuestion
+    ) -> bool:
+        """Show ``shown`` in ``message``; whether it landed (a failure is an event)."""
+        try:
+            await self._replace(message, shown)
+        except SLACK_FAILURES as exc:
+            error = str(exc) or type(exc).__name__
+            self._events.emit("slack_error", ask_id, method="chat.update", error=error)
+            return False
         return True
 
     async def _replace(self, message: MessageRef, final: RenderedQuestion) -> None:

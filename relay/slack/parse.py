@@ -18,6 +18,7 @@ from typing import Any
 
 from relay.edits import read_edit
 from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
+from relay.slack.batch_view import ACTION_BATCH
 from relay.slack.inputs import ACTION_EDIT
 from relay.slack.render import (
     ACTION_CHECKS,
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 _MAX_ID = 64
+BATCH_ACTIONS = frozenset({"allow", "deny", "review", "list", "prev", "next"})
 # Payloads are JSON: dict first, so that isinstance never reaches the ABC (a Python-level
 # check, a dozen per click); other mappings still pass.
 _MAPPING = (dict, Mapping)
@@ -61,6 +63,7 @@ class ClickKind(StrEnum):
     TOGGLE = "toggle"  # ticking a box or changing a multi-select menu: state only
     EDIT = "edit"  # a tool approval's "Edit…": opens the edit modal, answers nothing yet
     SAVE = "save"  # the edit modal submitted (``view_submission``): the edited call allowed
+    BATCH = "batch"  # a batch message's own button (``batch_action``, page in ``option``)
 
 
 class Notice(StrEnum):
@@ -108,6 +111,8 @@ class Click:
     version: int = 1
     """The version of the question the clicker was shown (an edited tool call is a new
     version; see ``relay.store.votes``): from the block's id, or the edit form's metadata."""
+    batch_action: str | None = None
+    """A batch button's action (``BATCH_ACTIONS``); ``None`` for any other click."""
 
 
 def _str(value: object) -> str | None:
@@ -236,6 +241,7 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         return None
     ask_id, index, version = route
     option: int | None = None
+    batch_action: str | None = None
     text = _typed(payload, ask_id, index, version)
     if action_id.startswith(ACTION_OPTION + "."):
         kind, option = ClickKind.OPTION, _index(action.get("value"))
@@ -251,6 +257,11 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         kind = ClickKind.SKIP
     elif action_id == ACTION_EDIT:
         kind = ClickKind.EDIT
+    elif action_id.startswith(ACTION_BATCH + "."):
+        kind, option = ClickKind.BATCH, _index(action.get("value"))
+        batch_action = action_id[len(ACTION_BATCH) + 1 :]
+        if batch_action not in BATCH_ACTIONS or option is None:
+            return None
     elif action_id == ACTION_TEXT:
         kind = ClickKind.TEXT
         # The dispatched value is what was in the field when Enter was pressed.
@@ -289,6 +300,7 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         request=request,
         trigger_id=_str(payload.get("trigger_id")),
         version=version,
+        batch_action=batch_action,
     )
 
 
@@ -307,7 +319,7 @@ def decide(
             id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=at
         )
 
-    if click.kind in (ClickKind.TOGGLE, ClickKind.EDIT, ClickKind.SAVE):
+    if click.kind in (ClickKind.TOGGLE, ClickKind.EDIT, ClickKind.SAVE, ClickKind.BATCH):
         return None
     if text is not None and read_edit(text) is not None:
         # An edit is made in its form, where the message then shows it; typed, it would run

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Unpack
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.rules import LONGEST_TIMEOUT, answer_of, known
 from relay.asks.target import UNSET, AskTarget, Route, ids
-from relay.errors import RelayConfigError, ask_aborted, ask_closed
+from relay.errors import RelayConfigError, UserInteractionError, ask_aborted, ask_closed
 from relay.events import Events
 from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest, validate_request
 from relay.slack.background import Background
+from relay.slack.batch import Batcher, BatchPoster, BatchShow
+from relay.slack.batch_view import batchable
 from relay.slack.clicks import ClickIntake
 from relay.slack.failures import SLACK_FAILURES, provider_failed
 from relay.slack.identity import InstallationLookup
@@ -26,6 +28,7 @@ from relay.slack.messages import SlackMessages
 from relay.slack.parse import Click
 from relay.slack.people import Gatekeeper
 from relay.slack.posting import AskPoster
+from relay.slack.render import render_question
 from relay.slack.settings import SlackOptions, SlackSettings, lifecycle_of, settings_of
 from relay.store import AskRecord, AskStore
 
@@ -92,10 +95,13 @@ class SlackProvider:
         )
         # The asks an ask() call here waits for (the lifecycle's set; closing ends them).
         self._waiting = self._life.waiting
+        # Approvals of one session arriving together share one message (relay.slack.batch).
+        self._batch_show = BatchShow(life=self._life, messages=self._messages)
+        self._messages.batch_refresh = self._batch_show.refresh
         self._life.attach(
             on_end=self._ended,
-            on_remind=self._messages.remind,
-            on_escalate=self._messages.escalate,
+            on_remind=self._remind,
+            on_escalate=self._escalate,
             on_unsettled=self._messages.reshow,
         )
         self._clicks = ClickIntake(
@@ -105,8 +111,20 @@ class SlackProvider:
             background=self._background,
             installation=self.installation,
             edit_review=settings.edit_review,
+            batches=self._batch_show,
         )
         self._poster = AskPoster(life=self._life, messages=self._messages)
+        self._batcher: Batcher | None = None
+        if settings.batch_window > 0:
+            batches = BatchPoster(life=self._life, messages=self._messages, show=self._batch_show)
+            self._batcher = Batcher(
+                settings.batch_window,
+                one=lambda request, target, owner: self._poster.start(
+                    request, target, owner=owner, held=False
+                ),
+                many=batches.start,
+                abort=self.abort,
+            )
         self._finished = False
         self._app: AsyncApp | None = None
         self._socket: SocketMode | None = None
@@ -172,7 +190,19 @@ class SlackProvider:
         # Who may answer, looked up while posting: the first clicks need not wait on Slack.
         if groups := self.gatekeeper.unknown_groups(resolved):
             self._background.spawn(self.gatekeeper.warm(groups))
+        if self._batcher is not None and not held and _batchable(request):
+            agent = request.agent.id if request.agent is not None else None
+            key = (owner, agent, resolved.channel, resolved.thread_ts)
+            return await self._batcher.start(key, request, resolved, owner)
         return await self._poster.start(request, resolved, owner=owner, held=held)
+
+    async def _escalate(self, record: AskRecord) -> None:
+        """Escalate ``record``: one post per batch message, by its first call still waiting."""
+        await self._batch_show.escalate(record, self._messages.escalate)
+
+    async def _remind(self, record: AskRecord, sent: int) -> None:
+        """A reminder for ``record``: one per batch message, by its first call still waiting."""
+        await self._batch_show.remind(record, sent, self._messages.remind)
 
     async def wait(self, ask_id: str, *, within: float | None = None) -> AskRecord:
         """Wait until the ask is final (or ``within`` seconds pass); the record as it stands.
@@ -321,6 +351,8 @@ class SlackProvider:
             return
         self._finished = True
         # Posts in flight finish (and withdraw what they posted) before the close completes.
+        if self._batcher is not None:
+            await self._batcher.finish()
         await self._poster.finish()
         await self.lookup.close()
         await self.drain()
@@ -334,3 +366,16 @@ class SlackProvider:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _batchable(request: AskUserQuestionRequest) -> bool:
+    """Whether ``request`` may wait to join a batch: one tool approval that one person
+    decides and whose input fits a batch's message (else it is posted alone, as ever, and
+    refused there if Slack cannot show it)."""
+    if len(request.questions) != 1 or not batchable(request.questions[0]):
+        return False
+    try:
+        render_question(request.questions[0], ask_id="x", index=0, agent=request.agent)
+    except UserInteractionError:
+        return False
+    return True

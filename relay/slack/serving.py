@@ -172,6 +172,7 @@ def slack_settings(settings: Settings, edit_review: EditReview | None = None) ->
         ),
         max_timeout=settings.max_timeout,
         edit_review=edit_review,
+        batch_window=settings.batch_window,
         **settings.team.provider_kwargs(),
     )
 

@@ -52,6 +52,8 @@ class SlackSettings:
     ``escalate_*``: each ask's default reminders and escalation (see ``SlackTarget``).
     ``default_option``, ``approvals_required`` and ``veto``: each question's, where it sets
     none. ``names``: what a client's ``target`` may name; ``edit_review``: rules for an edit.
+    ``batch_window``: seconds a tool approval waits for others of its agent session to share
+    its message (``relay.slack.batch``); 0 (the default here) posts each alone.
     """
 
     client: AsyncWebClient | None = None
@@ -78,10 +80,16 @@ class SlackSettings:
     veto: Collection[str] | None = None
     names: NamePolicy | None = None
     edit_review: EditReview | None = None
+    batch_window: float = 0.0
 
     def checked(self) -> None:
         """Refuse settings that name no way to call Slack, or no place to ask."""
         check_credentials(self.client, self.token, self.signing_secret)
+        if not 0 <= self.batch_window <= 10:
+            raise RelayConfigError(
+                "batch_window must be from 0 (each approval posted alone) to 10 seconds",
+                setting="batch_window",
+            )
         if self.channel is None and self.route is None:
             raise RelayConfigError(
                 "pass channel= (a channel id, or a user id for a DM) or a route= function",
@@ -156,6 +164,7 @@ class SlackOptions(TypedDict, total=False):
     veto: Collection[str] | None
     names: NamePolicy | None
     edit_review: EditReview | None
+    batch_window: float
     store: AskStore | None
     events: Events | None
     sweep_interval: float | None
