@@ -27,6 +27,7 @@ Hierarchy::
         ├── ActionRefused                relay.sandbox.standin — a sandbox action refused
         ├── UnreadableJSON (ValueError)  relay.safejson — text the relay will not read as JSON
         │   └── JSONTooComplex           too deep, or a number too large
+        ├── LogMismatch (ValueError)     relay.learn.log — asks that do not match their receipts
         ├── BadJWS (ValueError)          relay.receipts.jws — a receipt's JWS fails
         ├── ReceiptKeyError (ValueError) relay.receipts.keys — a key file cannot be read
         └── TimestampError (RuntimeError) relay.receipts.checkpoint — the TSA granted none

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from relay.errors import RelayException
 from relay.gate.approval import DENY
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import BadJWS, parse
@@ -36,7 +37,7 @@ an edit of it instead, or nothing (timed out, aborted, failed)."""
 _DIRECTORY = re.compile(r"^\*Directory:\* `([^`\n]+)`$", re.MULTILINE)
 
 
-class LogMismatch(ValueError):
+class LogMismatch(RelayException, ValueError):
     """The asks export does not match the receipts (a question that is not what was shown)."""
 
 

@@ -7,10 +7,7 @@ Every call stays its own ask (its own decision, grant, receipt, deadline); their
 the batch (``relay.asks.batches``), which is all any replica needs to show the message
 again (``BatchShow``, through a ``Coalescer``: one update at a time, the newest wins).
 
-``BatchClicks`` turns *Allow all shown* and *Deny all shown* into one click per covered,
-pending call on the page, by the same person, on that call's own *Allow once* or *Deny*:
-each then takes the path every click takes (who may answer, the claim, the Decider's
-reading of the answer). Nothing here decides a call.
+The batch buttons are read in ``relay.slack.batch_clicks``. Nothing here decides a call.
 """
 
 from __future__ import annotations
@@ -20,30 +17,25 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from relay.asks.batches import MAX_BATCH, BatchRef, batch_of, new_batch
 from relay.asks.lifecycle import AskLifecycle
-from relay.asks.rules import widened
 from relay.errors import UserInteractionError
 from relay.questions import AskUserQuestionRequest
-from relay.slack import notices
-from relay.slack.batch_view import Mode, covered, pages, render_batch
+from relay.slack.batch_view import Mode, render_batch
 from relay.slack.coalesce import Coalescer
 from relay.slack.failures import SLACK_FAILURES, provider_failed
 from relay.slack.messages import TALLY_GAP, SlackMessages, Unrecorded
-from relay.slack.parse import Click, ClickKind
-from relay.slack.people import Gatekeeper
 from relay.store import AskError, AskRecord, AskStatus, MessageRef, StoreUnavailable, Target
 from relay.store.record import utcnow
 
-__all__ = ["BatchClicks", "BatchPoster", "BatchShow", "Batcher"]
+__all__ = ["BatchPoster", "BatchShow", "Batcher", "pending"]
 
 _log = logging.getLogger("relay.slack")
 
 _LONGEST_HOLD = 4  # a batch is posted at the latest this many windows after its first call
-_DENY = "Deny"  # relay.gate.approval's deny label (the gate sits above this module)
 
 PostOne = Callable[[AskUserQuestionRequest, Target, str | None], Awaitable[AskRecord]]
 PostMany = Callable[
@@ -51,7 +43,8 @@ PostMany = Callable[
 ]
 
 
-def _pending(record: AskRecord | None) -> bool:
+def pending(record: AskRecord | None) -> bool:
+    """Whether ``record`` is a call still waiting with no vote yet (a batch button covers it)."""
     return record is not None and record.pending and not any(record.responses)
 
 
@@ -274,7 +267,7 @@ class BatchShow:
         if ref is None or ref.call == 1:
             return False
         earlier = (await self.records(ref))[: ref.call - 1]
-        return any(r is not None and _pending(r) and how(r) == how(record) for r in earlier)
+        return any(r is not None and pending(r) and how(r) == how(record) for r in earlier)
 
 
 class BatchPoster:
@@ -364,109 +357,3 @@ class BatchPoster:
                 await self._life.end(
                     record.id, AskStatus.FAILED, AskError.of(error), detail=detail, method=method
                 )
-
-
-class BatchClicks:
-    """The batch buttons: a page or view to show, or one click per covered call."""
-
-    def __init__(
-        self,
-        *,
-        life: AskLifecycle,
-        messages: SlackMessages,
-        show: BatchShow,
-        gatekeeper: Gatekeeper,
-        answer: Callable[[Click], Awaitable[None]],
-        foreign: Callable[[Click], Awaitable[str | None]],
-    ) -> None:
-        self._life = life
-        self._messages = messages
-        self._show = show
-        self._gatekeeper = gatekeeper
-        self._answer = answer
-        self._foreign = foreign
-
-    async def handle(self, click: Click) -> None:
-        """Apply a click on a batch button (``click.batch_action``, page ``click.option``)."""
-        ref = batch_of(click.ask_id)
-        if ref is None or click.batch_action is None or click.option is None:
-            return
-        notify = self._messages.notify
-        try:
-            if await self._foreign(click) is not None:
-                return
-            records = await self._show.records(ref)
-        except SLACK_FAILURES:
-            _log.exception("auth.test failed; cannot check which workspace a click came from")
-            notify(click, notices.cannot_record())
-            return
-        except Exception:
-            _log.exception("store unreachable while handling a click on batch %s", ref.batch)
-            notify(click, notices.cannot_record())
-            return
-        message = next((r.messages[0] for r in records if r is not None and r.messages[0]), None)
-        if message is None or (click.channel_id, click.message_ts) != (
-            message.channel,
-            message.ts,
-        ):
-            self._life.events.emit(
-                "refused", click.ask_id, user=click.user_id, why="message_mismatch"
-            )
-            return
-        shown = pages(records)
-        if click.option >= len(shown):
-            notify(click, notices.no_longer_pending(None))
-            return
-        page = shown[click.option]
-        action = click.batch_action
-        if action in ("review", "list", "prev", "next"):
-            await self._change_view(ref, records, click, action)
-            return
-        included = covered(records)
-        calls = [r for p in page if p in included and (r := records[p]) is not None and _pending(r)]
-        if not calls:
-            notify(
-                click,
-                "Nothing on this page is left for the batch buttons: each call there is decided,"
-                " or needs other approvers (use its own buttons).",
-            )
-            return
-        for record in calls:
-            question = record.request.questions[0]
-            label = question.intent.approve if action == "allow" and question.intent else _DENY
-            if label not in question.labels:
-                continue
-            # The same person's click on this call's own button, checked as such.
-            await self._answer(
-                replace(
-                    click,
-                    ask_id=record.id,
-                    index=0,
-                    kind=ClickKind.OPTION,
-                    option=question.labels.index(label),
-                    text=None,
-                    ticked=(),
-                    batch_action=None,
-                )
-            )
-
-    async def _change_view(
-        self, ref: BatchRef, records: list[AskRecord | None], click: Click, action: str
-    ) -> None:
-        """Show another page or view, for someone who may answer some call still waiting."""
-        refusal: str | None = notices.no_longer_pending(None)
-        now = time.time()
-        for record in records:
-            if record is None or not _pending(record):
-                continue
-            refusal = await self._gatekeeper.refusal(widened(record, now=now), click.user_id)
-            if refusal is None:
-                break
-        if refusal is not None:
-            self._messages.notify(click, refusal)
-            return
-        mode, _ = self._show.view(ref)
-        if action in ("review", "list"):
-            mode = "review" if action == "review" else "list"
-        self._show.set_view(ref, mode, click.option or 0)
-        await self._show.refresh(ref)

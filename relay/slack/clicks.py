@@ -25,7 +25,8 @@ from relay.errors import UserInteractionError
 from relay.questions import AskUserQuestionAnswerItem
 from relay.slack import notices
 from relay.slack.background import Background
-from relay.slack.batch import BatchClicks, BatchShow
+from relay.slack.batch import BatchShow
+from relay.slack.batch_clicks import BatchClicks
 from relay.slack.editing import EditIntake
 from relay.slack.failures import SLACK_FAILURES
 from relay.slack.final import answered_of, final_of

@@ -79,8 +79,7 @@ class SlackMessages:
         self._in_flight: set[tuple[str, int]] = set()
         # Live tallies and notes, per message: at most one update a TALLY_GAP (see show_live).
         self._tallies = Coalescer(TALLY_GAP)
-        # Shows a batch's one message again as its calls stand (``relay.slack.batch``): the
-        # update of any call of a batch goes there instead of replacing the whole message.
+        # A batch's call is shown by showing its batch's message again (relay.slack.batch).
         self.batch_refresh: Callable[[BatchRef], Awaitable[bool]] | None = None
         # One post at a time per channel (see post); unused locks are dropped.
         self._post_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
@@ -201,12 +200,9 @@ class SlackMessages:
         if key is not None:
             self._in_flight.add(key)
         try:
-            await self._replace(message, final)
-        except SLACK_FAILURES as exc:
-            # The outcome is already recorded and returned; the sweep retries the message.
-            error = str(exc) or type(exc).__name__
-            self._events.emit("slack_error", ask_id, method="chat.update", error=error)
-            return False
+            # (Failed: the outcome is already recorded and returned; the sweep retries it.)
+            if not await self.replace_quietly(ask_id, message, final):
+                return False
         finally:
             if key is not None:
                 self._in_flight.discard(key)
@@ -222,25 +218,15 @@ class SlackMessages:
         self, ask_id: str, message: MessageRef, shown: RenderedQuestion
     ) -> bool:
         """Show ``shown`` in ``message``; whether it landed (a failure is an event)."""
+        update = {"channel": message.channel, "ts": message.ts, "text": shown.text}
         try:
-            await self._replace(message, shown)
+            async with self._background.slots:
+                await self.lean.call("chat.update", {**update, "blocks": shown.blocks})
         except SLACK_FAILURES as exc:
             error = str(exc) or type(exc).__name__
             self._events.emit("slack_error", ask_id, method="chat.update", error=error)
             return False
         return True
-
-    async def _replace(self, message: MessageRef, final: RenderedQuestion) -> None:
-        async with self._background.slots:
-            await self.lean.call(
-                "chat.update",
-                {
-                    "channel": message.channel,
-                    "ts": message.ts,
-                    "text": final.text,
-                    "blocks": final.blocks,
-                },
-            )
 
     async def abandon(self, record: AskRecord, lost: Unrecorded) -> UserInteractionError:
         """Withdraw what was posted of an ask the store failed to record; the error saying
@@ -255,9 +241,7 @@ class SlackMessages:
                 index=index,
                 count=count,
             )
-            try:
-                await self._replace(message, final)
-            except SLACK_FAILURES:
+            if not await self.replace_quietly(record.id, message, final):
                 stuck.append(message)
         error = f"the relay's store failed while posting the question ({lost.cause})"
         if stuck:
