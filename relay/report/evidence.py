@@ -1,0 +1,95 @@
+"""The receipts a report is made from, verified first: a bundle as ``relay audit --receipts``
+writes it (receipt lines, then checkpoint lines), checked whole against the relay's keys.
+
+The figures count only what verified: a bundle with one bad signature, a gap, a cut head or
+tail (against its checkpoints), or a fork is refused as a whole, naming what is wrong, so a
+report never shows figures the evidence does not hold.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from relay.errors import RelayException
+from relay.receipts.checkpoint import Stored
+from relay.receipts.keys import PublicKeys
+from relay.receipts.verify import Failure, Mark, check_checkpoint, check_receipt, verify_all
+
+__all__ = ["Evidence", "EvidenceRefused", "read_bundle", "verified"]
+
+
+class EvidenceRefused(RelayException):
+    """The receipts did not verify: ``failures`` says which and why."""
+
+    def __init__(self, failures: list[Failure]) -> None:
+        shown = "; ".join(str(f) for f in failures[:5])
+        more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
+        super().__init__(
+            f"the receipts do not verify, so no report is made from them: {shown}{more};"
+            " check them with relay verify --chain"
+        )
+        self.failures = failures
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Verified receipts, in chain order: each one's payload."""
+
+    payloads: tuple[dict[str, Any], ...]
+    checkpoints: int = 0
+
+
+def read_bundle(text: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The receipts (``(name, compact JWS)``) and checkpoints (``(name, stored entry)``) of a
+    bundle: one JSON object a line (``receipt`` or ``checkpoint``), or bare compact JWS."""
+    receipts: list[tuple[str, str]] = []
+    checkpoints: list[tuple[str, str]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        name = f"line {number}"
+        if not line.startswith("{"):
+            receipts.append((name, line))
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            item = None
+        if isinstance(item, dict) and "checkpoint" in item and "receipt" not in item:
+            checkpoints.append((name, line))
+            continue
+        token = item.get("receipt") if isinstance(item, dict) else None
+        receipts.append((name, token if isinstance(token, str) else ""))
+    return receipts, checkpoints
+
+
+def verified(
+    receipts: list[tuple[str, str]], checkpoints: list[tuple[str, str]], keys: PublicKeys
+) -> Evidence:
+    """The payloads of ``receipts`` once every signature holds and they link as one chain
+    (reaching what ``checkpoints`` say); ``EvidenceRefused`` otherwise."""
+    failures: list[Failure] = []
+    marks: list[Mark] = []
+    for name, raw in checkpoints:
+        try:
+            entry = Stored.read(raw)
+        except ValueError as exc:
+            failures.append(Failure(name, f"not a checkpoint ({exc})"))
+            continue
+        mark = check_checkpoint(entry.checkpoint, keys, name=name)
+        if isinstance(mark, Failure):
+            failures.append(mark)
+        else:
+            marks.append(mark)
+    failures += verify_all(receipts, keys, chain=True, marks=marks)
+    if failures:
+        raise EvidenceRefused(failures)
+    payloads = []
+    for name, token in receipts:
+        checked = check_receipt(token, keys, name=name)
+        assert not isinstance(checked, Failure)  # (verify_all has just passed it)
+        payloads.append(checked.payload)
+    return Evidence(payloads=tuple(payloads), checkpoints=len(marks))
