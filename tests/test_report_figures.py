@@ -222,3 +222,31 @@ async def test_the_page_escapes_what_agents_name_and_needs_no_script() -> None:
     assert "&lt;b&gt;x&lt;/b&gt;" in page
     assert "<script" not in page
     assert page.count("<svg") == 3
+
+
+async def test_a_call_is_named_only_from_an_ask_whose_question_the_receipts_signed() -> None:
+    from relay.report.labels import call_label, labels_for
+
+    records = small_log()
+    text, writer = await bundle_of(records)
+    got = figures(verified(*read_bundle(text), writer.published).payloads)
+    kept = {r.id: r for r in records}
+
+    async def lookup(ask_id: str) -> AskRecord | None:
+        return kept.get(ask_id)
+
+    named = await labels_for(got.repeated, lookup)
+    assert named == {
+        subject_digest(records[0]): "Bash: npm test",
+        subject_digest(records[3]): "Bash: rm -rf /",
+    }
+    # A kept ask that no longer shows what was signed names nothing.
+    kept = {r.id: approval("ci-7", "npm run other", DAY, 9) for r in records}
+    assert await labels_for(got.repeated, lookup) == {}
+    shown = approval_question(
+        ApprovalRequest(
+            tool="Bash", input={"command": "a && b"}, agent=AgentRef("x"), cwd="/srv/app"
+        )
+    )
+    plain = records[0].with_(request=shown)
+    assert call_label(plain) == "Bash: a && b"

@@ -38,6 +38,7 @@ _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("exec", "exec_"),
     ("audit", "audit"),
     ("verify", "verify"),
+    ("report", "report"),
     ("doctor", "doctor"),
     ("webhook-secret", "webhook_secret"),
     ("preview", "preview"),
