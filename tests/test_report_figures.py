@@ -221,7 +221,7 @@ async def test_the_page_escapes_what_agents_name_and_needs_no_script() -> None:
     assert "<b>x</b>" not in page
     assert "&lt;b&gt;x&lt;/b&gt;" in page
     assert "<script" not in page
-    assert page.count("<svg") == 3
+    assert page.count("<svg") == 4
 
 
 async def test_a_call_is_named_only_from_an_ask_whose_question_the_receipts_signed() -> None:
@@ -250,3 +250,19 @@ async def test_a_call_is_named_only_from_an_ask_whose_question_the_receipts_sign
     )
     plain = records[0].with_(request=shown)
     assert call_label(plain) == "Bash: a && b"
+
+
+async def test_time_to_decide_is_spread_over_bands() -> None:
+    text, writer = await bundle_of(small_log())
+    got = figures(verified(*read_bundle(text), writer.published).payloads)
+    # 10, 20 s; 30, 40, 50 s; 600 s.
+    assert dict(got.spread) == {
+        "under 30 s": 2,
+        "30 s to 1 min": 3,
+        "1 to 2 min": 0,
+        "2 to 5 min": 0,
+        "5 to 15 min": 1,
+        "15 min to 1 h": 0,
+        "over 1 h": 0,
+    }
+    assert "under 30 s: 2, 30 s to 1 min: 3, 5 to 15 min: 1" in render_table(got, source="t")

@@ -143,7 +143,7 @@ async def test_the_report_is_an_operators_page_made_from_the_chain(tmp_path: Pat
             "report", "--receipts", str(bundle), "--format", "html", "-O", str(html), env=env
         )
         assert code == 0, err
-        assert html.read_text().count("<svg") == 3
+        assert html.read_text().count("<svg") == 4
 
         # An export with a receipt dropped: no report at all.
         lines = bundle.read_text().splitlines()

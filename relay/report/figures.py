@@ -101,6 +101,7 @@ class Figures:
     decide_p50: float | None
     decide_p90: float | None
     decided: int
+    spread: tuple[tuple[str, int], ...]
     people: tuple[Person, ...]
     without_person: int
     repeated: tuple[RepeatedCall, ...]
@@ -262,6 +263,7 @@ def figures(
         decide_p50=percentile(tally.waits, 0.5),
         decide_p90=percentile(tally.waits, 0.9),
         decided=len(tally.waits),
+        spread=_spread(tally.waits),
         people=tuple(people),
         without_person=tally.endings[Ending.TIMED_OUT],
         repeated=tuple(repeated),
@@ -271,6 +273,26 @@ def figures(
         last=days[-1][0] if days else None,
         notes=notes,
     )
+
+
+# Time-to-decide bands (upper bound in seconds, label): short at the start, where most are.
+_BANDS = (
+    (30.0, "under 30 s"),
+    (60.0, "30 s to 1 min"),
+    (120.0, "1 to 2 min"),
+    (300.0, "2 to 5 min"),
+    (900.0, "5 to 15 min"),
+    (3600.0, "15 min to 1 h"),
+    (math.inf, "over 1 h"),
+)
+
+
+def _spread(waits: list[float]) -> tuple[tuple[str, int], ...]:
+    """How many were decided within each band of time (``_BANDS``)."""
+    counts = [0] * len(_BANDS)
+    for wait in waits:
+        counts[next(i for i, (most, _) in enumerate(_BANDS) if wait < most)] += 1
+    return tuple((label, n) for (_, label), n in zip(_BANDS, counts, strict=True))
 
 
 def _every_day(days: Mapping[date, Counter[str]]) -> tuple[tuple[date, Mapping[str, int]], ...]:

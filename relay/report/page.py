@@ -202,6 +202,13 @@ def _endings(f: Figures) -> str:
     return f"<figure>{chart}{table}</figure>"
 
 
+def _spread(f: Figures) -> str:
+    if not f.decided:
+        return ""
+    rows = [(label, count, "#8250df") for label, count in f.spread]
+    return f"<figure>{_bars('decide-times', 'Approvals decided within', rows)}</figure>"
+
+
 def _people(f: Figures, names: Mapping[str, str]) -> str:
     rows = [(names.get(p.user, p.user), p.total, "#0969da") for p in f.people[:12]]
     chart = _bars("people", "Approvals decided, by person", rows)
@@ -276,10 +283,11 @@ def render_page(figures: Figures, *, source: str, names: Mapping[str, str] | Non
         f'<section aria-labelledby="h-people"><h2 id="h-people">Decided by whom</h2>'
         f"{_people(f, names or {})}</section></div>"
         f'<section aria-labelledby="h-wait"><h2 id="h-wait">Time to decide</h2>'
+        f'<div class="two">{_spread(f)}'
         f"<p>Half were decided within <b>{duration(f.decide_p50)}</b>, nine in ten within"
         f" <b>{duration(f.decide_p90)}</b> ({f.decided} decided by people). With nobody's"
         f" answer the relay ended <b>{f.without_person}</b> (timed out or defaulted).</p>"
-        "</section>"
+        "</div></section>"
         f'<section aria-labelledby="h-repeated"><h2 id="h-repeated">Top repeated calls</h2>'
         f"{_repeated(f)}</section>"
         f"<footer>{note_html}</footer></main></body></html>"

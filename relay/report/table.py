@@ -55,6 +55,7 @@ def render_table(figures: Figures, *, source: str) -> str:
         f"  p50 {duration(f.decide_p50)}, p90 {duration(f.decide_p90)}"
         f" (over {f.decided} decided by people)",
         f"  decided without a person (timed out or defaulted): {f.without_person}",
+        "  " + ", ".join(f"{label}: {count}" for label, count in f.spread if count),
         "",
         "Decided by whom",
         "",
