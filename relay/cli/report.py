@@ -20,9 +20,6 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import IO, Any
 
 from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, plain, read_text
@@ -69,7 +66,7 @@ def add_report(commands: Commands) -> None:
 
 def _run_report(args: argparse.Namespace) -> int:
     from relay.receipts.keys import ReceiptKeyError, public_keys_from
-    from relay.report import EvidenceRefused, figures, read_bundle, verified
+    from relay.report import figures, read_bundle, verified
 
     if not 1 <= args.top <= 100:
         raise CommandError(USAGE, "--top must be from 1 to 100")
@@ -98,16 +95,15 @@ def _run_report(args: argparse.Namespace) -> int:
         keys = public_keys_from(_read(where))
     except ReceiptKeyError as exc:
         raise CommandError(USAGE, f"--keys {where}: {exc}") from None
-    try:
-        evidence = verified(receipts, checkpoints, keys)
-    except EvidenceRefused as exc:
+    evidence = verified(receipts, checkpoints, keys)
+    if evidence.refusal is not None:
         hint = (
             " (an agent's token exports its own receipts only, which do not form the chain:"
             " use an operator token)"
             if args.receipts is None
             else ""
         )
-        raise CommandError(INVALID, f"{exc}{hint}") from None
+        raise CommandError(INVALID, f"{evidence.refusal}{hint}")
     got = figures(evidence.payloads, top=args.top)
     if args.format == "html":
         from relay.report.page import render_page
@@ -148,6 +144,8 @@ def _from_relay(url: str, token: str) -> tuple[list[tuple[str, str]], list[tuple
 
 
 def _pages(url: str, path: str, field: str, token: str) -> list[dict[str, Any]]:
+    import urllib.parse
+
     items: list[dict[str, Any]] = []
     after = 0
     while True:
@@ -161,6 +159,9 @@ def _pages(url: str, path: str, field: str, token: str) -> list[dict[str, Any]]:
 
 
 def _get_json(url: str, token: str) -> dict[str, Any]:
+    import urllib.error
+    import urllib.request  # (here, not with the parser: other commands start without it)
+
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
@@ -187,6 +188,9 @@ def _get_json(url: str, token: str) -> dict[str, Any]:
 
 def _read(source: str) -> bytes:
     if source.startswith(("http://", "https://")):
+        import urllib.error
+        import urllib.request
+
         try:
             with urllib.request.urlopen(source, timeout=30) as response:  # noqa: S310
                 data: bytes = response.read(1024 * 1024)

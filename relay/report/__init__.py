@@ -3,13 +3,12 @@
 ``relay report`` prints it; ``GET /report`` on the relay serves it (operator credential).
 """
 
-from relay.report.evidence import Evidence, EvidenceRefused, read_bundle, verified
+from relay.report.evidence import Evidence, read_bundle, verified
 from relay.report.figures import Ending, Figures, Person, RepeatedCall, RuleFor, figures
 
 __all__ = [
     "Ending",
     "Evidence",
-    "EvidenceRefused",
     "Figures",
     "Person",
     "RepeatedCall",

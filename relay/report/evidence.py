@@ -2,8 +2,9 @@
 writes it (receipt lines, then checkpoint lines), checked whole against the relay's keys.
 
 The figures count only what verified: a bundle with one bad signature, a gap, a cut head or
-tail (against its checkpoints), or a fork is refused as a whole, naming what is wrong, so a
-report never shows figures the evidence does not hold.
+tail (against its checkpoints), or a fork is refused as a whole (``Evidence.refusal`` names
+what is wrong, and no payload is given), so a report never shows figures the evidence does
+not hold.
 """
 
 from __future__ import annotations
@@ -12,33 +13,33 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from relay.errors import RelayException
 from relay.receipts.checkpoint import Stored
 from relay.receipts.keys import PublicKeys
 from relay.receipts.verify import Failure, Mark, check_checkpoint, check_receipt, verify_all
 
-__all__ = ["Evidence", "EvidenceRefused", "read_bundle", "verified"]
-
-
-class EvidenceRefused(RelayException):
-    """The receipts did not verify: ``failures`` says which and why."""
-
-    def __init__(self, failures: list[Failure]) -> None:
-        shown = "; ".join(str(f) for f in failures[:5])
-        more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
-        super().__init__(
-            f"the receipts do not verify, so no report is made from them: {shown}{more};"
-            " check them with relay verify --chain"
-        )
-        self.failures = failures
+__all__ = ["Evidence", "read_bundle", "verified"]
 
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """Verified receipts, in chain order: each one's payload."""
+    """Verified receipts, in chain order: each one's payload; or, when they did not verify,
+    no payload and the ``failures``."""
 
-    payloads: tuple[dict[str, Any], ...]
+    payloads: tuple[dict[str, Any], ...] = ()
     checkpoints: int = 0
+    failures: tuple[Failure, ...] = ()
+
+    @property
+    def refusal(self) -> str | None:
+        """Why no report is made from these receipts (``None``: they verified)."""
+        if not self.failures:
+            return None
+        shown = "; ".join(str(f) for f in self.failures[:5])
+        more = f" (and {len(self.failures) - 5} more)" if len(self.failures) > 5 else ""
+        return (
+            f"the receipts do not verify, so no report is made from them: {shown}{more};"
+            " check them with relay verify --chain"
+        )
 
 
 def read_bundle(text: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -70,7 +71,7 @@ def verified(
     receipts: list[tuple[str, str]], checkpoints: list[tuple[str, str]], keys: PublicKeys
 ) -> Evidence:
     """The payloads of ``receipts`` once every signature holds and they link as one chain
-    (reaching what ``checkpoints`` say); ``EvidenceRefused`` otherwise."""
+    (reaching what ``checkpoints`` say); otherwise none, and the failures."""
     failures: list[Failure] = []
     marks: list[Mark] = []
     for name, raw in checkpoints:
@@ -86,7 +87,7 @@ def verified(
             marks.append(mark)
     failures += verify_all(receipts, keys, chain=True, marks=marks)
     if failures:
-        raise EvidenceRefused(failures)
+        return Evidence(failures=tuple(failures))
     payloads = []
     for name, token in receipts:
         checked = check_receipt(token, keys, name=name)

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from relay.errors import ErrorCode
 from relay.receipts import ReceiptWriter
-from relay.report import Evidence, EvidenceRefused, figures, verified
+from relay.report import Evidence, figures, verified
 from relay.report.labels import labels_for
 from relay.report.page import PAGE_POLICY, render_page
 from relay.server.auth import Authenticator
@@ -115,11 +115,11 @@ class ReportPage:
             if len(tokens) < _PAGE:
                 break
         keys = self._writer.published
-        try:
-            # Thousands of signatures: off the event loop, which serves the clicks.
-            return await asyncio.to_thread(verified, receipts, checkpoints, keys)
-        except EvidenceRefused as exc:
-            raise ApiError(ErrorCode.INTERNAL, str(exc), status=500) from None
+        # Thousands of signatures: off the event loop, which serves the clicks.
+        evidence = await asyncio.to_thread(verified, receipts, checkpoints, keys)
+        if evidence.refusal is not None:
+            raise ApiError(ErrorCode.INTERNAL, evidence.refusal, status=500)
+        return evidence
 
 
 def _as_bearer(header: str | None) -> str | None:
