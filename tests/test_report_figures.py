@@ -268,3 +268,28 @@ async def test_time_to_decide_is_spread_over_bands() -> None:
         "over 1 h": 0,
     }
     assert "under 30 s: 2, 30 s to 1 min: 3, 5 to 15 min: 1" in render_table(got, source="t")
+
+
+async def test_a_chain_trimmed_by_retention_reports_with_its_checkpoint() -> None:
+    from relay.receipts.checkpoint import Checkpointer
+
+    store = MemoryStore()
+    writer = ReceiptWriter(store=store, key=KEY, issuer="relay.test")
+    for record in small_log():
+        await writer.write(record)
+    checkpointer = Checkpointer(store=store, key=KEY, issuer="relay.test", retention=86400.0)
+    # Three days on, what ended on the first day is past retention: trimmed, checkpointed.
+    stored = await checkpointer.tick(now=(DAY + timedelta(days=3)).timestamp())
+    assert stored is not None
+    kept = await store.receipt_range(limit=100)
+    assert 0 < len(kept) < len(small_log())
+    lines = [json.dumps({"receipt": t}) for t in kept]
+    mark = stored.entry()
+    evidence = verified(*read_bundle("\n".join([*lines, mark])), writer.published)
+    assert evidence.refusal is None
+    assert len(evidence.payloads) == len(kept)
+    assert evidence.checkpoints == 1
+    # Without its checkpoint the kept chain looks cut at its head; its tail cut shows too.
+    assert "head is cut" in str(verified(*read_bundle("\n".join(lines)), writer.published).refusal)
+    cut = verified(*read_bundle("\n".join([*lines[:-1], mark])), writer.published)
+    assert "tail is cut" in str(cut.refusal)
