@@ -293,3 +293,16 @@ async def test_a_chain_trimmed_by_retention_reports_with_its_checkpoint() -> Non
     assert "head is cut" in str(verified(*read_bundle("\n".join(lines)), writer.published).refusal)
     cut = verified(*read_bundle("\n".join([*lines[:-1], mark])), writer.published)
     assert "tail is cut" in str(cut.refusal)
+
+
+def test_an_asks_export_names_a_call_only_where_its_questions_hash_to_the_digest() -> None:
+    from relay.report.labels import labels_from_asks
+
+    record = approval("ci-7", "npm test", DAY, 1)
+    questions = [q.to_dict() for q in record.request.questions]
+    shown = subject_digest(record)
+    item = {"id": record.id, "questions": questions}
+    assert labels_from_asks([item], [shown]) == {shown: "Bash: npm test"}
+    altered = [{**questions[0], "question": "something else"}]
+    assert labels_from_asks([{"id": "x", "questions": altered}], [shown]) == {}
+    assert labels_from_asks([{"id": "y", "questions": "no"}, {"id": "z"}], [shown]) == {}

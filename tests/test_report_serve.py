@@ -138,6 +138,16 @@ async def test_the_report_is_an_operators_page_made_from_the_chain(tmp_path: Pat
         code, out, err = await relay_cli("report", "--receipts", str(bundle), env=env)
         assert code == 0, err
         assert "p50" in out
+        # The calls named from the agent's own asks export, where the digests match.
+        asks = tmp_path / "asks.jsonl"
+        agent = {**env, "RELAY_TOKEN": TOKEN}
+        code, _, err = await relay_cli("audit", "-O", str(asks), env=agent)
+        assert code == 0, err
+        code, out, err = await relay_cli(
+            "report", "--receipts", str(bundle), "--asks", str(asks), env=env
+        )
+        assert code == 0, err
+        assert "Bash: npm test" in out
         html = tmp_path / "report.html"
         code, _, err = await relay_cli(
             "report", "--receipts", str(bundle), "--format", "html", "-O", str(html), env=env

@@ -11,7 +11,10 @@ checked against the relay's published keys before anything is counted. From an e
 against ``--keys FILE|URL`` (default ``$RELAY_URL/.well-known/jwks.json``). Receipts that do
 not verify (a bad signature, a gap, a cut head or tail) give no report at all.
 
-``--format html`` writes the page ``GET /report`` serves, self-contained, to open offline.
+A receipt holds only the digest of what people were shown: ``--asks FILE`` (an export of
+``relay audit`` with an agent's token) names each repeated call, from an ask whose questions
+hash to that digest. ``--format html`` writes the page ``GET /report`` serves,
+self-contained, to open offline.
 """
 
 from __future__ import annotations
@@ -47,6 +50,14 @@ def add_report(commands: Commands) -> None:
         "--keys",
         metavar="FILE|URL",
         help="the JWK Set the receipts verify with (default: $RELAY_URL/.well-known/jwks.json)",
+    )
+    parser.add_argument(
+        "--asks",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an asks export (relay audit, with an agent's token) naming the repeated calls"
+        " (repeat for more tokens; default: calls are shown by digest)",
     )
     parser.add_argument(
         "--relay-url", metavar="URL", help="the running relay (default: RELAY_URL, if set)"
@@ -105,6 +116,11 @@ def _run_report(args: argparse.Namespace) -> int:
         )
         raise CommandError(INVALID, f"{evidence.refusal}{hint}")
     got = figures(evidence.payloads, top=args.top)
+    if args.asks:
+        from relay.report.labels import labels_from_asks
+
+        named = labels_from_asks(_asks(args.asks), (c.shown for c in got.repeated))
+        got = figures(evidence.payloads, top=args.top, labels=named)
     if args.format == "html":
         from relay.report.page import render_page
 
@@ -115,6 +131,20 @@ def _run_report(args: argparse.Namespace) -> int:
         text = render_table(got, source=source)
     _write(args.output, text)
     return 0
+
+
+def _asks(files: list[str]) -> list[dict[str, Any]]:
+    """The items of asks exports (JSON lines); a line that is no JSON object is skipped."""
+    items: list[dict[str, Any]] = []
+    for file in files:
+        for line in read_text(file).splitlines():
+            try:
+                item = json.loads(line) if line.strip() else None
+            except ValueError:
+                item = None
+            if isinstance(item, dict):
+                items.append(item)
+    return items
 
 
 def _write(path: str | None, text: str) -> None:

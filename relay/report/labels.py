@@ -1,6 +1,7 @@
 """Names for the calls a report lists: a receipt holds only the digest of what people were
-shown, so a repeated call is named from an ask the relay still keeps, and only when that
-ask's question hashes to the very digest the receipt signed (``relay.receipts.payload``).
+shown, so a repeated call is named from an ask the relay still keeps (or an asks export),
+and only when that ask's question hashes to the very digest the receipt signed
+(``relay.receipts.payload``).
 
 The name is the call's canonical form as the rules see it (``relay.canonical.match``): the
 tool, the command as written or the normalised path, and the directory it ran in.
@@ -10,14 +11,18 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
 
 from relay.canonical.match import subject
-from relay.receipts.payload import subject_digest
+from relay.errors import HarnessError
+from relay.questions import AskUserQuestionItem
+from relay.receipts.jcs import canonical
+from relay.receipts.payload import digest, subject_digest
 from relay.report.figures import RepeatedCall
 from relay.store.record import AskRecord
 
-__all__ = ["call_label", "labels_for"]
+__all__ = ["call_label", "labels_for", "labels_from_asks", "question_label"]
 
 _LONGEST = 160
 # A shell command as ``relay.gate.describe`` shows it: its code block, then where it runs.
@@ -27,18 +32,19 @@ Lookup = Callable[[str], Awaitable[AskRecord | None]]
 
 
 def call_label(record: AskRecord) -> str | None:
-    """The canonical form of the call ``record`` asked about (its question's tool and input,
-    when the question carries them; else the question as shown), or ``None`` for an ask
-    that is no single tool approval."""
+    """The canonical form of the call ``record`` asked about, or ``None`` for an ask that is
+    no single tool approval (``question_label``)."""
     questions = record.request.questions
-    if len(questions) != 1:
-        return None
-    intent = questions[0].intent
+    return question_label(questions[0]) if len(questions) == 1 else None
+
+
+def question_label(question: AskUserQuestionItem) -> str:
+    """The call an approval's ``question`` shows: its tool and input in canonical form when
+    the question carries them (an editable call), else as it showed them, else its text."""
+    intent = question.intent
     edit = intent.edit if intent is not None else None
     if edit is None:
-        return (
-            _as_shown(questions[0].header, questions[0].detail) or questions[0].question[:_LONGEST]
-        )
+        return _as_shown(question.header, question.detail) or question.question[:_LONGEST]
     use = subject(edit.tool, edit.input)
     if use.command is not None:
         shown = use.command
@@ -48,6 +54,25 @@ def call_label(record: AskRecord) -> str | None:
         shown = next((f"{k}={v}" for k, v in sorted(edit.input.items())), "")
     where = f"  (in {use.cwd})" if use.cwd and use.command is not None else ""
     return f"{use.tool}: {shown}{where}"[:_LONGEST]
+
+
+def labels_from_asks(asks: Iterable[Mapping[str, Any]], shown: Iterable[str]) -> dict[str, str]:
+    """Labels for the ``shown`` digests from an asks export (``relay audit``'s items), each
+    taken only from an ask whose questions hash to that very digest."""
+    wanted = set(shown)
+    found: dict[str, str] = {}
+    for item in asks:
+        questions = item.get("questions")
+        if not isinstance(questions, list) or len(questions) != 1:
+            continue
+        try:
+            signed = digest(canonical(questions))
+            question = AskUserQuestionItem.from_dict(questions[0])
+        except (ValueError, TypeError, HarnessError):
+            continue  # (not a question this relay wrote: it names nothing)
+        if signed in wanted and signed not in found:
+            found[signed] = question_label(question)
+    return found
 
 
 def _as_shown(header: str | None, detail: str | None) -> str | None:
