@@ -20,7 +20,7 @@ from aiohttp import web
 
 from relay.errors import ErrorCode
 from relay.receipts import ReceiptWriter
-from relay.report import Evidence, figures, verified
+from relay.report import Evidence, RuleFor, figures, verified
 from relay.report.labels import labels_for
 from relay.report.page import PAGE_POLICY, render_page
 from relay.server.auth import Authenticator
@@ -44,12 +44,21 @@ _CHALLENGE = {"WWW-Authenticate": 'Basic realm="relay report", charset="UTF-8"'}
 
 class ReportPage:
     """Serves ``/report`` from ``store``'s receipt chain, signed by ``writer`` (``None``: the
-    relay signs no receipts, and the page says how to turn them on)."""
+    relay signs no receipts, and the page says how to turn them on); ``rule_for`` (the seam
+    for ``relay rules suggest``) puts a suggested rule beside a repeated call."""
 
-    def __init__(self, *, auth: Authenticator, store: AskStore, writer: ReceiptWriter | None):
+    def __init__(
+        self,
+        *,
+        auth: Authenticator,
+        store: AskStore,
+        writer: ReceiptWriter | None,
+        rule_for: RuleFor | None = None,
+    ) -> None:
         self._auth = auth
         self._store = store
         self._writer = writer
+        self._rule_for = rule_for
 
     def routes(self) -> list[web.RouteDef]:
         """The routes to add to the application."""
@@ -63,8 +72,8 @@ class ReportPage:
         evidence = await self._evidence()
         got = figures(evidence.payloads)
         labels = await labels_for(got.repeated, self._ask)
-        if labels:
-            got = figures(evidence.payloads, labels=labels)
+        if labels or self._rule_for is not None:
+            got = figures(evidence.payloads, labels=labels, rule_for=self._rule_for)
         html = render_page(got, source=request.host)
         return web.Response(text=html, content_type="text/html", headers=_HEADERS)
 
