@@ -336,9 +336,9 @@ _ABOUT: dict[str, _About] = {
         RECEIPTS_UNVERIFIED=(
             2,
             (
-                "`relay rules`: the receipts do not verify, or the asks export does not match"
-                " them: rules are learned only from receipts that verify (see `relay verify"
-                " --chain`); export both again from the same relay"
+                "`relay rules`, `relay report`: the receipts do not verify, or the asks export"
+                " does not match them: rules and figures come only from receipts that verify"
+                " (see `relay verify --chain`); export both again from the same relay"
             ),
         ),
         RULE_ALLOWS_DENIED=(

@@ -39,6 +39,7 @@ _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("audit", "audit"),
     ("verify", "verify"),
     ("rules", "rules"),
+    ("report", "report"),
     ("doctor", "doctor"),
     ("webhook-secret", "webhook_secret"),
     ("preview", "preview"),

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
-from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, plain
+from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, plain, relay_refusal
 from relay.errors import ErrorCode
 
 __all__ = []
@@ -186,13 +186,8 @@ async def _pages(
                     " and that relay serve is running",
                 ) from None
             if status != 200 or not isinstance(body, dict):
-                error = body.get("error", {}) if isinstance(body, dict) else {}
-                code = str(error.get("code") or "")
-                message = str(error.get("message") or f"the relay answered HTTP {status}")
-                if code in ErrorCode.__members__:
-                    raise CommandError(ErrorCode(code), message)
-                # (A relay newer than this CLI: its code is named, not lost.)
-                raise CommandError(ErrorCode.PROVIDER_FAILED, f"{code or status}: {message}")
+                error = body.get("error") if isinstance(body, dict) else None
+                raise relay_refusal(error, f"the relay answered HTTP {status}")
             for item in body.get(field) or []:
                 yield item
             following = body.get("next_after" if receipts else "next_cursor")

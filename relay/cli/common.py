@@ -24,6 +24,7 @@ __all__ = [
     "plain",
     "read_text",
     "relay_command",
+    "relay_refusal",
 ]
 
 USAGE = ErrorCode.USAGE
@@ -102,6 +103,16 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Print ``relay: error: USAGE: …`` with where to get help, and exit 2."""
         self.exit(2, error_line(USAGE, f"{message} (see `{self.prog} --help`)"))
+
+
+def relay_refusal(error: object, fallback: str) -> CommandError:
+    """The relay's JSON ``error`` object (``code``, ``message``) as this CLI's error; a code
+    this CLI does not know (a newer relay's) is named in the message, not lost."""
+    found = error if isinstance(error, dict) else {}
+    code, message = str(found.get("code") or ""), str(found.get("message") or fallback)
+    if code in ErrorCode.__members__:
+        return CommandError(ErrorCode(code), message)
+    return CommandError(ErrorCode.PROVIDER_FAILED, f"{code}: {message}" if code else message)
 
 
 def error_line(code: str, message: str) -> str:

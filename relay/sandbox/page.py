@@ -8,7 +8,10 @@
   by FakeSlack as Slack's signed request; or the submission (or close) of the modal the
   viewer has open (the feed's ``modal`` event), delivered as ``view_submission``;
 - ``POST /sandbox/sample``: ask a sample question through the relay's own ``/v1`` API;
-- ``GET /sandbox/answers``: what the latest asks' agents got back (``GET /v1/asks/{id}``).
+- ``GET /sandbox/answers``: what the latest asks' agents got back (``GET /v1/asks/{id}``);
+- ``GET /sandbox/report``: the approvals report (``GET /report``'s page) on a sample log of
+  receipts signed by the real writer and verified like any, since the sandbox's own few
+  asks make thin charts.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import aiohttp
 from aiohttp import web
 
 from relay.errors import ErrorCode
+from relay.report.page import PAGE_POLICY as REPORT_POLICY
+from relay.report.page import render_page as render_report
 from relay.sandbox.directory import PEOPLE
 from relay.sandbox.samples import SAMPLES, sample_request
 from relay.sandbox.standin import ActionRefused, Sandbox
@@ -87,6 +92,7 @@ class SandboxPage:
         self._token = token
         self._http: aiohttp.ClientSession | None = None
         self._closing = asyncio.Event()
+        self._report_page: str | None = None
 
     def install(self, app: web.Application) -> None:
         """Add the page's routes and lifecycle hooks to the relay's ``app``."""
@@ -96,6 +102,7 @@ class SandboxPage:
         app.router.add_post("/sandbox/act", self._guarded(self._act))
         app.router.add_post("/sandbox/sample", self._guarded(self._sample))
         app.router.add_get("/sandbox/answers", self._guarded(self._answers))
+        app.router.add_get("/sandbox/report", self._guarded(self._report))
         app.on_startup.append(self._startup)
         app.on_shutdown.append(self._shutdown)
 
@@ -237,6 +244,17 @@ class SandboxPage:
             _log.warning("sample %s refused: %s", body.get("name"), record)
         return web.json_response(record, status=response.status)
 
+    # -- the approvals report, on sample data ---------------------------------------------
+
+    async def _report(self, _: web.Request) -> web.Response:
+        if self._report_page is None:
+            self._report_page = await _sample_report()
+        return web.Response(
+            text=self._report_page,
+            content_type="text/html",
+            headers={**_HEADERS, "Content-Security-Policy": REPORT_POLICY},
+        )
+
     # -- what the agents got back ----------------------------------------------------------
 
     async def _answers(self, _: web.Request) -> web.Response:
@@ -262,6 +280,21 @@ class SandboxPage:
             # The relay's API is stopping or not yet up: say so, as the page does for itself.
             return _error(503, ErrorCode.UNAVAILABLE, "the relay's API is not answering; try again")
         return web.json_response({"asks": records})
+
+
+async def _sample_report() -> str:
+    """The report page of a sample log: receipted, verified and counted as the relay's own."""
+    from relay.report import figures, read_bundle, verified
+    from relay.report.sample import sample_log
+
+    log = await sample_log()
+    evidence = verified(*read_bundle(log.bundle), log.keys)
+    names = {person.id: person.real_name for person in PEOPLE}
+    return render_report(
+        figures(evidence.payloads, labels=log.labels),
+        source="the sandbox's sample receipts",
+        names=names,
+    )
 
 
 async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:

@@ -35,6 +35,7 @@ from relay.server.mcp_sessions import SessionLimits
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
 from relay.server.receipts import ReceiptApi, operator_may
+from relay.server.report import ReportPage
 from relay.store.base import StoreUnavailable
 from relay.store.uses import ApprovalUses
 from relay.webhooks.sender import Webhooks
@@ -185,6 +186,8 @@ def build_app(
     app[CONNECTIONS] = connections
     app.add_routes(_probes(_Readiness(channel), metrics))
     app.add_routes(_api_routes(api, decider, grant_store, receipts, checkpoints))
+    # The approvals report (/report): an operator's page, made from the verified chain.
+    app.add_routes(ReportPage(auth=auth, store=channel.store, writer=receipts).routes())
     mount_mcp(
         app,
         provider=channel,

@@ -13,6 +13,7 @@ from relay.server.openapi_approvals import (
 )
 from relay.server.openapi_operators import OPERATOR_ERROR_CODES, with_operator_features
 from relay.server.openapi_receipts import with_receipts
+from relay.server.openapi_report import with_report
 from relay.server.openapi_schemas import (
     ANSWER_SCHEMA,
     ASK_REQUEST_SCHEMA,
@@ -95,7 +96,8 @@ _COMMON = {
 
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI document; tests check it against the routes and their responses."""
-    return with_receipts(with_operator_features(_base_document(), error=_error), error=_error)
+    document = with_receipts(with_operator_features(_base_document(), error=_error), error=_error)
+    return with_report(document, error=_error)
 
 
 def _base_document() -> dict[str, Any]:
