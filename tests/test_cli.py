@@ -255,6 +255,7 @@ def test_the_subcommands_in_the_order_help_lists_them() -> None:
         "audit",
         "verify",
         "rules",
+        "report",
         "doctor",
         "webhook-secret",
         "preview",
@@ -269,7 +270,7 @@ def test_an_unknown_command_is_one_usage_line(capsys: pytest.CaptureFixture[str]
     assert err == (
         "relay: error: USAGE: argument COMMAND: invalid choice: 'launch' (choose from"
         " 'serve', 'ask', 'mcp', 'hook', 'exec', 'audit', 'verify', 'rules',"
-        " 'doctor', 'webhook-secret', 'preview', 'manifest')"
+        " 'report', 'doctor', 'webhook-secret', 'preview', 'manifest')"
         " (see `relay --help`)\n"
     )
 
