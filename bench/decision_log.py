@@ -23,18 +23,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from relay.audit import audit_json
-from relay.edits import Edit, edit_custom
+from relay.audit.trail import audit_json
 from relay.gate.approval import ALLOW_ONCE, ALLOW_SESSION, DENY, ApprovalRequest, approval_question
-from relay.parties import AgentRef, Responder, Vote
-from relay.questions import (
+from relay.receipts import ReceiptWriter, SigningKey
+from relay.receipts.payload import digest
+from relay.seam.edits import Edit, edit_custom
+from relay.seam.parties import AgentRef, Responder, Vote
+from relay.seam.questions import (
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
 )
-from relay.receipts import ReceiptWriter, SigningKey
-from relay.receipts.payload import digest
 from relay.store import AskRecord, MemoryStore, Target
 from relay.store.record import AskStatus
 

@@ -8,12 +8,12 @@ from dataclasses import replace
 import pytest
 
 from relay.asks.batches import MAX_BATCH, batch_of, new_batch
-from relay.config import Settings
+from relay.config.settings import Settings
 from relay.errors import RelayConfigError
 from relay.gate.approval import ApprovalRequest, approval_question
-from relay.questions import AgentRef, AskUserQuestionAnswerItem, Responder
-from relay.slack.batch_view import CALL_CHARS, batchable, covered, pages, render_batch
-from relay.slack.parse import ClickKind, parse_click
+from relay.seam.questions import AgentRef, AskUserQuestionAnswerItem, Responder
+from relay.slack.intake.parse import ClickKind, parse_click
+from relay.slack.rendering.batch_view import CALL_CHARS, batchable, covered, pages, render_batch
 from relay.store import AskRecord, AskStatus, Target
 from relay.store.record import utcnow
 from relay.testing.blocks import check_blocks

@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from relay.abort import AbortSignal
 from relay.gate.approval import ApprovalRequest, Decision
+from relay.gate.client_gate import ClientGate, ToolUse
 from relay.gate.decider import Proposal, Rulings
-from relay.gate.gate import Gate, ToolUse
 from relay.gate.rules import parse_rules
-from relay.questions import AgentRef
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AgentRef
 from relay.testing import FakeSlack
 from tests.server_env import SECRET, Relay, relay_server
 from tests.test_approvals_api import decided
@@ -239,7 +239,7 @@ async def test_a_clients_own_deny_holds_against_an_edit() -> None:
             return None
 
     use = ToolUse(tool="Bash", input={"command": "ls"}, agent=AgentRef(id="a"), editable=True)
-    decision = await Gate(rules=client, approver=Edited()).decide(use)
+    decision = await ClientGate(rules=client, approver=Edited()).decide(use)
     assert decision is not None
     assert not decision.allowed
     assert "edited this call into one these rules deny" in decision.message

@@ -7,15 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from relay.edits import Edit, edit_custom
 from relay.gate.approval import ALLOW_ONCE, ALLOW_SESSION, DENY, ApprovalRequest, approval_question
-from relay.parties import AgentRef, Responder, Vote
-from relay.questions import (
-    AskUserQuestionAnswerItem,
-    AskUserQuestionItem,
-    AskUserQuestionOption,
-    AskUserQuestionRequest,
-)
 from relay.receipts import ReceiptWriter, SigningKey
 from relay.receipts.payload import subject_digest
 from relay.report import Ending, figures, read_bundle, verified
@@ -23,6 +15,14 @@ from relay.report.figures import percentile
 from relay.report.page import render_page
 from relay.report.sample import sample_log
 from relay.report.table import render_table
+from relay.seam.edits import Edit, edit_custom
+from relay.seam.parties import AgentRef, Responder, Vote
+from relay.seam.questions import (
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+)
 from relay.store import AskRecord, MemoryStore, Target
 from relay.store.record import AskStatus
 

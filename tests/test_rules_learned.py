@@ -21,8 +21,8 @@ from relay.gate.decider import Proposal, Rulings
 from relay.gate.policy import load_policy
 from relay.learn import DecisionLog, Thresholds, read_log, suggest
 from relay.learn.suggest import Candidate, candidate_of
-from relay.parties import AgentRef
 from relay.receipts.keys import public_keys_from
+from relay.seam.parties import AgentRef
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -178,9 +178,9 @@ async def test_a_suggestion_completing_a_denied_compound_call_with_the_files_rul
 def test_a_candidate_is_the_one_command_word_for_word(
     command: str, expected: tuple[str, ...] | None
 ) -> None:
-    from relay.learn.log import Decided
+    from relay.learn.log import ReceiptedCall
 
-    call = Decided(
+    call = ReceiptedCall(
         receipt="r", ask="a", owner=CI, agent="ci-7", kind="allowed", tool="Bash",
         input={"command": command}, directory="/srv/app",
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """Batch ids: which asks were shown together, read from the asks' own ids.
 
-Approvals an agent session asks for at once are shown as one message (``relay.slack.batch``).
+Approvals an agent session asks for at once are shown as one message (``relay.slack.webapi.batch``).
 Each stays its own ask, with its own decision, grant and receipt; what ties them together is
 their ids: ``{batch}.{call}.{calls}``, so any replica, and any receipt reader, finds a
 member's batch and its siblings from one id, without a record of the batch to keep in step.

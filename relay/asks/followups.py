@@ -9,17 +9,17 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Set
 
+from relay.asks.events import Events
 from relay.asks.expiry import Settling
-from relay.asks.rules import next_reminder_at, nudges
-from relay.events import Events
+from relay.asks.terms import next_reminder_at, nudges
 from relay.store import AskRecord, AskStore
 
-__all__ = ["FollowUps"]
+__all__ = ["FollowUpRunner"]
 
 _log = logging.getLogger("relay.asks")
 
 
-class FollowUps:
+class FollowUpRunner:
     """Reminders, escalation and the sweep, shown through the channel's callbacks;
     ``wake(at)`` tells the expiry task of a new due time."""
 

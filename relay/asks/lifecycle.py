@@ -19,9 +19,11 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Set
 
+from relay.asks.events import EventName, Events
 from relay.asks.expiry import Expiry, Settling
-from relay.asks.followups import FollowUps
-from relay.asks.rules import default_answers, ended_event, known, votes_on_version
+from relay.asks.followups import FollowUpRunner
+from relay.asks.inflight import InFlightWaits, Released
+from relay.asks.terms import default_answers, ended_event, known, votes_on_version
 from relay.errors import (
     ErrorCode,
     RelayConfigError,
@@ -30,8 +32,7 @@ from relay.errors import (
     ask_closed,
     ask_timed_out,
 )
-from relay.events import EventName, Events
-from relay.questions import AskUserQuestionAnswerItem, validate_answer_item
+from relay.seam.questions import AskUserQuestionAnswerItem, validate_answer_item
 from relay.store import (
     AnswerResult,
     AskError,
@@ -43,7 +44,6 @@ from relay.store import (
     utcnow,
 )
 from relay.store.base import ClickClaim, ClickClaims
-from relay.waits import Released, Waits
 
 __all__ = ["AskLifecycle"]
 
@@ -79,7 +79,7 @@ class AskLifecycle:
         self._reminder_lease = reminder_lease
         self._settling = settling if settling is not None else Settling()
         self.waiting: set[str] = set()
-        self._waits = Waits()  # every wait() in progress: stopping answers them at once
+        self._waits = InFlightWaits()  # every wait() in progress: stopping answers them at once
         self.closed = False
         self._attached = False
         # Without on_end, the lifecycle waits for its channel to attach (relay serve's way).
@@ -108,7 +108,7 @@ class AskLifecycle:
             )
         self._attached = True
         self._on_end = on_end
-        self.follow_ups = FollowUps(
+        self.follow_ups = FollowUpRunner(
             store=self.store,
             events=self.events,
             wake=lambda at: self._expiry.add(at),

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     import asyncio
 
     from relay.gate.approval import Decision
-    from relay.gate.gate import ToolUse
-    from relay.gate.rules import Rules, Verdict
+    from relay.gate.client_gate import ToolUse
+    from relay.gate.rules import Rules, RuleVerdict
 
 __all__ = ["EVENTS"]
 
@@ -88,7 +88,7 @@ def _decide(
 
     rules = load_rules(args.rules) if args.rules else Rules()
     cwd: str = call.cwd or os.getcwd()
-    # What ``Gate.verdict`` and ``Gate.decide`` say for a use the rules decide alone.
+    # What ``ClientGate.verdict`` and ``ClientGate.decide`` say for a use the rules decide alone.
     verdict = rules.verdict(subject(call.tool, call.input, cwd=cwd))
     # Through a hosted relay an allow of these rules (a file the agent can write) goes to the
     # relay to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
@@ -111,21 +111,21 @@ async def _ask(
     cwd: str,
     *,
     grace: float | None = None,
-    verdict: Verdict | None = None,
+    verdict: RuleVerdict | None = None,
 ) -> Decision | Deferred | None:
     """The team's decision, within the rules' timeout plus ``grace`` (``DECISION_GRACE``)
     from here, whatever the relay does: past it, a deny."""
     import asyncio
 
-    from relay.abort import AbortController
     from relay.cli.backend import open_backend
     from relay.gate.approval import DECISION_GRACE, gave_up
-    from relay.gate.gate import Gate
+    from relay.gate.client_gate import ClientGate
     from relay.gate.remote import WITHDRAW_WITHIN, RemoteApprover
+    from relay.seam.abort import AbortController
 
     use = _tool_use(adapter, call, cwd)
     if verdict is None:
-        verdict = Gate(rules=rules, approver=_NoApprover()).verdict(use)
+        verdict = ClientGate(rules=rules, approver=_NoApprover()).verdict(use)
     # Through a hosted relay, an allow of these rules (a file the agent can write) is the
     # relay's to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
     confirm = verdict.action == "allow"
@@ -152,7 +152,7 @@ async def _ask(
                 # Claude Code's defer: the question stays open for the run's --resume.
                 backend.approver.reattach = True
                 loop.call_later(defer_after, controller.abort, "deferred")
-            gate = Gate(rules=backend.fill(rules), approver=backend.approver)
+            gate = ClientGate(rules=backend.fill(rules), approver=backend.approver)
             decision = await gate.decide(
                 use,
                 signal=controller.signal,
@@ -178,9 +178,9 @@ async def _ask(
 
 def _tool_use(adapter: Adapter, call: HookCall, cwd: str) -> ToolUse:
     """The call as the gate sees it, with who asks from this process's environment."""
+    from relay.gate.client_gate import ToolUse
     from relay.gate.context import requester, who_asks
-    from relay.gate.gate import ToolUse
-    from relay.questions import AgentRef
+    from relay.seam.questions import AgentRef
 
     who = requester()
     return ToolUse(

@@ -5,15 +5,15 @@ Decider's rules step under a rules file, and ``suggest`` proposes allow rules wh
 lets through no call people denied or edited. Nothing here changes a rules file.
 """
 
-from relay.learn.log import Decided, DecisionLog, LogMismatch, read_log
+from relay.learn.log import DecisionLog, LogMismatch, ReceiptedCall, read_log
 from relay.learn.replay import Replay, Wrong, replay
 from relay.learn.suggest import Candidate, Suggestions, Thresholds, suggest
 
 __all__ = [
     "Candidate",
-    "Decided",
     "DecisionLog",
     "LogMismatch",
+    "ReceiptedCall",
     "Replay",
     "Suggestions",
     "Thresholds",

@@ -27,7 +27,7 @@ from relay.receipts.jcs import canonical
 from relay.receipts.jws import BadJWS, parse
 from relay.receipts.payload import ERROR_CODE, digest
 
-__all__ = ["Decided", "DecisionLog", "Kind", "LogMismatch", "read_log"]
+__all__ = ["DecisionLog", "Kind", "LogMismatch", "ReceiptedCall", "read_log"]
 
 Kind = Literal["allowed", "denied", "edited", "undecided"]
 """What people did with a call: allowed it, denied it (a *Deny*, a typed reason), allowed
@@ -42,7 +42,7 @@ class LogMismatch(RelayException, ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Decided:
+class ReceiptedCall:
     """One receipted approval: its receipt, whose token and agent asked, the call, what
     people did with it, who allowed it and when it ended."""
 
@@ -82,12 +82,12 @@ class DecisionLog:
     """The receipted approvals of a verified export (``calls``), and how many receipts were
     ordinary asks or error receipts (``other``)."""
 
-    calls: tuple[Decided, ...]
+    calls: tuple[ReceiptedCall, ...]
     other: int = 0
-    unreadable: tuple[Decided, ...] = field(default=())
+    unreadable: tuple[ReceiptedCall, ...] = field(default=())
 
     @property
-    def readable(self) -> tuple[Decided, ...]:
+    def readable(self) -> tuple[ReceiptedCall, ...]:
         """The approvals whose call the log holds."""
         return tuple(c for c in self.calls if c.readable)
 
@@ -96,7 +96,7 @@ def read_log(tokens: Iterable[tuple[str, str]], asks: Iterable[Mapping[str, Any]
     """The decision log of verified receipts ``tokens`` (``(name, compact JWS)``) and the
     asks export's items ``asks``; ``LogMismatch`` if an ask is not what its receipt says."""
     by_id = {str(item.get("id")): item for item in asks}
-    calls: list[Decided] = []
+    calls: list[ReceiptedCall] = []
     other = 0
     for _, token in tokens:
         payload = _payload(token)
@@ -143,7 +143,7 @@ def _intent(questions: object) -> dict[str, Any] | None:
     return question  # type: ignore[no-any-return]
 
 
-def _decided(payload: Mapping[str, Any], question: Mapping[str, Any] | None) -> Decided:
+def _decided(payload: Mapping[str, Any], question: Mapping[str, Any] | None) -> ReceiptedCall:
     agent = _table(payload.get("agent"))
     kind, people, at = _outcome(payload)
     tool: str | None = None
@@ -155,7 +155,7 @@ def _decided(payload: Mapping[str, Any], question: Mapping[str, Any] | None) -> 
             tool, tool_input = str(edit.get("tool")), edit["input"]
         found = _DIRECTORY.search(str(question.get("detail") or ""))
         directory = found.group(1) if found else None
-    return Decided(
+    return ReceiptedCall(
         receipt=str(payload.get("jti")),
         ask=str(payload.get("ask")),
         owner=_text(agent.get("owner")),

@@ -17,8 +17,8 @@ from relay.gate.approval import ApprovalRequest, Decision
 from relay.gate.decider import Proposal, Rulings
 from relay.gate.policy import Policy
 from relay.gate.rules import Rule
-from relay.learn.log import Decided, DecisionLog
-from relay.questions import AgentRef
+from relay.learn.log import DecisionLog, ReceiptedCall
+from relay.seam.questions import AgentRef
 
 __all__ = ["Replay", "Wrong", "replay"]
 
@@ -29,7 +29,7 @@ _LOCAL = "local"
 class Wrong:
     """A call people denied or edited that ``rule`` (of ``owner``'s rules) would allow."""
 
-    call: Decided
+    call: ReceiptedCall
     rule: Rule | None
     owner: str | None
 
@@ -41,10 +41,10 @@ class Replay:
 
     calls: int = 0
     unreadable: int = 0
-    allowed: dict[tuple[str | None, int], list[Decided]] = field(
+    allowed: dict[tuple[str | None, int], list[ReceiptedCall]] = field(
         default_factory=lambda: defaultdict(list)
     )
-    undecided: dict[tuple[str | None, int], list[Decided]] = field(
+    undecided: dict[tuple[str | None, int], list[ReceiptedCall]] = field(
         default_factory=lambda: defaultdict(list)
     )
     wrong: list[Wrong] = field(default_factory=list)
@@ -101,7 +101,7 @@ def _text(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _proposal(call: Decided, owner: str) -> Proposal:
+def _proposal(call: ReceiptedCall, owner: str) -> Proposal:
     # (readable calls only)
     assert call.tool is not None
     assert call.input is not None

@@ -28,7 +28,7 @@ from relay.canonical.match import Pattern, subject
 from relay.canonical.shell import CommandGlob, Parsed
 from relay.gate.policy import Policy, parse_policy
 from relay.gate.rules import Rule, RulesError
-from relay.learn.log import Decided, DecisionLog
+from relay.learn.log import DecisionLog, ReceiptedCall
 from relay.learn.replay import Replay, replay
 
 __all__ = ["Candidate", "Suggestions", "Thresholds", "candidate_of", "suggest"]
@@ -88,7 +88,7 @@ class Offered:
     and those nobody decided."""
 
     candidate: Candidate
-    allowed: tuple[Decided, ...]
+    allowed: tuple[ReceiptedCall, ...]
     undecided: int
 
     def evidence(self) -> str:
@@ -135,7 +135,7 @@ class Suggestions:
         )
 
 
-def candidate_of(call: Decided) -> Candidate | None:
+def candidate_of(call: ReceiptedCall) -> Candidate | None:
     """The narrowest allow rule for ``call``, if the rules file can write one."""
     if call.tool is None or call.input is None:
         return None
@@ -241,7 +241,7 @@ def _policy(text: str, source: str) -> Policy:
         raise RulesError(f"{source} is not valid TOML with the suggestions added: {exc}") from None
 
 
-def _covering(live: list[Candidate], call: Decided) -> list[Candidate]:
+def _covering(live: list[Candidate], call: ReceiptedCall) -> list[Candidate]:
     """The candidates allowing some part of ``call`` on their own (as ``Rules.verdict``
     matches an allow rule against each part)."""
     if call.tool is None or call.input is None:

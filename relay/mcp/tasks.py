@@ -30,7 +30,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from relay.abort import AbortController, AbortSignal
+from relay.seam.abort import AbortController, AbortSignal
 
 __all__ = ["MAX_TASKS", "TaskBook"]
 

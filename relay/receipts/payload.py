@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from relay.asks.batches import batch_of
-from relay.edits import read_edit
-from relay.questions import AskUserQuestionAnswerItem, Responder, Vote
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import b64url
+from relay.seam.edits import read_edit
+from relay.seam.questions import AskUserQuestionAnswerItem, Responder, Vote
 from relay.store.record import AskRecord
 
 __all__ = ["ERROR_CODE", "VERSION", "digest", "receipt_id", "receipt_payload", "record_time"]

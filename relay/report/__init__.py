@@ -4,13 +4,13 @@
 """
 
 from relay.report.evidence import Evidence, read_bundle, verified
-from relay.report.figures import Ending, Figures, Person, RepeatedCall, RuleFor, figures
+from relay.report.figures import DeciderTally, Ending, Figures, RepeatedCall, RuleFor, figures
 
 __all__ = [
+    "DeciderTally",
     "Ending",
     "Evidence",
     "Figures",
-    "Person",
     "RepeatedCall",
     "RuleFor",
     "figures",

@@ -27,9 +27,9 @@ from relay.receipts.payload import ERROR_CODE
 
 __all__ = [
     "ENDINGS",
+    "DeciderTally",
     "Ending",
     "Figures",
-    "Person",
     "RepeatedCall",
     "RuleFor",
     "figures",
@@ -57,7 +57,7 @@ ENDINGS = tuple(Ending)
 
 
 @dataclass(frozen=True, slots=True)
-class Person:
+class DeciderTally:
     """Who decided: a Slack user, how many approvals they took part in, and how."""
 
     user: str
@@ -102,7 +102,7 @@ class Figures:
     decide_p90: float | None
     decided: int
     spread: tuple[tuple[str, int], ...]
-    people: tuple[Person, ...]
+    people: tuple[DeciderTally, ...]
     without_person: int
     repeated: tuple[RepeatedCall, ...]
     other_asks: int = 0
@@ -246,7 +246,7 @@ def figures(
         repeated.append(call)
     people = sorted(
         (
-            Person(user, c[Ending.ALLOWED], c[Ending.DENIED], c[Ending.EDITED])
+            DeciderTally(user, c[Ending.ALLOWED], c[Ending.DENIED], c[Ending.EDITED])
             for user, c in tally.people.items()
         ),
         key=lambda p: (-p.total, p.user),

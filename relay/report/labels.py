@@ -16,10 +16,10 @@ from typing import Any
 
 from relay.canonical.match import subject
 from relay.errors import HarnessError
-from relay.questions import AskUserQuestionItem
 from relay.receipts.jcs import canonical
 from relay.receipts.payload import digest, subject_digest
 from relay.report.figures import RepeatedCall
+from relay.seam.questions import AskUserQuestionItem
 from relay.store.record import AskRecord
 
 __all__ = ["call_label", "labels_for", "labels_from_asks", "question_label"]

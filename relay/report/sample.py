@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from relay.edits import Edit, edit_custom
 from relay.gate.approval import ALLOW_ONCE, ALLOW_SESSION, DENY, ApprovalRequest, approval_question
-from relay.parties import AgentRef, Responder, Vote
-from relay.questions import AskUserQuestionAnswerItem
 from relay.receipts import ReceiptWriter, SigningKey
 from relay.receipts.keys import PublicKeys
 from relay.receipts.payload import digest, subject_digest
+from relay.seam.edits import Edit, edit_custom
+from relay.seam.parties import AgentRef, Responder, Vote
+from relay.seam.questions import AskUserQuestionAnswerItem
 from relay.store import AskRecord, MemoryStore, Target
 from relay.store.record import AskStatus
 

@@ -30,7 +30,7 @@ __all__ = ["ERROR_CODES", "openapi_document"]
 
 ERROR_CODES: list[ErrorCode] = [
     ErrorCode.BAD_REQUEST,
-    # (issue 51: a body I-JSON excludes, or nested past the bound; relay.safejson.refusal)
+    # (issue 51: a body I-JSON excludes, or nested past the bound; relay.seam.safejson.refusal)
     ErrorCode.JSON_LONE_SURROGATE,
     ErrorCode.JSON_NOT_FINITE,
     ErrorCode.JSON_INEXACT_NUMBER,
