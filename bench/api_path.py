@@ -57,7 +57,7 @@ from bench.common import (
 )
 from bench.replicas import API_TOKEN, Replica, one_sample, start_replica, stop_replica
 from relay import AskUserQuestionRequest
-from relay.slack.render import render_question
+from relay.slack.rendering.render import render_question
 from relay.testing import FakeSlack
 
 HEADERS = {"Authorization": f"Bearer {API_TOKEN}"}

@@ -39,9 +39,9 @@ from relay import (
     AskUserQuestionRequest,
     UserInteractionService,
 )
-from relay.intents import ToolEdit
+from relay.seam.intents import ToolEdit
 from relay.slack import SlackProvider
-from relay.slack.app import build_web_app
+from relay.slack.intake.app import build_web_app
 from relay.testing import FakeMessage, FakeSlack
 
 GROUP = "S0DEPLOYERS"

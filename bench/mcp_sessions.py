@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 
 from bench.common import BOT_TOKEN, SECRET, bench_slack, free_port
-from relay.config_mcp import McpSettings
+from relay.config.mcp import McpSettings
 
 TOKENS = ("bench-mcp-token-one-0123456789", "bench-mcp-token-two-0123456789")
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -20,10 +20,10 @@ import sys
 from bench.common import BOT_TOKEN, CHANNELS, SECRET, free_port, pin_to_cpu
 from bench.replicas import API_TOKEN
 from bench.server import install_collections, obey, reply
-from relay.config import Settings
+from relay.config.settings import Settings
+from relay.config.tuning import tune_gc
 from relay.server.main import configure_logging, serve
 from relay.slack.serving import slack_channel
-from relay.tuning import tune_gc
 
 
 def settings_for(slack_url: str, redis_url: str | None) -> Settings:

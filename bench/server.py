@@ -17,7 +17,7 @@ port, prints ``{"port": …}`` and then answers one JSON line per command line r
   longest pause per generation); ``tracked``: how many objects the collector tracks (and
   how many are frozen, out of its reach);
 - ``gc_mode relay|python``: the collector settings ``relay serve`` starts with
-  (``relay.tuning.tune_gc``, the default here for every kind of server) or CPython's own;
+  (``relay.config.tuning.tune_gc``, the default here for every kind of server) or CPython's own;
 - ``slack_url URL``: send further Web API calls to URL;
 - ``trace_requests N``: bytes tracemalloc sees for building N requests alone;
 - ``trace_ask N``: like ``ask N`` with tracemalloc on: bytes still held per ask, by file;
@@ -64,10 +64,10 @@ from bench.common import (
     serve,
 )
 from relay import AskUserQuestionRequest
+from relay.asks.events import AskEvent
 from relay.asks.target import Route
-from relay.events import AskEvent
+from relay.config.tuning import tune_gc
 from relay.slack import SlackProvider, SlackTarget
-from relay.tuning import tune_gc
 
 _WAVE = 200
 _PYTHON_GC = gc.get_threshold()

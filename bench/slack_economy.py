@@ -33,7 +33,7 @@ from bench.common import (
     write_json,
 )
 from relay import AskUserQuestionAnswer, AskUserQuestionRequest
-from relay.events import AskEvent
+from relay.asks.events import AskEvent
 from relay.slack import SlackProvider
 
 RATE = 1.0  # chat.postMessage per second per channel

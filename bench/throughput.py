@@ -14,7 +14,7 @@ clicked message through slack-sdk (``bench.common.bolt_bot_app``): what a hand-w
 approval bot spends per click, for the same work the relay does besides waking its agent.
 
 Every server runs with the garbage-collector settings ``relay serve`` starts with
-(``relay.tuning.tune_gc``). Further rounds switch the relay and bare Bolt back to CPython's
+(``relay.config.tuning.tune_gc``). Further rounds switch the relay and bare Bolt back to CPython's
 own settings, to show what that setting is worth: with thousands of asks pending, a full
 collection walks every one of them, and CPython's defaults run one every few thousand clicks.
 

@@ -8,17 +8,9 @@ testing in ``relay.testing``.
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .abort import AbortController, AbortSignal
-    from .errors import (
-        AbortReason,
-        ErrorCode,
-        HarnessError,
-        RelayConfigError,
-        RelayException,
-        UserInteractionError,
-    )
-    from .plan_review import PlanVerdict, plan_review_question, review_plan
-    from .questions import (
+    from relay.seam.abort import AbortController, AbortSignal
+    from relay.seam.plan_review import PlanVerdict, plan_review_question, review_plan
+    from relay.seam.questions import (
         AgentRef,
         AskUserQuestionAnswer,
         AskUserQuestionAnswerItem,
@@ -29,38 +21,47 @@ if TYPE_CHECKING:
         Responder,
         validate_answer,
     )
-    from .service import UserInteractionProvider, UserInteractionService
-    from .tool import ASK_USER_QUESTION_TOOL, ToolResult, run_ask_user_question
+    from relay.seam.service import UserInteractionProvider, UserInteractionService
+    from relay.seam.tool import ASK_USER_QUESTION_TOOL, ToolResult, run_ask_user_question
+
+    from .errors import (
+        AbortReason,
+        ErrorCode,
+        HarnessError,
+        RelayConfigError,
+        RelayException,
+        UserInteractionError,
+    )
 
 # Each public name and the module it lives in: loaded on first use (PEP 562), so a process
 # that needs one submodule (``relay hook``, decided by its rules before every tool call)
 # does not pay for asyncio and the whole seam.
 _HOME = {
-    "AbortController": "abort",
-    "AbortSignal": "abort",
+    "AbortController": "seam.abort",
+    "AbortSignal": "seam.abort",
     "AbortReason": "errors",
     "ErrorCode": "errors",
     "HarnessError": "errors",
     "RelayConfigError": "errors",
     "RelayException": "errors",
     "UserInteractionError": "errors",
-    "PlanVerdict": "plan_review",
-    "plan_review_question": "plan_review",
-    "review_plan": "plan_review",
-    "AgentRef": "questions",
-    "AskUserQuestionAnswer": "questions",
-    "AskUserQuestionAnswerItem": "questions",
-    "AskUserQuestionIntent": "questions",
-    "AskUserQuestionItem": "questions",
-    "AskUserQuestionOption": "questions",
-    "AskUserQuestionRequest": "questions",
-    "Responder": "questions",
-    "validate_answer": "questions",
-    "UserInteractionProvider": "service",
-    "UserInteractionService": "service",
-    "ASK_USER_QUESTION_TOOL": "tool",
-    "ToolResult": "tool",
-    "run_ask_user_question": "tool",
+    "PlanVerdict": "seam.plan_review",
+    "plan_review_question": "seam.plan_review",
+    "review_plan": "seam.plan_review",
+    "AgentRef": "seam.questions",
+    "AskUserQuestionAnswer": "seam.questions",
+    "AskUserQuestionAnswerItem": "seam.questions",
+    "AskUserQuestionIntent": "seam.questions",
+    "AskUserQuestionItem": "seam.questions",
+    "AskUserQuestionOption": "seam.questions",
+    "AskUserQuestionRequest": "seam.questions",
+    "Responder": "seam.questions",
+    "validate_answer": "seam.questions",
+    "UserInteractionProvider": "seam.service",
+    "UserInteractionService": "seam.service",
+    "ASK_USER_QUESTION_TOOL": "seam.tool",
+    "ToolResult": "seam.tool",
+    "run_ask_user_question": "seam.tool",
 }
 
 

@@ -19,13 +19,13 @@ Hierarchy::
         ├── StoreUnavailable             relay.store.base — the store could not be reached
         ├── PendingLimitReached          relay.store.base — too many pending asks
         ├── NotSupported                 relay.store.redis_listener — no hiredis reader
-        ├── Retry                        relay.replies — the same request may be sent again
-        ├── Released                     relay.waits — the relay is stopping
-        ├── Unrecorded                   relay.slack.messages — posted but not recorded
-        ├── ResponseUrlRefused           relay.slack.webapi — Slack refused a response_url
+        ├── Retry                        relay.seam.replies — the same request may be sent again
+        ├── Released                     relay.asks.inflight — the relay is stopping
+        ├── Unrecorded                   relay.slack.webapi.messages — posted but not recorded
+        ├── ResponseUrlRefused           relay.slack.webapi.calls — Slack refused a response_url
         ├── CallbackRefused              relay.webhooks.policy — a callback URL not allowed
         ├── ActionRefused                relay.sandbox.standin — a sandbox action refused
-        ├── UnreadableJSON (ValueError)  relay.safejson — text the relay will not read as JSON
+        ├── UnreadableJSON (ValueError)  relay.seam.safejson — text the relay will not read as JSON
         │   └── JSONTooComplex           too deep, or a number too large
         ├── BadJWS (ValueError)          relay.receipts.jws — a receipt's JWS fails
         ├── ReceiptKeyError (ValueError) relay.receipts.keys — a key file cannot be read

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from unittest.mock import ANY
 
-from relay.parties import Responder
-from relay.questions import AskUserQuestionAnswer, AskUserQuestionAnswerItem
+from relay.seam.parties import Responder
+from relay.seam.questions import AskUserQuestionAnswer, AskUserQuestionAnswerItem
 
 
 def test_selected_equals_the_list_the_json_shows() -> None:

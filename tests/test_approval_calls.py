@@ -20,7 +20,7 @@ from relay.errors import UserInteractionError
 from relay.gate.approval import ApprovalRequest
 from relay.gate.remote import RemoteApprover
 from relay.integrations.core import PendingCall, RelayApprovals
-from relay.questions import AgentRef
+from relay.seam.questions import AgentRef
 from tests.served import served
 
 AGENT = AgentRef("ops-bot", "Ops bot")

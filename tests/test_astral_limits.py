@@ -20,12 +20,26 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionItem, AskUserQuestionOption
 from relay.errors import ErrorCode, UserInteractionError
-from relay.intents import ToolEdit
-from relay.slack import kit
-from relay.slack.edit_fields import editable_fields, unavailable
-from relay.slack.edit_form import edit_view
-from relay.slack.render import MESSAGE_CHARS, render_detail_reply, render_outcome, render_question
-from relay.slack.text import block_text_length, chunks, cut, escape, head, shorten, units, within
+from relay.seam.intents import ToolEdit
+from relay.slack.editing.fields import editable_fields, unavailable
+from relay.slack.editing.form import edit_view
+from relay.slack.rendering import kit
+from relay.slack.rendering.render import (
+    MESSAGE_CHARS,
+    render_detail_reply,
+    render_outcome,
+    render_question,
+)
+from relay.slack.rendering.text import (
+    block_text_length,
+    chunks,
+    cut,
+    escape,
+    head,
+    shorten,
+    units,
+    within,
+)
 from relay.testing import FakeSlack
 from relay.testing.modal_check import view_errors
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from relay.audit import CSV_COLUMNS, csv_rows, decode_cursor, encode_cursor, spreadsheet_safe
-from relay.questions import (
+from relay.audit.trail import CSV_COLUMNS, csv_rows, decode_cursor, encode_cursor, spreadsheet_safe
+from relay.seam.questions import (
     AgentRef,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,

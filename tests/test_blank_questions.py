@@ -16,7 +16,7 @@ import pytest
 
 from relay import UserInteractionService
 from relay.errors import ErrorCode, UserInteractionError
-from relay.questions import AskUserQuestionItem, AskUserQuestionRequest
+from relay.seam.questions import AskUserQuestionItem, AskUserQuestionRequest
 from relay.testing import FakeSlack
 from tests.mcp_env import http_client, result_text
 from tests.server_env import SECRET, TOKEN, relay_server

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from relay.receipts.jcs import canonical
-from relay.safejson import MAX_DEPTH, SAFE_INTEGER, exact_integer, loads, unfit
+from relay.seam.safejson import MAX_DEPTH, SAFE_INTEGER, exact_integer, loads, unfit
 from relay.testing import FakeSlack
 from tests.server_env import SECRET, TOKEN, Relay, relay_server
 from tests.strategies import any_text

@@ -16,9 +16,9 @@ import pytest
 
 from relay import __version__
 from relay.cli import BLOCK_KIT_BUILDER, build_parser, builder_url, main
-from relay.manifest import build_manifest
-from relay.questions import AskUserQuestionRequest
-from relay.slack.render import render_question
+from relay.seam.questions import AskUserQuestionRequest
+from relay.slack.manifest import build_manifest
+from relay.slack.rendering.render import render_question
 
 DATA = Path(__file__).parent / "data"
 DEPLOY_GATE = DATA / "deploy-gate.json"

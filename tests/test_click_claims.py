@@ -1,9 +1,10 @@
 """``ClickClaims``: a click's checks and claim in one step, on every store and topology.
 
-The click path (``relay.slack.clicks``) claims through ``claim_click`` when the store holds the
-ask's unchanging part (``known``): the store itself refuses a click from another message than
-the question's, an ask no longer pending and a question answered already, in the same step as
-the claim. On Redis that step is one script; the last tests count the commands a click makes.
+The click path (``relay.slack.intake.clicks``) claims through ``claim_click`` when the store
+holds the ask's unchanging part (``known``): the store itself refuses a click from another
+message than the question's, an ask no longer pending and a question answered already, in the
+same step as the claim. On Redis that step is one script; the last tests count the commands a
+click makes.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from relay import RelayConfigError
-from relay.config import ENV_VARS, NO_CREDENTIALS_HELP, Settings
+from relay.config.settings import ENV_VARS, NO_CREDENTIALS_HELP, Settings
 from relay.store.redis_url import parse_redis_url
 
 GOOD = {
@@ -264,7 +264,7 @@ def test_no_credentials_at_all_explains_what_to_create() -> None:
 def test_every_documented_variable_is_read() -> None:
     relay = Path(__file__).parents[1] / "relay"
     source = "".join(
-        (relay / name).read_text() for name in ("config.py", "config_mcp.py", "config_receipts.py")
+        (relay / "config" / name).read_text() for name in ("settings.py", "mcp.py", "receipts.py")
     )
     for name in ENV_VARS:
         assert f'get("{name}")' in source

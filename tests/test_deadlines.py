@@ -1,4 +1,4 @@
-"""relay.slack.deadlines: one timer per tick cuts the calls that outlive their limit."""
+"""relay.slack.webapi.deadlines: one timer per tick cuts the calls that outlive their limit."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from relay.slack.deadlines import Deadlines
+from relay.slack.webapi.deadlines import Deadlines
 
 
 async def test_a_block_past_its_limit_raises_timeout_error_within_a_tick() -> None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from relay.abort import AbortSignal
 from relay.gate.approval import ApprovalRequest, Decision
+from relay.gate.client_gate import Gate, ToolUse
 from relay.gate.decider import Proposal, Rulings
-from relay.gate.gate import Gate, ToolUse
 from relay.gate.rules import parse_rules
-from relay.questions import AgentRef
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AgentRef
 from relay.testing import FakeSlack
 from tests.server_env import SECRET, Relay, relay_server
 from tests.test_approvals_api import decided

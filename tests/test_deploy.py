@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from relay.config import ENV_VARS, Settings
+from relay.config.settings import ENV_VARS, Settings
 from relay.errors import RelayConfigError
-from relay.manifest import BOT_SCOPES, build_manifest, manifest_text
+from relay.slack.manifest import BOT_SCOPES, build_manifest, manifest_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"

@@ -3,7 +3,7 @@ docs/ leads somewhere, and the reference pages name everything the code has.
 
 The reference pages are checked against the code, not the reverse, so that a setting, an
 error code or a subcommand added without its documentation fails here: configuration
-(``relay.config.ENV_VARS``), errors (``relay.server.openapi.ERROR_CODES``, the seam's codes
+(``relay.config.settings.ENV_VARS``), errors (``relay.server.openapi.ERROR_CODES``, the seam's codes
 and the statuses the API answers them with), the CLI (generated from ``relay``'s parser when
 the site is built, by ``scripts/docs_hooks.py``), the HTTP API's routes (the OpenAPI
 document) and the sandbox's ids. ``scripts/test``
@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from relay.cli import build_parser
-from relay.config import ENV_VARS
+from relay.config.settings import ENV_VARS
 from relay.errors import ErrorCode
 from relay.sandbox.directory import CHANNELS, GROUPS, PEOPLE
 from relay.server.errors import status_for

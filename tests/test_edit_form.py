@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from relay.edits import Edit, edit_custom, read_edit
-from relay.intents import AskUserQuestionIntent, ToolEdit
-from relay.questions import AskUserQuestionItem, AskUserQuestionOption
-from relay.slack import render
-from relay.slack.edit_fields import editable_fields, form_fields, unavailable
-from relay.slack.edit_form import edit_view, first_block, read_edit_view
-from relay.slack.inputs import EDIT_NOTE_CHARS, input_blocks
-from relay.slack.text import block_text_length, units
+from relay.seam.edits import Edit, edit_custom, read_edit
+from relay.seam.intents import AskUserQuestionIntent, ToolEdit
+from relay.seam.questions import AskUserQuestionItem, AskUserQuestionOption
+from relay.slack.editing.fields import editable_fields, form_fields, unavailable
+from relay.slack.editing.form import edit_view, first_block, read_edit_view
+from relay.slack.rendering import render
+from relay.slack.rendering.inputs import EDIT_NOTE_CHARS, input_blocks
+from relay.slack.rendering.text import block_text_length, units
 from relay.testing.elements import ViewerState, iter_elements, state_values
 from relay.testing.modal_check import view_errors
 

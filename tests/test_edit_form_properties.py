@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from slack_sdk.models.views import View
 
-from relay.intents import ToolEdit
-from relay.slack.edit_fields import editable_fields, unavailable
-from relay.slack.edit_form import edit_view, read_edit_view
-from relay.slack.text import units
+from relay.seam.intents import ToolEdit
+from relay.slack.editing.fields import editable_fields, unavailable
+from relay.slack.editing.form import edit_view, read_edit_view
+from relay.slack.rendering.text import units
 from relay.testing.elements import iter_elements, state_values
 from relay.testing.modal_check import view_errors, view_too_large
 

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from relay.canonical.match import Pattern
-from relay.edits import Edit, edit_custom
 from relay.gate.approval import Decision, decide_answer, offer_for
 from relay.grants.record import Offer
 from relay.hooks.claude_code import claude_code_output
-from relay.intents import ToolEdit
-from relay.questions import AskUserQuestionAnswerItem, Responder
 from relay.receipts.jcs import canonical
 from relay.receipts.payload import digest
-from relay.slack.edit_fields import editable_fields
+from relay.seam.edits import Edit, edit_custom
+from relay.seam.intents import ToolEdit
+from relay.seam.questions import AskUserQuestionAnswerItem, Responder
+from relay.slack.editing.fields import editable_fields
 from relay.testing import FakeModal, FakeSlack, ManualClock
 from tests.mcp_env import http_client, result_text
 from tests.server_env import SECRET, Relay, relay_server

@@ -44,7 +44,7 @@ def test_every_public_exception_descends_from_the_documented_base() -> None:
 def test_builtin_bases_are_kept_for_existing_handlers() -> None:
     from relay.receipts.jws import BadJWS
     from relay.receipts.keys import ReceiptKeyError
-    from relay.safejson import JSONTooComplex, UnreadableJSON
+    from relay.seam.safejson import JSONTooComplex, UnreadableJSON
 
     for cls in (BadJWS, ReceiptKeyError, UnreadableJSON, JSONTooComplex):
         assert issubclass(cls, ValueError)

@@ -25,7 +25,7 @@ from relay.gate.describe import MAX_SHOWN, describe_tool_use
 from relay.gate.local import target_for
 from relay.gate.remote import approval_body
 from relay.gate.rules import Rules, RulesError, load_rules, parse_rules
-from relay.questions import AgentRef, AskUserQuestionAnswerItem, Responder
+from relay.seam.questions import AgentRef, AskUserQuestionAnswerItem, Responder
 from relay.slack.provider import UNSET
 
 AGENT = AgentRef(id="claude-code:s1", name="Claude Code (dev@box)")

@@ -13,7 +13,7 @@ import pytest
 from relay.canonical.match import Pattern, subject
 from relay.grants import Grant, GrantStore, MemoryGrants, Offer
 from relay.grants.redis import RedisGrants
-from relay.questions import Responder
+from relay.seam.questions import Responder
 from relay.store.base import StoreUnavailable
 
 # Real time: Redis expires a grant's key at its wall-clock end.

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from relay.slack.installation import Installation
-from relay.slack.parse import Click, ClickKind, parse_click
-from relay.slack.private import trusted_response_url
+from relay.slack.intake.installation import Installation
+from relay.slack.intake.parse import Click, ClickKind, parse_click
+from relay.slack.intake.private import trusted_response_url
 
 # bolt-python tests/slack_bolt/request/test_request.py, org-wide block_actions (ids replaced).
 ORG_WIDE: dict[str, Any] = {

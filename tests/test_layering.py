@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+# apply-layout-map: skip (this file names the packages as they are, "relay.audit" among them)
 ROOT = Path(__file__).resolve().parent.parent / "relay"
 # The lifecycle and the Slack channel read top to bottom; past this, split by concept.
 MOST_LINES = 400
@@ -23,31 +24,7 @@ MOST_LINES_ANYWHERE = 450
 # never from above. A module is on the floor of the longest prefix that names it.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("testing", ("relay.testing",)),  # the fakes: nothing of relay under them
-    (
-        "core",
-        (
-            "relay",
-            "relay.abort",
-            "relay.errors",
-            "relay.edits",
-            "relay.intents",
-            "relay.events",
-            "relay.labels",
-            "relay.limits",
-            "relay.logline",
-            "relay.manifest",
-            "relay.parties",
-            "relay.plan_review",
-            "relay.questions",
-            "relay.replies",
-            "relay.safejson",
-            "relay.service",
-            "relay.tool",
-            "relay.tuning",
-            "relay.waits",
-            "relay.wire_reader",
-        ),
-    ),
+    ("core", ("relay", "relay.errors", "relay.seam")),
     ("state", ("relay.store",)),
     (
         "life",
@@ -55,13 +32,9 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "relay.asks",
             "relay.audit",
             "relay.config",
-            "relay.config_mcp",
-            "relay.config_receipts",
-            "relay.config_values",
             "relay.canonical",
             "relay.grants",
             "relay.receipts",
-            "relay.records",
             "relay.webhooks",
         ),
     ),
@@ -228,8 +201,9 @@ def test_the_checker_sees_a_circle() -> None:
 
 
 def test_the_checker_resolves_relative_and_package_imports() -> None:
-    assert "relay.errors" in set(_imports("relay.questions"))  # from .errors import …
-    assert "relay.slack.notices" in set(_imports("relay.slack.people"))  # from relay.slack …
+    render = set(_imports("relay.slack.rendering.render"))
+    assert "relay.slack.rendering.answered" in render  # from .answered import …
+    assert "relay.slack.rendering.kit" in render  # from relay.slack.rendering import kit
 
 
 @pytest.mark.parametrize("package", SMALL_PACKAGES)
@@ -268,7 +242,7 @@ def test_imports_point_down_the_floors() -> None:
 
 def test_the_state_and_the_audit_trail_import_no_edge_or_channel() -> None:
     edges = ("relay.server", "relay.cli", "relay.slack", "relay.mcp", "relay.sandbox")
-    below = [n for n in MODULES if n.startswith("relay.store") or n == "relay.audit"]
+    below = [n for n in MODULES if n.startswith(("relay.store", "relay.audit"))]
     assert "relay.store.redis.asks" in below
     bad = {n: sorted(i for i in _imports(n) if i.startswith(edges)) for n in below}
     assert {n: i for n, i in bad.items() if i} == {}

@@ -8,9 +8,9 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from relay.abort import AbortSignal
 from relay.mcp import tasks as tasks_module
 from relay.mcp.tasks import TaskBook
+from relay.seam.abort import AbortSignal
 
 
 def waiting(aborted: list[str]) -> tasks_module.Work:

@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relay.errors import UserInteractionError
-from relay.intents import AskUserQuestionIntent, ToolEdit
-from relay.parties import Vote
-from relay.questions import AgentRef, AskUserQuestionItem, AskUserQuestionOption, Responder
-from relay.slack.parse import parse_click
-from relay.slack.render import MESSAGE_BYTES, render_outcome, render_question
-from relay.slack.text import block_text_length
+from relay.seam.intents import AskUserQuestionIntent, ToolEdit
+from relay.seam.parties import Vote
+from relay.seam.questions import AgentRef, AskUserQuestionItem, AskUserQuestionOption, Responder
+from relay.slack.intake.parse import parse_click
+from relay.slack.rendering.render import MESSAGE_BYTES, render_outcome, render_question
+from relay.slack.rendering.text import block_text_length
 from relay.testing import check_blocks
 from tests.test_render import questions, text
 

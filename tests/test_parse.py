@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from relay import AskUserQuestionAnswerItem, AskUserQuestionItem, AskUserQuestionOption
-from relay.plan_review import plan_review_question
-from relay.slack.parse import Click, ClickKind, Notice, decide, parse_click
+from relay.seam.plan_review import plan_review_question
+from relay.slack.intake.parse import Click, ClickKind, Notice, decide, parse_click
 
 AT = datetime(2026, 11, 29, tzinfo=UTC)
 ASK = "ask123"

@@ -50,7 +50,7 @@ SEAM = {
     "UserInteractionService",
     "validate_answer",
 }
-# Sections 3 and 4 live in relay.tool and relay.plan_review; the package re-exports them.
+# Sections 3 and 4 live in relay.seam.tool and relay.seam.plan_review; the package re-exports them.
 TOOL = {"ASK_USER_QUESTION_TOOL", "ToolResult", "run_ask_user_question"}
 PLAN_REVIEW = {"PlanVerdict", "plan_review_question", "review_plan"}
 # Also exported: the type of UserInteractionError.reason, the configuration error the house
@@ -62,11 +62,11 @@ DOCUMENTED = SEAM | TOOL | PLAN_REVIEW | EXTRAS
 
 CORE_MODULES = [
     "relay.errors",
-    "relay.abort",
-    "relay.questions",
-    "relay.service",
-    "relay.tool",
-    "relay.plan_review",
+    "relay.seam.abort",
+    "relay.seam.questions",
+    "relay.seam.service",
+    "relay.seam.tool",
+    "relay.seam.plan_review",
 ]
 
 
@@ -84,7 +84,7 @@ def test_every_name_imports(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("module", "names"), [("relay.tool", TOOL), ("relay.plan_review", PLAN_REVIEW)]
+    ("module", "names"), [("relay.seam.tool", TOOL), ("relay.seam.plan_review", PLAN_REVIEW)]
 )
 def test_tool_and_plan_review_names_are_the_same_objects_in_their_modules(
     module: str, names: set[str]

@@ -24,14 +24,14 @@ from joserfc.jwk import KeySet
 
 from relay import AskUserQuestionAnswerItem, AskUserQuestionItem, AskUserQuestionOption
 from relay.cli import main
-from relay.parties import AgentRef, Responder, Vote
-from relay.questions import AskUserQuestionRequest
 from relay.receipts import ReceiptWriter, SigningKey
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import b64url, sign
 from relay.receipts.keys import PublicKeys
 from relay.receipts.payload import digest, receipt_id
 from relay.receipts.verify import verify_all
+from relay.seam.parties import AgentRef, Responder, Vote
+from relay.seam.questions import AskUserQuestionRequest
 from relay.store import AskRecord, MemoryStore, Target
 from relay.store.receipts import ChainHead
 

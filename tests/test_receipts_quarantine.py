@@ -15,9 +15,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from relay.cli import main
-from relay.questions import AskUserQuestionItem
 from relay.receipts import ReceiptWriter
 from relay.receipts.verify import quarantined, verify_all
+from relay.seam.questions import AskUserQuestionItem
 from relay.store import AskRecord, MemoryStore
 from tests.test_receipts import KEY, click, keys, payload_of
 from tests.test_receipts import ask as pending_ask

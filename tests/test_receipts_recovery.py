@@ -19,7 +19,7 @@ from pathlib import Path
 from redis.asyncio import Redis
 from redis_server import RedisServer
 
-from relay.questions import AskUserQuestionItem
+from relay.seam.questions import AskUserQuestionItem
 from relay.store.redis import RedisStore
 from relay.testing import FakeSlack
 from tests.replica_env import ASK

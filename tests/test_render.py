@@ -21,14 +21,14 @@ from relay import (
     UserInteractionError,
     plan_review_question,
 )
-from relay.slack import notices
-from relay.slack.render import (
+from relay.slack.rendering import notices
+from relay.slack.rendering.render import (
     MESSAGE_CHARS,
     render_detail_reply,
     render_outcome,
     render_question,
 )
-from relay.slack.text import block_text_length, escape, inert_markdown
+from relay.slack.rendering.text import block_text_length, escape, inert_markdown
 from relay.testing.blocks import check_blocks
 from relay.testing.mentions import links_in, mentions_in
 
@@ -470,7 +470,7 @@ def test_the_quick_layout_is_the_measured_one(
 ) -> None:
     # _layout skips building the inputs when a bound on their text says everything fits;
     # what it decides must be exactly what measuring them decides (or refuses the same way).
-    from relay.slack import render
+    from relay.slack.rendering import render
 
     def layout(measured: bool) -> object:
         try:
@@ -496,7 +496,7 @@ def test_the_quick_layout_is_the_measured_one(
 
 
 def test_the_text_bound_holds_for_text_that_escaping_lengthens_most() -> None:
-    from relay.slack import render
+    from relay.slack.rendering import render
 
     for header in (None, "&" * 150, "<" * 400):
         question = AskUserQuestionItem(
@@ -519,7 +519,7 @@ def test_the_text_bound_holds_for_text_that_escaping_lengthens_most() -> None:
 def test_a_question_without_room_for_its_outcome_line_is_refused_by_either_path() -> None:
     # ~8,100 characters of text once escaped: the inputs would fit beside it in 10,000, the
     # final "Answered by ..." line would not. The bound (~9,100) must not let it through.
-    from relay.slack import render
+    from relay.slack.rendering import render
 
     question = AskUserQuestionItem(
         id="q",
@@ -543,7 +543,7 @@ def test_an_outcome_fits_one_message_without_counting_its_text(
 ) -> None:
     # render_outcome trusts the room its layout kept for the outcome line: whatever it sends
     # must still be within Slack's limits, for the longest line an answer can have.
-    from relay.slack import render
+    from relay.slack.rendering import render
 
     item = AskUserQuestionAnswerItem(
         id=question.id,
@@ -558,8 +558,8 @@ def test_an_outcome_fits_one_message_without_counting_its_text(
 
 
 def test_the_inputs_bound_holds_for_the_longest_labels_and_descriptions() -> None:
-    from relay.slack import render
-    from relay.slack.inputs import input_blocks
+    from relay.slack.rendering import render
+    from relay.slack.rendering.inputs import input_blocks
 
     for count in (1, 2, 5, 6, 10, 11, 100):
         for multi in (False, True):

@@ -36,7 +36,7 @@ from relay import (
     AskUserQuestionRequest,
     Responder,
 )
-from relay.edits import Edit, edit_custom
+from relay.seam.edits import Edit, edit_custom
 from relay.store import (
     AskError,
     AskRecord,
@@ -1368,7 +1368,7 @@ def test_the_memory_stores_encoding_keeps_every_field_of_a_record() -> None:
     # about half what pickle's own way with frozen dataclasses costs): every field of every
     # part comes back, the ones equality ignores (who answered, when, votes, meta) too, and
     # so do the status, UTC itself and a datetime's zone and fold.
-    from relay.questions import AskUserQuestionIntent, Responder, Vote
+    from relay.seam.questions import AskUserQuestionIntent, Responder, Vote
     from relay.store import AskError, MessageRef
     from relay.store.packed import pack, unpack
 

@@ -21,12 +21,12 @@ from relay import (
     ErrorCode,
     UserInteractionError,
 )
-from relay.questions import Responder, Vote
-from relay.slack import kit
-from relay.slack.reminders import escalation_note, escalation_text, reminder_text
-from relay.slack.render import MESSAGE_CHARS, render_outcome, render_question
-from relay.slack.team import tally_block
-from relay.slack.text import block_text_length, escape
+from relay.seam.questions import Responder, Vote
+from relay.slack.rendering import kit
+from relay.slack.rendering.reminders import escalation_note, escalation_text, reminder_text
+from relay.slack.rendering.render import MESSAGE_CHARS, render_outcome, render_question
+from relay.slack.rendering.team import tally_block
+from relay.slack.rendering.text import block_text_length, escape
 from relay.store.record import AskRecord, Target
 
 # Slack's documented limits per kind of text (characters as sent, after escaping), counted in

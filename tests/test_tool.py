@@ -27,7 +27,7 @@ from relay import (
     UserInteractionService,
 )
 from relay.errors import ask_aborted, ask_closed, ask_timed_out
-from relay.tool import ASK_USER_QUESTION_TOOL, ToolResult, js_json, run_ask_user_question
+from relay.seam.tool import ASK_USER_QUESTION_TOOL, ToolResult, js_json, run_ask_user_question
 
 TIMEOUT = 2.0
 

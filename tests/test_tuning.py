@@ -1,4 +1,4 @@
-"""relay.tuning: the garbage-collector settings ``relay serve`` starts with."""
+"""relay.config.tuning: the garbage-collector settings ``relay serve`` starts with."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from relay.config import Settings
+from relay.config.settings import Settings
+from relay.config.tuning import DEFAULT_GC_THRESHOLD, tune_gc
 from relay.server import main
 from relay.slack.serving import slack_channel
-from relay.tuning import DEFAULT_GC_THRESHOLD, tune_gc
 
 GOOD = {
     "SLACK_BOT_TOKEN": "xoxb-1-x",

@@ -25,9 +25,9 @@ from relay import (
 )
 from relay.cli import main
 from relay.client import RelayProvider
-from relay.questions import MAX_QUESTIONS, validate_request
-from relay.safejson import MAX_DEPTH, JSONTooComplex, UnreadableJSON, loads
-from relay.slack.webapi import LeanCalls
+from relay.seam.questions import MAX_QUESTIONS, validate_request
+from relay.seam.safejson import MAX_DEPTH, JSONTooComplex, UnreadableJSON, loads
+from relay.slack.webapi.calls import LeanCalls
 from relay.testing import FakeSlack
 from tests.served import served
 
@@ -109,7 +109,7 @@ def test_the_decoder_reads_what_json_loads_reads_and_refuses_the_rest(
 )
 def test_a_clicks_payload_reads_as_json_loads_reads_it(text: str) -> None:
     # Clicks are read by orjson for speed, by json where orjson refuses: the same values.
-    from relay.slack.app import _payload_of
+    from relay.slack.intake.app import _payload_of
 
     value = _payload_of(text)
     assert json.dumps(value) == json.dumps(json.loads(text))  # (NaN == NaN fails)

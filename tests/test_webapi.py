@@ -1,4 +1,5 @@
-"""relay.slack.webapi: the lean Web API calls send what slack-sdk sends and fail as it fails."""
+"""relay.slack.webapi.calls: the lean Web API calls send what slack-sdk sends and fail as it
+fails."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from redis_server import free_port
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from relay.events import Events
-from relay.slack.background import Background
-from relay.slack.messages import SlackMessages
-from relay.slack.retries import default_retry_handlers as _default_retry_handlers
-from relay.slack.webapi import LeanCalls, ResponseUrlRefused, encode_json
+from relay.asks.events import Events
+from relay.slack.webapi.background import Background
+from relay.slack.webapi.calls import LeanCalls, ResponseUrlRefused, encode_json
+from relay.slack.webapi.messages import SlackMessages
+from relay.slack.webapi.retries import default_retry_handlers as _default_retry_handlers
 from relay.store.memory import MemoryStore
 from relay.testing import FakeSlack
 from tests.served import served
@@ -257,7 +258,7 @@ async def test_a_response_url_post_without_a_session_opens_its_own() -> None:
 
 async def test_a_web_api_that_never_answers_times_out_at_the_sessions_total() -> None:
     # The session's total timeout (the client's, on the session the provider lends) holds
-    # although aiohttp no longer arms it per request: relay.slack.deadlines does.
+    # although aiohttp no longer arms it per request: relay.slack.webapi.deadlines does.
     hung = asyncio.Event()
 
     async def never(request: web.Request) -> web.Response:

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from redis_server import RedisServer
 
+from relay.asks.events import AskEvent
 from relay.client import verify_webhook
-from relay.config import Settings
+from relay.config.settings import Settings
 from relay.errors import RelayConfigError
-from relay.events import AskEvent
-from relay.questions import AgentRef, AskUserQuestionItem, AskUserQuestionRequest
 from relay.receipts.keys import write_signing_key
+from relay.seam.questions import AgentRef, AskUserQuestionItem, AskUserQuestionRequest
 from relay.server.metrics import Metrics
 from relay.store.memory import MemoryStore
 from relay.store.record import AskError, AskRecord, AskStatus, Target

@@ -7,6 +7,6 @@ what happened and turn clicks into answers; they never decide an outcome.
 
 from relay.asks.expiry import Expiry, Settling
 from relay.asks.lifecycle import AskLifecycle
-from relay.asks.rules import LONGEST_TIMEOUT
+from relay.asks.terms import LONGEST_TIMEOUT
 
 __all__ = ["LONGEST_TIMEOUT", "AskLifecycle", "Expiry", "Settling"]

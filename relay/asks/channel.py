@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from relay.asks.events import Events
 from relay.asks.target import AskTarget
-from relay.events import Events
-from relay.questions import AskUserQuestionRequest
+from relay.seam.questions import AskUserQuestionRequest
 from relay.store import AskRecord, AskStore
 
 __all__ = ["AskChannel", "ChannelCheck"]

@@ -9,9 +9,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Set
 
+from relay.asks.events import Events
 from relay.asks.expiry import Settling
-from relay.asks.rules import next_reminder_at, nudges
-from relay.events import Events
+from relay.asks.terms import next_reminder_at, nudges
 from relay.store import AskRecord, AskStore
 
 __all__ = ["FollowUps"]

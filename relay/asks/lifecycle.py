@@ -19,9 +19,11 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Set
 
+from relay.asks.events import EventName, Events
 from relay.asks.expiry import Expiry, Settling
 from relay.asks.followups import FollowUps
-from relay.asks.rules import default_answers, ended_event, known, votes_on_version
+from relay.asks.inflight import Released, Waits
+from relay.asks.terms import default_answers, ended_event, known, votes_on_version
 from relay.errors import (
     ErrorCode,
     RelayConfigError,
@@ -30,8 +32,7 @@ from relay.errors import (
     ask_closed,
     ask_timed_out,
 )
-from relay.events import EventName, Events
-from relay.questions import AskUserQuestionAnswerItem, validate_answer_item
+from relay.seam.questions import AskUserQuestionAnswerItem, validate_answer_item
 from relay.store import (
     AnswerResult,
     AskError,
@@ -43,7 +44,6 @@ from relay.store import (
     utcnow,
 )
 from relay.store.base import ClickClaim, ClickClaims
-from relay.waits import Released, Waits
 
 __all__ = ["AskLifecycle"]
 

@@ -15,9 +15,9 @@ from enum import Enum
 from typing import Any
 
 from relay.asks.names import NamePolicy
-from relay.asks.rules import LONGEST_TIMEOUT, MAX_REMINDERS, capped, check_timeout
+from relay.asks.terms import LONGEST_TIMEOUT, MAX_REMINDERS, capped, check_timeout
 from relay.errors import RelayConfigError, bad_request
-from relay.questions import AskUserQuestionRequest
+from relay.seam.questions import AskUserQuestionRequest
 from relay.store.record import Target
 
 __all__ = [

@@ -45,14 +45,14 @@ from relay.cli.common import (
     read_text,
 )
 from relay.errors import ErrorCode, UserInteractionError
-from relay.questions import (
+from relay.seam.questions import (
     AgentRef,
     AskUserQuestionAnswer,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
 )
-from relay.tool import js_json
+from relay.seam.tool import js_json
 
 if TYPE_CHECKING:
     from relay.client import RelayProvider
@@ -252,7 +252,7 @@ def _provider(args: argparse.Namespace, slack: dict[str, Any]) -> RelayProvider 
     from slack_sdk.web.async_client import AsyncWebClient
 
     from relay.client import RelayProvider
-    from relay.config import TeamDefaults
+    from relay.config.settings import TeamDefaults
     from relay.server.api import read_slack_section as read_slack
     from relay.slack import SlackProvider
 
@@ -286,7 +286,7 @@ def _provider(args: argparse.Namespace, slack: dict[str, Any]) -> RelayProvider 
 async def _ask(
     args: argparse.Namespace, request: AskUserQuestionRequest, slack: dict[str, Any]
 ) -> AskUserQuestionAnswer:
-    from relay.service import UserInteractionService
+    from relay.seam.service import UserInteractionService
     from relay.slack import SlackProvider
 
     provider = _provider(args, slack)

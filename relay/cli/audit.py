@@ -132,7 +132,7 @@ def _run_audit(args: argparse.Namespace) -> int:
 async def _export(
     url: str, token: str, params: list[tuple[str, str]], form: str, out: IO[str]
 ) -> int:
-    from relay.audit import CSV_COLUMNS, csv_rows  # (loads the ask lifecycle: here only)
+    from relay.audit.trail import CSV_COLUMNS, csv_rows
 
     writer = csv.writer(out) if form == "csv" else None
     if writer is not None:

@@ -24,7 +24,7 @@ from relay.cli.common import USAGE, CommandError
 if TYPE_CHECKING:
     from relay.gate.approval import Approver
     from relay.gate.rules import Rules
-    from relay.service import UserInteractionService
+    from relay.seam.service import UserInteractionService
 
 __all__ = ["Backend", "add_allowlist_flags", "add_backend_flags", "id_list", "open_backend"]
 
@@ -144,7 +144,7 @@ async def _relay_backend(
 ) -> Backend:
     from relay.client import RelayProvider
     from relay.gate.remote import RemoteApprover
-    from relay.service import UserInteractionService
+    from relay.seam.service import UserInteractionService
 
     provider = RelayProvider(
         url, token, channel=channel, allowed_users=users, allowed_groups=groups, timeout=timeout
@@ -171,13 +171,13 @@ async def _slack_backend(
 ) -> Backend:
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from relay.asks.events import Events
     from relay.asks.lifecycle import AskLifecycle
-    from relay.config import TeamDefaults
-    from relay.events import Events
+    from relay.config.settings import TeamDefaults
     from relay.gate.decider import Rulings
     from relay.gate.local import slack_approver
     from relay.grants import MemoryGrants
-    from relay.service import UserInteractionService
+    from relay.seam.service import UserInteractionService
     from relay.slack import SlackProvider, SlackSettings
     from relay.store import MemoryStore
 

@@ -10,8 +10,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
-from relay import safejson
 from relay.errors import ErrorCode, RelayException
+from relay.seam import safejson
 
 __all__ = [
     "CANNOT_READ",

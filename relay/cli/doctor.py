@@ -329,7 +329,7 @@ def _slack_app(env: dict[str, str]) -> list[Finding]:
     from slack_sdk import WebClient
     from slack_sdk.errors import SlackApiError
 
-    from relay.manifest import BOT_SCOPES
+    from relay.slack.manifest import BOT_SCOPES
 
     base = env.get("SLACK_API_URL", "").strip()
     client = WebClient(token=token, timeout=int(_TIMEOUT))

@@ -31,14 +31,14 @@ from collections.abc import Mapping
 from types import FrameType
 from typing import Any
 
-from relay.abort import AbortController
 from relay.cli.backend import add_backend_flags, open_backend
 from relay.cli.common import USAGE, CommandError, Commands, error_line, plain
 from relay.gate.approval import DECISION_GRACE, Decision, gave_up
+from relay.gate.client_gate import Gate, ToolUse
 from relay.gate.context import ci_job, requester, who_asks
-from relay.gate.gate import Gate, ToolUse
 from relay.gate.rules import Rules, load_rules
-from relay.questions import AgentRef
+from relay.seam.abort import AbortController
+from relay.seam.questions import AgentRef
 
 __all__ = ["EXIT_DENIED", "EXIT_FAILED", "EXIT_TIMED_OUT", "add_exec"]
 

@@ -114,13 +114,13 @@ async def _ask(
     from here, whatever the relay does: past it, a deny."""
     import asyncio
 
-    from relay.abort import AbortController
     from relay.cli.backend import open_backend
     from relay.gate.approval import DECISION_GRACE, gave_up
+    from relay.gate.client_gate import Gate, ToolUse
     from relay.gate.context import requester, who_asks
-    from relay.gate.gate import Gate, ToolUse
     from relay.gate.remote import WITHDRAW_WITHIN, RemoteApprover
-    from relay.questions import AgentRef
+    from relay.seam.abort import AbortController
+    from relay.seam.questions import AgentRef
 
     who = requester()
     use = ToolUse(

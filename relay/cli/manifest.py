@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from relay.cli.common import USAGE, CommandError, Commands
-from relay.manifest import build_manifest, manifest_text
+from relay.slack.manifest import build_manifest, manifest_text
 
 __all__ = ["add_manifest"]
 

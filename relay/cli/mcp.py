@@ -20,14 +20,14 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
-from relay.abort import AbortSignal
 from relay.cli.backend import add_backend_flags, open_backend
 from relay.cli.common import Commands, plain
 from relay.gate.approval import Decision
+from relay.gate.client_gate import Gate, ToolUse
 from relay.gate.context import requester
-from relay.gate.gate import Gate, ToolUse
 from relay.gate.rules import Rules, load_rules
-from relay.questions import AgentRef
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AgentRef
 
 if TYPE_CHECKING:
     from relay.mcp.server import Context, Toolbox

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from relay.cli.common import Commands, parse_json, read_text
-from relay.questions import AskUserQuestionRequest, validate_request
+from relay.seam.questions import AskUserQuestionRequest, validate_request
 
 if TYPE_CHECKING:
-    from relay.slack.render import RenderedQuestion
+    from relay.slack.rendering.render import RenderedQuestion
 
 __all__ = ["BLOCK_KIT_BUILDER", "add_preview", "builder_url"]
 
@@ -35,7 +35,7 @@ def add_preview(commands: Commands) -> None:
 
 
 def _run_preview(args: argparse.Namespace) -> int:
-    from relay.slack.render import render_question  # (loads the Slack package: here only)
+    from relay.slack.rendering.render import render_question
 
     source = "stdin" if args.file == "-" else args.file
     data = parse_json(read_text(args.file), source)

@@ -7,7 +7,7 @@ import os
 import sys
 
 from relay.cli.common import Commands, relay_command
-from relay.config import ENV_VARS, NO_CREDENTIALS_HELP, Settings
+from relay.config.settings import ENV_VARS, NO_CREDENTIALS_HELP, Settings
 from relay.errors import RelayConfigError
 
 __all__ = ["add_serve"]

@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from relay.canonical.match import Pattern, fingerprint
-from relay.edits import read_edit
 from relay.errors import ErrorCode, HarnessError, UserInteractionError
 from relay.gate.describe import describe_tool_use, safe
 from relay.grants.record import SESSION_HOURS, Grant, GrantKind, Offer
-from relay.questions import (
+from relay.seam.edits import read_edit
+from relay.seam.questions import (
     AgentRef,
     AskUserQuestionAnswerItem,
     AskUserQuestionIntent,
@@ -31,7 +31,7 @@ from relay.questions import (
 )
 
 if TYPE_CHECKING:
-    from relay.abort import AbortSignal
+    from relay.seam.abort import AbortSignal
 
 __all__ = [
     "ALLOW_ONCE",

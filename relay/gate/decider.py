@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
-from relay.abort import AbortSignal
 from relay.asks.edit_review import EditTerms
 from relay.canonical.match import Pattern, Subject, subject
 from relay.errors import HarnessError
@@ -47,7 +46,8 @@ from relay.gate.policy import combine
 from relay.gate.rules import Rules, Verdict
 from relay.grants.base import GrantStore
 from relay.grants.record import Offer
-from relay.questions import (
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import (
     AgentRef,
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,

@@ -2,7 +2,7 @@
 
 The text is markdown for the question's detail. Everything in it came from the agent; the
 renderer makes it inert (a command such as ``echo <!channel>`` notifies nobody: see
-``relay.slack.text``) and shows it as written. Runs of three backticks are broken with a
+``relay.slack.rendering.text``) and shows it as written. Runs of three backticks are broken with a
 zero-width space so that the input cannot close its code block early.
 """
 
@@ -35,7 +35,7 @@ def safe(text: str) -> str:
 
     Not escaped: the detail goes out as a ``markdown`` block, where ``&amp;`` inside code
     shows as written (a reviewer would read ``a &amp;&amp; b`` for ``a && b``); the renderer
-    makes Slack's ``<…>`` tokens and broadcasts inert there (``relay.slack.text``)."""
+    makes Slack's ``<…>`` tokens and broadcasts inert there (``relay.slack.rendering.text``)."""
     return text.replace(_FENCE, "``\u200b`")
 
 

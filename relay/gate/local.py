@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from relay.abort import AbortSignal
 from relay.asks.channel import AskChannel
 from relay.asks.target import AskTarget
 from relay.errors import ErrorCode, UserInteractionError, ask_aborted
@@ -24,7 +23,8 @@ from relay.gate.approval import ApprovalRequest, Approver, Decision
 from relay.gate.decider import Decider, Proposal, Rulings
 from relay.gate.rules import Rules
 from relay.grants.base import GrantStore
-from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AskUserQuestionAnswer, AskUserQuestionRequest
 from relay.store.record import AskRecord, AskStatus
 
 __all__ = [

@@ -15,11 +15,11 @@ from typing import Any
 
 import aiohttp
 
-from relay.abort import AbortSignal
 from relay.canonical.match import fingerprint
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_aborted
 from relay.gate.approval import ApprovalRequest, Decision, decide_error
-from relay.replies import RETRYABLE, RelayError, Retry, read_reply
+from relay.seam.abort import AbortSignal
+from relay.seam.replies import RETRYABLE, RelayError, Retry, read_reply
 
 __all__ = ["WITHDRAW_WITHIN", "ApprovalsAPI", "RemoteApprover", "approval_body"]
 

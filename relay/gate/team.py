@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from relay.limits import LONGEST_TIMEOUT, MAX_APPROVALS, MAX_REMINDERS
+from relay.seam.limits import LONGEST_TIMEOUT, MAX_APPROVALS, MAX_REMINDERS
 
 __all__ = ["MAX_REMINDERS", "TEAM_KEYS", "TeamRules", "check_team", "read_team"]
 

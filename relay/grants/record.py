@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from relay.canonical.match import Pattern, Subject
-from relay.questions import Responder
+from relay.seam.questions import Responder
 
 __all__ = ["SESSION_HOURS", "Grant", "GrantKind", "Offer"]
 

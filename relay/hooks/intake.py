@@ -3,7 +3,7 @@
 A hook runs before every tool call its harness matches, on input an agent shapes: whatever
 arrives (deep, huge, not JSON, not UTF-8, lone surrogates, ``NaN``), the hook must answer
 with its harness's deny rather than crash. Everything here is iterative, so no input can
-exhaust the interpreter's stack, and standard-library only, ``relay.safejson`` too (it runs on
+exhaust the interpreter's stack, and standard-library only, ``relay.seam.safejson`` too (it runs on
 every call).
 """
 
@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from relay.hooks.common import BadHookInput, shown
-from relay.safejson import refusal
+from relay.seam.safejson import refusal
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "load_event", "parse_object"]
 
@@ -43,7 +43,7 @@ def load_event(raw: bytes) -> dict[str, Any]:
 
 def parse_object(text: str, what: str) -> dict[str, Any]:
     """``text`` (called ``what`` in the error) as a JSON object within the bounds above: no
-    ``NaN``, no key twice, nothing ``relay.safejson.refusal`` refuses (a lone surrogate, an
+    ``NaN``, no key twice, nothing ``relay.seam.safejson.refusal`` refuses (a lone surrogate, an
     infinity, an integer no double holds), at most ``MAX_DEPTH`` levels deep."""
     try:
         data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)

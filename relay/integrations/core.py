@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from relay.abort import AbortSignal
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError
 from relay.gate.approval import ApprovalRequest, Approver, Decision, decide_error
 from relay.gate.decider import Decider, Rulings
@@ -35,9 +34,10 @@ from relay.gate.local import LocalApprover, SeamChannel
 from relay.gate.remote import ApprovalsAPI, approval_body
 from relay.grants.base import GrantStore
 from relay.grants.memory import MemoryGrants
-from relay.questions import AgentRef
-from relay.replies import RETRYABLE, Retry
-from relay.service import UserInteractionService
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AgentRef
+from relay.seam.replies import RETRYABLE, Retry
+from relay.seam.service import UserInteractionService
 
 __all__ = [
     "PendingCall",

@@ -28,11 +28,11 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from relay.abort import AbortSignal
 from relay.errors import RelayConfigError
 from relay.gate.approval import Approver
 from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict, decide
-from relay.questions import AgentRef
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AgentRef
 
 __all__ = [
     "CONFIRMATION",

@@ -24,11 +24,11 @@ from typing import Any
 
 from langgraph.types import Command, Interrupt
 
-from relay.abort import AbortSignal
 from relay.errors import RelayConfigError
 from relay.gate.approval import Approver
 from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict, decide
-from relay.questions import AgentRef
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AgentRef
 
 __all__ = ["approve", "collect", "pending_calls", "resume", "submit"]
 

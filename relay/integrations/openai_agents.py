@@ -23,10 +23,10 @@ from typing import Any
 
 from agents import RunResult, RunResultStreaming, RunState, ToolApprovalItem
 
-from relay.abort import AbortSignal
 from relay.gate.approval import Approver
 from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict, decide
-from relay.questions import AgentRef
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AgentRef
 
 __all__ = ["apply", "approve", "collect", "pending_calls", "submit"]
 

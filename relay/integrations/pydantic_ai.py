@@ -24,10 +24,10 @@ from typing import Any
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, RunContext
 from pydantic_ai.tools import ToolApproved, ToolDenied
 
-from relay.abort import AbortSignal
 from relay.gate.approval import Approver
 from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict, decide
-from relay.questions import AgentRef
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AgentRef
 
 __all__ = ["approve", "collect", "handler", "pending_calls", "results", "submit"]
 

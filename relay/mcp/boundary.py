@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from relay import safejson
+from relay.seam import safejson
 
 __all__ = ["INVALID_PARAMS", "refused_message"]
 

@@ -27,10 +27,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_INFO_META_KEY
 
 from relay import __version__
-from relay.abort import AbortController, AbortSignal
-from relay.events import AskEvent
+from relay.asks.events import AskEvent
 from relay.gate.approval import Decision, decide_error
-from relay.gate.gate import ToolUse
+from relay.gate.client_gate import ToolUse
 from relay.mcp.asgi import GONE_KEY
 from relay.mcp.tasks import TaskBook
 from relay.mcp.tools import (
@@ -43,10 +42,11 @@ from relay.mcp.tools import (
     refused_arguments,
     tool_result,
 )
-from relay.questions import AgentRef
 from relay.receipts.payload import receipt_id
-from relay.service import UserInteractionService
-from relay.tool import run_ask_user_question
+from relay.seam.abort import AbortController, AbortSignal
+from relay.seam.questions import AgentRef
+from relay.seam.service import UserInteractionService
+from relay.seam.tool import run_ask_user_question
 
 __all__ = [
     "RECEIPT_META_KEY",

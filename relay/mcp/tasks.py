@@ -24,7 +24,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from relay.abort import AbortController, AbortSignal
+from relay.seam.abort import AbortController, AbortSignal
 
 __all__ = ["DEFAULT_TTL_MS", "MAX_TASKS", "MAX_TTL_MS", "POLL_INTERVAL_MS", "TaskBook"]
 

@@ -1,6 +1,6 @@
 """The MCP server's two tools, and what a call of each returns.
 
-``ask_user_question`` is the relay's model-facing tool (``relay.tool``): the same schema and
+``ask_user_question`` is the relay's model-facing tool (``relay.seam.tool``): the same schema and
 the same result text. ``approve_tool_use`` is a permission tool for Claude Code's
 ``--permission-prompt-tool``. Claude Code calls it with ``{tool_name, input, tool_use_id}``
 and parses the result's text as JSON: ``{"behavior": "allow", "updatedInput": {...}}`` or
@@ -19,8 +19,8 @@ from typing import Any
 import mcp_types as types
 
 from relay.gate.approval import Decision
-from relay.safejson import refusal
-from relay.tool import ASK_USER_QUESTION_TOOL, ToolResult
+from relay.seam.safejson import refusal
+from relay.seam.tool import ASK_USER_QUESTION_TOOL, ToolResult
 
 __all__ = [
     "APPROVE_TOOL_USE",

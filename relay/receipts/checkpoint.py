@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from relay.config import Settings
+    from relay.config.settings import Settings
     from relay.receipts.writer import ReceiptWriter
 
 _log = logging.getLogger("relay.receipts")

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from relay.safejson import SAFE_INTEGER, exact_integer
+from relay.seam.safejson import SAFE_INTEGER, exact_integer
 
 __all__ = ["canonical", "number"]
 

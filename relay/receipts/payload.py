@@ -11,10 +11,10 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
-from relay.edits import read_edit
-from relay.questions import AskUserQuestionAnswerItem, Responder, Vote
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import b64url
+from relay.seam.edits import read_edit
+from relay.seam.questions import AskUserQuestionAnswerItem, Responder, Vote
 from relay.store.record import AskRecord
 
 __all__ = [

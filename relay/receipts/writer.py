@@ -27,7 +27,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
-from relay.events import AskEvent
+from relay.asks.events import AskEvent
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import sign
 from relay.receipts.keys import PublicKeys, SigningKey
@@ -46,7 +46,7 @@ __all__ = ["END_EVENTS", "ERROR_CODE", "TYPE", "ReceiptWriter"]
 
 _log = logging.getLogger("relay.receipts")
 
-# The lifecycle events (relay.events) after which an ask is over (as the webhooks' own).
+# The lifecycle events (relay.asks.events) after which an ask is over (as the webhooks' own).
 END_EVENTS = frozenset({"answered", "defaulted", "timed_out", "aborted", "closed", "failed"})
 # The JWS ``typ`` of a receipt (RFC 7515 §4.1.9: the media type without ``application/``).
 TYPE = "relay-receipt+jws"

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from relay.config import Settings
+from relay.config.settings import Settings
+from relay.config.tuning import tune_gc
 from relay.receipts.keys import SigningKey
 from relay.sandbox.directory import CHANNELS, DEFAULT_CHANNEL, GROUPS, PEOPLE
 from relay.sandbox.page import SandboxPage
@@ -24,7 +25,6 @@ from relay.sandbox.standin import Sandbox
 from relay.server.main import configure_logging, serve
 from relay.slack.serving import slack_channel
 from relay.testing import FakeSlack
-from relay.tuning import tune_gc
 
 __all__ = [
     "loopback_url",

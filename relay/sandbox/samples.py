@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from relay.plan_review import plan_review_question
+from relay.seam.plan_review import plan_review_question
 
 __all__ = ["SAMPLES", "sample_request"]
 

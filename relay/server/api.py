@@ -9,13 +9,13 @@ from typing import Any
 
 from aiohttp import web
 
-from relay import safejson
 from relay.asks.channel import AskChannel
+from relay.asks.records import needs_votes, record_json
 from relay.asks.target import LONGEST_TIMEOUT, MAX_REMINDERS, UNSET, AskTarget
-from relay.audit import audit_json, encode_cursor
+from relay.audit.trail import audit_json, encode_cursor
 from relay.errors import ErrorCode, HarnessError, UserInteractionError, bad_request
-from relay.questions import AskUserQuestionRequest, validate_request
-from relay.records import needs_votes, record_json
+from relay.seam import safejson
+from relay.seam.questions import AskUserQuestionRequest, validate_request
 from relay.server.bodies import read_body
 from relay.server.connections import Connections
 from relay.server.errors import ApiError

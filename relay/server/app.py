@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from relay.config_mcp import McpSettings
+from relay.config.mcp import McpSettings
 from relay.gate.decider import Decider, Rulings
 from relay.gate.local import PostingChannel
 from relay.gate.policy import Policy

@@ -18,13 +18,13 @@ from typing import Any
 from aiohttp import web
 
 from relay.asks.channel import AskChannel
+from relay.asks.records import iso_time
 from relay.asks.target import UNSET, AskTarget
 from relay.errors import HarnessError
 from relay.gate.approval import QUESTION_ID, ApprovalRequest, Decision
 from relay.gate.core import BAD_PATTERN
 from relay.gate.decider import Decider, Proposal
-from relay.questions import MAX_APPROVALS, AgentRef
-from relay.records import iso_time
+from relay.seam.questions import MAX_APPROVALS, AgentRef
 from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
 from relay.server.idempotency import read_key

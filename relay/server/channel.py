@@ -20,7 +20,7 @@ from relay.errors import RelayConfigError
 if TYPE_CHECKING:
     from relay.asks.edit_review import EditReview
     from relay.asks.lifecycle import AskLifecycle
-    from relay.config import Settings
+    from relay.config.settings import Settings
 
 __all__ = ["ChannelFactory", "ServedChannel"]
 

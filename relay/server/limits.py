@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from relay.errors import RelayException
 
 if TYPE_CHECKING:
-    from relay.config import Settings
+    from relay.config.settings import Settings
 
 __all__ = [
     "Limiter",

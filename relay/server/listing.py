@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from multidict import MultiMapping
 
-from relay.audit import AuditFilter, decode_cursor
+from relay.audit.trail import AuditFilter, decode_cursor
 from relay.errors import ErrorCode
 from relay.server.errors import ApiError
 from relay.store.listing import Position

@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp.http_exceptions import HttpProcessingError
 
-from relay.logline import for_log
+from relay.asks.logline import for_log
 
 __all__ = ["MESSAGE_LIMIT", "LogFormatter", "OneLineFilter", "ProtocolLog"]
 

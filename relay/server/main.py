@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from relay.asks.events import Events
 from relay.asks.lifecycle import AskLifecycle
-from relay.config import Settings
+from relay.config.settings import Settings
+from relay.config.tuning import freeze_startup, tune_gc
 from relay.errors import RelayConfigError
-from relay.events import Events
 from relay.gate.decider import Rulings
 from relay.gate.policy import Policy, load_policy
 from relay.gate.rules import RulesError
@@ -35,7 +36,6 @@ from relay.store.base import AskStore
 from relay.store.memory import MemoryStore
 from relay.store.outbox import WebhookOutbox
 from relay.store.receipts import ReceiptChain
-from relay.tuning import freeze_startup, tune_gc
 from relay.webhooks.policy import HostPolicy, parse_networks
 from relay.webhooks.sender import Webhooks, WebhookSettings
 

@@ -24,23 +24,23 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from relay.abort import AbortSignal
 from relay.asks.channel import AskChannel
 from relay.gate.approval import ApprovalRequest, Decision
+from relay.gate.client_gate import ToolUse
 from relay.gate.decider import Decider, Proposal
-from relay.gate.gate import ToolUse
 from relay.gate.local import ChannelAsks
 from relay.mcp.asgi import GONE_KEY, serve_asgi
 from relay.mcp.boundary import refused_message
 from relay.mcp.server import Context, Toolbox, build_server, client_name, note_asked
-from relay.questions import AgentRef
+from relay.seam.abort import AbortSignal
+from relay.seam.questions import AgentRef
+from relay.seam.service import UserInteractionService
 from relay.server.auth import Authenticator
 from relay.server.bodies import read_body
 from relay.server.errors import error_response
 from relay.server.limits import Limiter
 from relay.server.mcp_origins import OriginPolicy
 from relay.server.mcp_sessions import SessionLimits, Sessions, SessionsManager, opens_session
-from relay.service import UserInteractionService
 
 __all__ = ["MCP_PATH", "OWNER_KEY", "mount_mcp"]
 MCP_PATH = "/mcp"

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from relay.config_mcp import host_name, origin_key
+from relay.config.mcp import host_name, origin_key
 from relay.errors import ErrorCode
 from relay.server.errors import error_response
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from relay.events import AskEvent
+from relay.asks.events import AskEvent
 from relay.server.connections import Connections
 from relay.server.limits import Limiter
 from relay.store.base import AskStore

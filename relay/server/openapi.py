@@ -28,7 +28,7 @@ __all__ = ["ERROR_CODES", "openapi_document"]
 
 ERROR_CODES = [
     "BAD_REQUEST",
-    # (issue 51: a body I-JSON excludes, or nested past the bound; relay.safejson.refusal)
+    # (issue 51: a body I-JSON excludes, or nested past the bound; relay.seam.safejson.refusal)
     "JSON_LONE_SURROGATE",
     "JSON_NOT_FINITE",
     "JSON_INEXACT_NUMBER",

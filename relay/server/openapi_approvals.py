@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relay.questions import MAX_APPROVALS
+from relay.seam.questions import MAX_APPROVALS
 
 __all__ = ["APPROVAL_ERROR_CODES", "approval_paths", "approval_schemas"]
 

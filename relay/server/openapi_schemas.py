@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from relay.limits import LONGEST_TIMEOUT
-from relay.questions import MAX_QUESTIONS
+from relay.seam.limits import LONGEST_TIMEOUT
+from relay.seam.questions import MAX_QUESTIONS
 from relay.server.api import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
 
 __all__ = [

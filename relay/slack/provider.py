@@ -11,30 +11,30 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Unpack
 
+from relay.asks.events import Events
 from relay.asks.lifecycle import AskLifecycle
-from relay.asks.rules import LONGEST_TIMEOUT, answer_of, known
 from relay.asks.target import UNSET, AskTarget, Route, ids
+from relay.asks.terms import LONGEST_TIMEOUT, answer_of, known
 from relay.errors import RelayConfigError, ask_aborted, ask_closed
-from relay.events import Events
-from relay.questions import AskUserQuestionAnswer, AskUserQuestionRequest, validate_request
-from relay.slack.background import Background
-from relay.slack.clicks import ClickIntake
-from relay.slack.failures import SLACK_FAILURES, provider_failed
-from relay.slack.identity import InstallationLookup
-from relay.slack.installation import Installation
-from relay.slack.messages import SlackMessages
-from relay.slack.parse import Click
-from relay.slack.people import Gatekeeper
-from relay.slack.posting import AskPoster
+from relay.seam.questions import AskUserQuestionAnswer, AskUserQuestionRequest, validate_request
+from relay.slack.intake.clicks import ClickIntake
+from relay.slack.intake.installation import Installation
+from relay.slack.intake.parse import Click
+from relay.slack.intake.people import Gatekeeper
 from relay.slack.settings import SlackOptions, SlackSettings, lifecycle_of, settings_of
+from relay.slack.webapi.background import Background
+from relay.slack.webapi.failures import SLACK_FAILURES, provider_failed
+from relay.slack.webapi.identity import InstallationLookup
+from relay.slack.webapi.messages import SlackMessages
+from relay.slack.webapi.posting import AskPoster
 from relay.store import AskRecord, AskStore
 
 if TYPE_CHECKING:
     from aiohttp import web
     from slack_bolt.async_app import AsyncApp
 
-    from relay.abort import AbortSignal
-    from relay.slack.socket_mode import SocketMode
+    from relay.seam.abort import AbortSignal
+    from relay.slack.socket_mode.connection import SocketMode
 
 __all__ = [
     "LONGEST_TIMEOUT",
@@ -233,14 +233,14 @@ class SlackProvider:
     def bolt_app(self) -> AsyncApp:
         """The Bolt ``AsyncApp`` the provider listens on; add your own listeners to it."""
         if self._app is None:
-            from relay.slack.app import build_bolt_app
+            from relay.slack.intake.app import build_bolt_app
 
             self._app = build_bolt_app(self, signing_secret=self._signing_secret)
         return self._app
 
     def web_app(self, *, path: str = "/slack/events") -> web.Application:
         """An aiohttp application serving Slack's interactivity requests at ``path``."""
-        from relay.slack.app import build_web_app
+        from relay.slack.intake.app import build_web_app
 
         if self._signing_secret is None:
             raise RelayConfigError(
@@ -262,7 +262,7 @@ class SlackProvider:
         Slack holds about 10 connections per app; past that it refuses one, which then
         retries after ``retry_refused_after`` seconds (default 10), doubling up to 5 min.
         """
-        from relay.slack.socket_mode import FIRST_REFUSED_RETRY, SocketMode
+        from relay.slack.socket_mode.connection import FIRST_REFUSED_RETRY, SocketMode
 
         if not app_token or not app_token.startswith("xapp-"):
             raise RelayConfigError(

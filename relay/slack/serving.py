@@ -19,17 +19,17 @@ from relay.asks.channel import ChannelCheck
 from relay.asks.names import NamePolicy
 from relay.asks.target import AskTarget
 from relay.errors import RelayConfigError
-from relay.slack.app import slack_handler
-from relay.slack.identity import TOKEN_REFUSALS
+from relay.slack.intake.app import slack_handler
 from relay.slack.provider import SlackProvider
 from relay.slack.settings import SlackSettings
+from relay.slack.webapi.identity import TOKEN_REFUSALS
 
 if TYPE_CHECKING:
     from relay.asks.edit_review import EditReview
+    from relay.asks.events import Events
     from relay.asks.lifecycle import AskLifecycle
-    from relay.config import Settings
-    from relay.events import Events
-    from relay.questions import AskUserQuestionRequest
+    from relay.config.settings import Settings
+    from relay.seam.questions import AskUserQuestionRequest
     from relay.store import AskRecord, AskStore
 
 __all__ = ["SlackServing", "slack_channel", "slack_settings"]

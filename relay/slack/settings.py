@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.asks.edit_review import EditReview
+from relay.asks.events import Events
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.names import NamePolicy
-from relay.asks.rules import QuestionDefaults, capped, check_timeout
 from relay.asks.target import Route, TargetDefaults, check_reminders, ids
+from relay.asks.terms import QuestionDefaults, capped, check_timeout
 from relay.errors import RelayConfigError
-from relay.events import Events
 from relay.slack.credentials import check_credentials
-from relay.slack.retries import default_retry_handlers
+from relay.slack.webapi.retries import default_retry_handlers
 from relay.store import AskStore, MemoryStore
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
-from relay.questions import AskUserQuestionAnswerItem
+from relay.seam.questions import AskUserQuestionAnswerItem
 from relay.store.record import AnswerResult, AskError, AskRecord, AskStatus, MessageRef
 
 __all__ = ["Asks", "ClickClaim", "ClickClaims", "ClickOutcome"]

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timezone
 from typing import Any
 
-from relay.questions import (
+from relay.seam.questions import (
     AgentRef,
     AskUserQuestionAnswerItem,
     AskUserQuestionIntent,

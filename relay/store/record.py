@@ -10,9 +10,9 @@ from operator import attrgetter
 from types import MemberDescriptorType
 from typing import Any, Literal
 
-from relay.edits import read_edit
 from relay.errors import AbortReason, UserInteractionError
-from relay.questions import (
+from relay.seam.edits import read_edit
+from relay.seam.questions import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
@@ -305,7 +305,7 @@ def quorum_reached(
 
 def vote_of(item: AskUserQuestionAnswerItem, version: int = 1) -> Vote:
     """The vote a person's answer item casts: who (``answered_by``), which label, when, on
-    which version: an edited call in ``custom`` (``relay.edits``) is a vote for its choice
+    which version: an edited call in ``custom`` (``relay.seam.edits``) is a vote for its choice
     on its version, else the one label selected is a vote on ``version``."""
     edit = read_edit(item.custom)
     if item.answered_by is None or item.answered_at is None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from relay.edits import read_edit
-from relay.questions import AskUserQuestionAnswerItem, Vote
+from relay.seam.edits import read_edit
+from relay.seam.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.record import VoteResult
 
 __all__ = ["VersionedVotes", "Votes"]
@@ -16,7 +16,7 @@ __all__ = ["VersionedVotes", "Votes"]
 class Votes(Protocol):
     """Votes on an ask's questions (a seam ``Protocol``); every method is atomic.
 
-    A question starts at version 1; ``revise`` makes an edited call (``relay.edits``) its
+    A question starts at version 1; ``revise`` makes an edited call (``relay.seam.edits``) its
     next version. Only votes cast on the current version count, so the vote that completes
     the quorum approves exactly the version its voter was shown.
     """

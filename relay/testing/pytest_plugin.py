@@ -130,7 +130,7 @@ async def slack_provider(fake_slack: Any) -> AsyncIterator[Any]:
 @_async_fixture
 async def relay_service(slack_provider: Any) -> AsyncIterator[Any]:
     """A ``UserInteractionService`` whose provider is ``slack_provider``."""
-    from relay.service import UserInteractionService
+    from relay.seam.service import UserInteractionService
 
     service = UserInteractionService()
     dispose = service.register_provider(slack_provider)

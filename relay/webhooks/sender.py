@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from relay.audit import audit_json
-from relay.events import AskEvent
+from relay.asks.events import AskEvent
+from relay.audit.trail import audit_json
 from relay.receipts.writer import ReceiptWriter
 from relay.store.outbox import ClaimedDelivery, WebhookOutbox
 from relay.store.record import AskRecord
@@ -42,7 +42,7 @@ __all__ = [
 
 _log = logging.getLogger("relay.webhooks")
 
-# The lifecycle events (relay.events) after which an ask is over.
+# The lifecycle events (relay.asks.events) after which an ask is over.
 END_EVENTS = frozenset({"answered", "defaulted", "timed_out", "aborted", "closed", "failed"})
 # Events during an ask that a subscriber may ask for with ``callback_events``, by the
 # lifecycle's name, with the webhook type each is sent as: each vote on a question that needs

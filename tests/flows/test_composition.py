@@ -9,8 +9,8 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay import AskUserQuestionRequest, ErrorCode, RelayConfigError, UserInteractionError
+from relay.asks.events import AskEvent, Events
 from relay.asks.lifecycle import AskLifecycle
-from relay.events import AskEvent, Events
 from relay.slack import SlackProvider, SlackSettings
 from relay.slack.settings import LIFECYCLE_OPTIONS, SlackOptions
 from relay.store import AskStatus, MemoryStore

@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from relay import ErrorCode, UserInteractionError
+from relay.asks.events import AskEvent, Events
 from relay.asks.lifecycle import AskLifecycle
-from relay.events import AskEvent, Events
-from relay.questions import AskUserQuestionRequest
+from relay.seam.questions import AskUserQuestionRequest
 from relay.store import AskRecord, MemoryStore, Target, utcnow
 from relay.testing import FakeSlack
 from tests.server_env import TOKEN, relay_server

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from relay import AskUserQuestionIntent
-from relay.intents import ToolEdit
+from relay.seam.intents import ToolEdit
 from relay.testing import FakeModal
 from tests.slack_env import Env, question, result, slack_env
 

@@ -20,8 +20,8 @@ from relay import (
     ErrorCode,
     UserInteractionError,
 )
-from relay.asks.rules import QuestionDefaults, nudges, widened
-from relay.config import Settings, TeamDefaults
+from relay.asks.terms import QuestionDefaults, nudges, widened
+from relay.config.settings import Settings, TeamDefaults
 from relay.errors import RelayConfigError
 from relay.server.api import read_slack_section
 from relay.slack import SlackProvider, SlackTarget

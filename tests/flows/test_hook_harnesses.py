@@ -160,7 +160,14 @@ async def test_a_stopped_or_timed_out_hook_denies_and_withdraws(tmp_path: Path) 
 
 # A hook runs before every tool call its harness matches: one the rules decide must load
 # nothing it does not need (bench.cli_start times it; this holds the reason it is fast).
-_NOT_FOR_THE_RULES = {"asyncio", "aiohttp", "slack_sdk", "mcp", "relay.questions", "relay.asks"}
+_NOT_FOR_THE_RULES = {
+    "asyncio",
+    "aiohttp",
+    "slack_sdk",
+    "mcp",
+    "relay.seam.questions",
+    "relay.asks",
+}
 _RUN_AND_LIST = """
 import json, sys
 from relay.cli import main

@@ -16,8 +16,8 @@ import sys
 import anyio
 import pytest
 
+from relay.seam.tool import ASK_USER_QUESTION_TOOL
 from relay.testing import FakeSlack
-from relay.tool import ASK_USER_QUESTION_TOOL
 from tests.mcp_env import result_json, result_text, stdio_client, wait_withdrawn
 from tests.server_env import BOT_TOKEN, CHANNEL, TOKEN, relay_server
 

@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay import AskUserQuestionRequest, UserInteractionService
 from relay.slack import SlackProvider
-from relay.slack.socket_mode import refused_retry
+from relay.slack.socket_mode.connection import refused_retry
 from relay.testing import FakeSlack
 from tests.slack_env import CHANNEL, question
 

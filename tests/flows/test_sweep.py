@@ -20,7 +20,7 @@ import pytest
 
 from relay import UserInteractionError
 from relay.asks import Settling
-from relay.events import AskEvent
+from relay.asks.events import AskEvent
 from tests.slack_env import Env, ask_id_of, question, result, slack_env
 
 FAST = Settling(grace=0.2, lease=0.2)

@@ -30,8 +30,8 @@ from relay import (
     UserInteractionError,
 )
 from relay.asks import Settling
+from relay.asks.events import AskEvent
 from relay.client import RelayProvider
-from relay.events import AskEvent
 from relay.store import AskStatus
 from relay.testing import FakeMessage, FakeSlack
 from tests.replica_env import Cluster, post_click, running_cluster
@@ -76,7 +76,7 @@ FAULTS = (
     Fault("5xx", recovers=True, status=503, times=2),
     Fault("5xx_outage", recovers=False, status=500, times=3),
     # Slow past the client's timeout with room to spare: the update's total timeout is kept
-    # by a timer that ticks every 0.25 s (relay.slack.deadlines), and on a loaded machine the
+    # by a timer that ticks every 0.25 s (relay.slack.webapi.deadlines), and on a loaded machine the
     # loop runs late; with 0.5 s to spare, all three timeout scenarios once saw the slow
     # call land before the client gave up on it (a clean-clone CI run, 2026-12-03).
     Fault("timeout", recovers=False, delay=CLIENT_TIMEOUT + 2.0),

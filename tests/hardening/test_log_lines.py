@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from relay.logline import for_log
+from relay.asks.logline import for_log
 from relay.server.logs import LogFormatter, OneLineFilter
 from relay.testing import FakeSlack
 from tests.server_env import SECRET, Relay, relay_server

@@ -15,8 +15,8 @@ from relay.integrations import google_adk as relay_adk
 from relay.integrations import langgraph as relay_lg
 from relay.integrations import pydantic_ai as relay_pai
 from relay.integrations.core import PendingCall, Verdict, approval_request, verdict
-from relay.parties import Responder
-from relay.questions import AgentRef
+from relay.seam.parties import Responder
+from relay.seam.questions import AgentRef
 
 ALLOWED = Decision(
     behavior="allow",

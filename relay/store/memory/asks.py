@@ -6,7 +6,7 @@ import heapq
 import math
 from datetime import datetime
 
-from relay.questions import AskUserQuestionAnswerItem
+from relay.seam.questions import AskUserQuestionAnswerItem
 from relay.store.base import ClickClaim, PendingLimitReached
 from relay.store.memory.base import MemoryBase, _check_index, _size
 from relay.store.packed import pack, unpack

@@ -10,7 +10,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from relay.questions import Vote
+from relay.seam.questions import Vote
 from relay.store.packed import pack, pack_end, unpack
 from relay.store.receipts import ChainHead
 from relay.store.record import (

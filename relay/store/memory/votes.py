@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from relay.edits import read_edit
-from relay.questions import AskUserQuestionAnswerItem, Vote
+from relay.seam.edits import read_edit
+from relay.seam.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.memory.asks import MemoryAsks
 from relay.store.memory.base import _check_index
 from relay.store.record import VoteResult, quorum_reached, vote_of

@@ -11,7 +11,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from relay.questions import AskUserQuestionAnswerItem
+from relay.seam.questions import AskUserQuestionAnswerItem
 from relay.store.base import ClickClaim, PendingLimitReached
 from relay.store.record import (
     AnswerResult,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from relay.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, Vote
+from relay.seam.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, Vote
 from relay.store.record import AskError, AskRecord, AskStatus, MessageRef, Target, item_from_json
 
 __all__ = [

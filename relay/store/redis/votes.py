@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from relay.questions import AskUserQuestionAnswerItem, Vote
+from relay.seam.questions import AskUserQuestionAnswerItem, Vote
 from relay.store.record import VoteOutcome, VoteResult, item_to_json, vote_of
 from relay.store.redis.base import RedisBase, translated
 from relay.store.redis.codec import as_text, compact, decode_flat, epoch, votes_of

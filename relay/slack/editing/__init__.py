@@ -1,0 +1,2 @@
+"""Edit, then approve: the "Edit…" button (``intake``), its modal (``form``), which fields it
+offers (``fields``), each field's value read back (``values``), opened in time (``opening``)."""

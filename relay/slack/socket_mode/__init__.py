@@ -1,0 +1,1 @@
+"""Slack's Socket Mode: the relay's connection, opened and kept open in the background."""
