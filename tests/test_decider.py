@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from relay.gate.approval import ApprovalRequest, Decision
-from relay.gate.client_gate import Gate, ToolUse
+from relay.gate.client_gate import ClientGate, ToolUse
 from relay.gate.decider import Proposal, Rulings
 from relay.gate.rules import parse_rules
 from relay.seam.abort import AbortSignal
@@ -239,7 +239,7 @@ async def test_a_clients_own_deny_holds_against_an_edit() -> None:
             return None
 
     use = ToolUse(tool="Bash", input={"command": "ls"}, agent=AgentRef(id="a"), editable=True)
-    decision = await Gate(rules=client, approver=Edited()).decide(use)
+    decision = await ClientGate(rules=client, approver=Edited()).decide(use)
     assert decision is not None
     assert not decision.allowed
     assert "edited this call into one these rules deny" in decision.message

@@ -1,4 +1,5 @@
-"""``Waits``: the waits for an ask's outcome in progress, which a stopping relay ends at once.
+"""``InFlightWaits``: the waits for an ask's outcome in progress, which a stopping relay ends
+at once.
 
 A long-poll (``GET /v1/asks/{id}?wait=60``) on an ask this replica does not own would hold a
 stopping process for its whole wait, past Kubernetes' 30 s grace. ``release`` ends every
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 
 from relay.errors import RelayException
 
-__all__ = ["Released", "Waits"]
+__all__ = ["InFlightWaits", "Released"]
 
 T = TypeVar("T")
 
@@ -28,7 +29,7 @@ class Released(RelayException):
     """The wait ended because the relay is stopping, not because the ask ended."""
 
 
-class Waits:
+class InFlightWaits:
     """Every wait in progress, so that ``release`` can end them all."""
 
     def __init__(self) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Set
 from relay.asks.events import EventName, Events
 from relay.asks.expiry import Expiry, Settling
 from relay.asks.followups import FollowUps
-from relay.asks.inflight import Released, Waits
+from relay.asks.inflight import InFlightWaits, Released
 from relay.asks.terms import default_answers, ended_event, known, votes_on_version
 from relay.errors import (
     ErrorCode,
@@ -79,7 +79,7 @@ class AskLifecycle:
         self._reminder_lease = reminder_lease
         self._settling = settling if settling is not None else Settling()
         self.waiting: set[str] = set()
-        self._waits = Waits()  # every wait() in progress: stopping answers them at once
+        self._waits = InFlightWaits()  # every wait() in progress: stopping answers them at once
         self.closed = False
         self._attached = False
         # Without on_end, the lifecycle waits for its channel to attach (relay serve's way).

@@ -34,7 +34,7 @@ from typing import Any
 from relay.cli.backend import add_backend_flags, open_backend
 from relay.cli.common import USAGE, CommandError, Commands, error_line, plain
 from relay.gate.approval import DECISION_GRACE, Decision, gave_up
-from relay.gate.client_gate import Gate, ToolUse
+from relay.gate.client_gate import ClientGate, ToolUse
 from relay.gate.context import ci_job, requester, who_asks
 from relay.gate.rules import Rules, load_rules
 from relay.seam.abort import AbortController
@@ -103,12 +103,12 @@ async def _decide(args: argparse.Namespace, argv: list[str]) -> Decision:
         # A reviewer may edit the command (not where it runs): see ``edited_argv``.
         editable=True,
     )
-    verdict = Gate(rules=rules, approver=_Unused()).verdict(use)
+    verdict = ClientGate(rules=rules, approver=_Unused()).verdict(use)
     # Through a hosted relay, an allow of this rules file is the relay's to confirm (its
     # operator's RELAY_RULES_FILE may ask or deny): the file may be in the agent's reach.
     confirm = verdict.action == "allow" and bool(args.relay_url or os.environ.get("RELAY_URL"))
     if verdict.action == "deny" or (verdict.action == "allow" and not confirm):
-        decision = await Gate(rules=rules, approver=_Unused()).decide(use)
+        decision = await ClientGate(rules=rules, approver=_Unused()).decide(use)
         assert decision is not None
         return decision
     if args.timeout is not None:
@@ -133,9 +133,9 @@ async def _decide(args: argparse.Namespace, argv: list[str]) -> Decision:
     try:
         # The relay decides at the timeout; past it and the grace, the relay is gone.
         async with asyncio.timeout(timeout + DECISION_GRACE):
-            decision = await Gate(rules=backend.fill(rules), approver=backend.approver).decide(
-                use, signal=controller.signal, confirm_allow=confirm
-            )
+            decision = await ClientGate(
+                rules=backend.fill(rules), approver=backend.approver
+            ).decide(use, signal=controller.signal, confirm_allow=confirm)
     except TimeoutError:
         decision = gave_up(timeout + DECISION_GRACE)
     finally:

@@ -32,7 +32,7 @@ from relay.hooks.intake import MAX_BYTES, load_event
 
 if TYPE_CHECKING:
     from relay.gate.approval import Decision
-    from relay.gate.rules import Rules, Verdict
+    from relay.gate.rules import Rules, RuleVerdict
 
 __all__ = ["EVENTS", "add_hook"]
 
@@ -85,7 +85,7 @@ def _decide(
 
     rules = load_rules(args.rules) if args.rules else Rules()
     cwd: str = call.cwd or os.getcwd()
-    # What ``Gate.verdict`` and ``Gate.decide`` say for a use the rules decide alone.
+    # What ``ClientGate.verdict`` and ``ClientGate.decide`` say for a use the rules decide alone.
     verdict = rules.verdict(subject(call.tool, call.input, cwd=cwd))
     # Through a hosted relay an allow of these rules (a file the agent can write) goes to the
     # relay to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
@@ -108,7 +108,7 @@ async def _ask(
     cwd: str,
     *,
     grace: float | None = None,
-    verdict: Verdict | None = None,
+    verdict: RuleVerdict | None = None,
 ) -> Decision | Deferred | None:
     """The team's decision, within the rules' timeout plus ``grace`` (``DECISION_GRACE``)
     from here, whatever the relay does: past it, a deny."""
@@ -116,7 +116,7 @@ async def _ask(
 
     from relay.cli.backend import open_backend
     from relay.gate.approval import DECISION_GRACE, gave_up
-    from relay.gate.client_gate import Gate, ToolUse
+    from relay.gate.client_gate import ClientGate, ToolUse
     from relay.gate.context import requester, who_asks
     from relay.gate.remote import WITHDRAW_WITHIN, RemoteApprover
     from relay.seam.abort import AbortController
@@ -134,7 +134,7 @@ async def _ask(
         editable=adapter.edits_on(call.event),
     )
     if verdict is None:
-        verdict = Gate(rules=rules, approver=_NoApprover()).verdict(use)
+        verdict = ClientGate(rules=rules, approver=_NoApprover()).verdict(use)
     # Through a hosted relay, an allow of these rules (a file the agent can write) is the
     # relay's to confirm: its operator's rules (RELAY_RULES_FILE) may ask or deny instead.
     confirm = verdict.action == "allow"
@@ -163,7 +163,7 @@ async def _ask(
                 # Claude Code's defer: the question stays open for the run's --resume.
                 backend.approver.reattach = True
                 loop.call_later(defer_after, controller.abort, "deferred")
-            gate = Gate(rules=backend.fill(rules), approver=backend.approver)
+            gate = ClientGate(rules=backend.fill(rules), approver=backend.approver)
             decision = await gate.decide(
                 use,
                 signal=controller.signal,

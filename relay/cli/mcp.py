@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from relay.cli.backend import add_backend_flags, open_backend
 from relay.cli.common import Commands, plain
 from relay.gate.approval import Decision
-from relay.gate.client_gate import Gate, ToolUse
+from relay.gate.client_gate import ClientGate, ToolUse
 from relay.gate.context import requester
 from relay.gate.rules import Rules, load_rules
 from relay.seam.abort import AbortSignal
@@ -79,7 +79,7 @@ async def _serve(args: argparse.Namespace) -> None:
     # One relay mcp process is one agent session: its grants are not another's.
     session = f"mcp:{who}:{secrets.token_hex(6)}"
     # Through a relay, its operator's rules may make this file's allows stricter.
-    gate = Gate(
+    gate = ClientGate(
         rules=backend.fill(rules),
         approver=backend.approver,
         confirm_allows=backend.mode == "relay",

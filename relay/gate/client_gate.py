@@ -1,7 +1,7 @@
 """The client's door: its own rules first (they may only make a decision stricter), then
 the Decider, in this process or a hosted relay's.
 
-``relay hook``, ``relay exec`` and ``relay mcp`` call ``Gate.decide``; they differ only in
+``relay hook``, ``relay exec`` and ``relay mcp`` call ``ClientGate.decide``; they differ only in
 how they read the request and write the answer. The grant's scope, the approvers and the
 quorum are the Decider's (``relay.gate.decider``), never the client's to set.
 """
@@ -14,11 +14,11 @@ from typing import Any
 
 from relay.canonical.match import subject
 from relay.gate.approval import ApprovalRequest, Approver, Decision
-from relay.gate.rules import Rules, Verdict
+from relay.gate.rules import Rules, RuleVerdict
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AgentRef
 
-__all__ = ["Gate", "ToolUse"]
+__all__ = ["ClientGate", "ToolUse"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class ToolUse:
     input_schema: Mapping[str, Any] | None = None
 
 
-class Gate:
+class ClientGate:
     """Decides tool uses by ``rules``, asking ``approver`` when a human is needed."""
 
     def __init__(self, *, rules: Rules, approver: Approver, confirm_allows: bool = False) -> None:
@@ -45,7 +45,7 @@ class Gate:
         # Every allow of these rules goes to the approver too (see ``decide``).
         self.confirm_allows = confirm_allows
 
-    def verdict(self, use: ToolUse) -> Verdict:
+    def verdict(self, use: ToolUse) -> RuleVerdict:
         """What the rules alone say about ``use``."""
         return self.rules.verdict(subject(use.tool, use.input, cwd=use.cwd))
 
@@ -56,7 +56,7 @@ class Gate:
         signal: AbortSignal | None = None,
         allow_pass: bool = False,
         confirm_allow: bool = False,
-        verdict: Verdict | None = None,
+        verdict: RuleVerdict | None = None,
     ) -> Decision | None:
         """Allow or deny ``use``; ``None`` only for a ``pass`` verdict when ``allow_pass``.
         With ``confirm_allow`` an allow of these rules (which the agent may have written)

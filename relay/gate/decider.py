@@ -43,7 +43,7 @@ from relay.gate.approval import (
 )
 from relay.gate.core import grant_scope
 from relay.gate.policy import combine
-from relay.gate.rules import Rules, Verdict
+from relay.gate.rules import Rules, RuleVerdict
 from relay.grants.base import GrantStore
 from relay.grants.record import Offer
 from relay.seam.abort import AbortSignal
@@ -127,7 +127,7 @@ class Rulings:
         operator's approvers, quorum, timeout and grant scope)."""
         request = proposal.request
         rules = self._rules(proposal.owner)
-        verdict = rules.verdict(proposal.subject) if rules is not None else Verdict("pass")
+        verdict = rules.verdict(proposal.subject) if rules is not None else RuleVerdict("pass")
         client = "allow" if request.rules_allow else proposal.client
         action = combine(client, verdict)
         if action == "deny":
@@ -141,7 +141,7 @@ class Rulings:
         return self._tightened(replace(request, rules_allow=False, pattern=None), rules, verdict)
 
     def _tightened(
-        self, request: ApprovalRequest, rules: Rules | None, verdict: Verdict
+        self, request: ApprovalRequest, rules: Rules | None, verdict: RuleVerdict
     ) -> ApprovalRequest:
         """``request`` with the operator's requirements: the client may only add to them."""
         floor = self._min_approvals or 1

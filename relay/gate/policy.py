@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from relay.gate.rules import Rules, RulesError, Verdict, parse_rules
+from relay.gate.rules import Rules, RulesError, RuleVerdict, parse_rules
 
 __all__ = ["Policy", "combine", "load_policy"]
 
@@ -47,7 +47,7 @@ class Policy:
         return self.tokens.get(owner, self.rules)
 
 
-def combine(client: str, operator: Verdict) -> str:
+def combine(client: str, operator: RuleVerdict) -> str:
     """The stricter of the client's verdict and the operator's (a ``pass`` is no opinion)."""
     if operator.action == "pass":
         return client

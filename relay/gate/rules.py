@@ -59,7 +59,7 @@ from relay.canonical.shell import Parsed, glob_error
 from relay.errors import ErrorCode, RelayException
 from relay.gate.team import TEAM_KEYS, TeamRules, check_team, read_team
 
-__all__ = ["BAD_RULES", "Action", "Rule", "Rules", "RulesError", "Verdict", "load_rules"]
+__all__ = ["BAD_RULES", "Action", "Rule", "RuleVerdict", "Rules", "RulesError", "load_rules"]
 
 BAD_RULES = ErrorCode.BAD_RULES
 Action = Literal["allow", "ask", "deny", "pass"]
@@ -121,7 +121,7 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class RuleVerdict:
     """What the rules say about one use, and which rule said it (``None``: the default)."""
 
     action: Action
@@ -155,7 +155,7 @@ class Rules:
     rules: tuple[Rule, ...] = field(default=())
     team: TeamRules = field(default_factory=TeamRules)
 
-    def verdict(self, use: Subject) -> Verdict:
+    def verdict(self, use: Subject) -> RuleVerdict:
         """The strictest action of the rules matching ``use`` (deny > ask > allow).
 
         Deny and ask rules match loosely (any part of a compound command, a folder of the
@@ -166,7 +166,7 @@ class Rules:
                 r for r in self.rules if r.action == action and r.pattern.matches(use, strict=False)
             ]
             if hits:
-                return Verdict(action, hits[0])
+                return RuleVerdict(action, hits[0])
         allows = [r for r in self.rules if r.action == "allow"]
         opaque = use.shell is not None and use.shell.opaque
         if use.shell is not None and len(use.shell.parts) > 1:
@@ -179,14 +179,14 @@ class Rules:
                     break
                 covering.append(rule)
             else:
-                return Verdict("allow", covering[0])
+                return RuleVerdict("allow", covering[0])
         else:
             rule = next((r for r in allows if r.pattern.matches(use)), None)
             if rule is not None:
-                return Verdict("allow", rule)
+                return RuleVerdict("allow", rule)
         if opaque and self.default == "allow":
-            return Verdict("ask")
-        return Verdict(self.default)
+            return RuleVerdict("ask")
+        return RuleVerdict(self.default)
 
     def filled(
         self,
@@ -211,19 +211,19 @@ class Rules:
             ),
         )
 
-    def timeout_for(self, verdict: Verdict) -> float:
+    def timeout_for(self, verdict: RuleVerdict) -> float:
         """The reviewer's time for an ask under ``verdict``."""
         if verdict.rule is not None and verdict.rule.timeout is not None:
             return verdict.rule.timeout
         return self.timeout
 
-    def given_timeout_for(self, verdict: Verdict) -> float | None:
+    def given_timeout_for(self, verdict: RuleVerdict) -> float | None:
         """The reviewer's time the file itself sets for ``verdict``, if it sets one."""
         if verdict.rule is not None and verdict.rule.timeout is not None:
             return verdict.rule.timeout
         return self.timeout if self.timeout_given else None
 
-    def team_for(self, verdict: Verdict) -> TeamRules:
+    def team_for(self, verdict: RuleVerdict) -> TeamRules:
         """The team decisions for an ask under ``verdict``: its rule's, else the top level's."""
         if verdict.rule is not None:
             return verdict.rule.team.over(self.team)

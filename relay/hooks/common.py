@@ -55,7 +55,7 @@ class Decided(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RulesDecision:
-    """A decision the rules file made alone (``Gate.decide``'s allow or deny, same words)."""
+    """A decision the rules file made alone (``ClientGate.decide``'s allow or deny, same words)."""
 
     behavior: Literal["allow", "deny"]
     message: str

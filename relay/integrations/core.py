@@ -1,5 +1,5 @@
 """What every framework adapter shares: a tool call that waits for approval, the team's
-``Verdict`` on it, and the two ways to get one.
+``CallVerdict`` on it, and the two ways to get one.
 
 - Waiting in this process: ``decide`` asks any ``Approver`` (``relay.gate.local.
   slack_approver`` over a ``SlackProvider``, ``seam_approver`` over the seam, or
@@ -40,10 +40,10 @@ from relay.seam.replies import RETRYABLE, Retry
 from relay.seam.service import UserInteractionService
 
 __all__ = [
+    "CallVerdict",
     "PendingCall",
     "RelayApprovals",
     "Tickets",
-    "Verdict",
     "approval_request",
     "decide",
     "seam_approver",
@@ -63,7 +63,7 @@ class PendingCall:
     tool: str
     args: Mapping[str, Any]
     editable: bool = False
-    """Whether the framework runs the call with edited arguments (``Verdict.edited_args``):
+    """Whether the framework runs the call with edited arguments (``CallVerdict.edited_args``):
     only then are reviewers offered *Edit…*."""
 
     @property
@@ -74,7 +74,7 @@ class PendingCall:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class CallVerdict:
     """The team's answer to one call: the decision, and the reviewer's edited arguments.
 
     ``edited_args`` is a reviewer's edit of the tool's input (the whole new input), for a
@@ -95,10 +95,10 @@ class Verdict:
         return self.decision.message
 
 
-def verdict(decision: Decision) -> Verdict:
+def verdict(decision: Decision) -> CallVerdict:
     """The verdict ``decision`` is: with the reviewer's edited input, if they edited it."""
     edited = decision.updated_input
-    return Verdict(decision, edited_args=dict(edited) if edited is not None else None)
+    return CallVerdict(decision, edited_args=dict(edited) if edited is not None else None)
 
 
 def approval_request(call: PendingCall, agent: AgentRef, **fields: Any) -> ApprovalRequest:
@@ -121,7 +121,7 @@ async def decide(
     *,
     signal: AbortSignal | None = None,
     **fields: Any,
-) -> dict[str, Verdict]:
+) -> dict[str, CallVerdict]:
     """Every call's verdict, asked all at once and waited for in this process."""
     decisions = await asyncio.gather(
         *(approver.approve(approval_request(c, agent, **fields), signal=signal) for c in calls)
@@ -186,7 +186,7 @@ class RelayApprovals:
         *,
         run: str,
         wait: bool = True,
-    ) -> dict[str, Verdict] | None:
+    ) -> dict[str, CallVerdict] | None:
         """Every call's verdict, reading each ticket's approval (waiting for it unless
         ``wait`` is false: then ``None`` while any is pending). A call with no ticket, or
         whose input differs from what its ticket was asked for, is asked afresh and its new

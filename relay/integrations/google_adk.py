@@ -30,7 +30,7 @@ from google.genai import types
 
 from relay.errors import RelayConfigError
 from relay.gate.approval import Approver
-from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict, decide
+from relay.integrations.core import CallVerdict, PendingCall, RelayApprovals, Tickets, decide
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AgentRef
 
@@ -79,7 +79,7 @@ def pending_in(events: Iterable[Event]) -> list[PendingCall]:
     return list(asked.values())
 
 
-def _confirmation(verdict: Verdict) -> dict[str, Any]:
+def _confirmation(verdict: CallVerdict) -> dict[str, Any]:
     message = verdict.message
     if verdict.allowed and verdict.edited_args is not None:
         message = (
@@ -94,7 +94,7 @@ def _confirmation(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def resume_message(verdicts: Mapping[str, Verdict]) -> types.Content:
+def resume_message(verdicts: Mapping[str, CallVerdict]) -> types.Content:
     """The user message answering each confirmation request with the team's decision."""
     parts = [
         types.Part(

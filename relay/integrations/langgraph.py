@@ -26,7 +26,7 @@ from langgraph.types import Command, Interrupt
 
 from relay.errors import RelayConfigError
 from relay.gate.approval import Approver
-from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict, decide
+from relay.integrations.core import CallVerdict, PendingCall, RelayApprovals, Tickets, decide
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AgentRef
 
@@ -104,7 +104,7 @@ def pending_calls(interrupts: Sequence[Interrupt]) -> list[PendingCall]:
     return calls
 
 
-def _decision(verdict: Verdict, name: str, allowed: Sequence[str]) -> dict[str, Any]:
+def _decision(verdict: CallVerdict, name: str, allowed: Sequence[str]) -> dict[str, Any]:
     if not verdict.allowed:
         return {"type": "reject", "message": verdict.message}
     if verdict.edited_args is None:
@@ -118,7 +118,7 @@ def _decision(verdict: Verdict, name: str, allowed: Sequence[str]) -> dict[str, 
     }
 
 
-def resume(interrupts: Sequence[Interrupt], verdicts: Mapping[str, Verdict]) -> Command[Any]:
+def resume(interrupts: Sequence[Interrupt], verdicts: Mapping[str, CallVerdict]) -> Command[Any]:
     """The ``Command(resume=…)`` carrying ``verdicts`` to every interrupt they answer in full."""
     answers: dict[str, Any] = {}
     batched: dict[str, list[dict[str, Any] | None]] = {}

@@ -24,7 +24,7 @@ from typing import Any
 from agents import RunResult, RunResultStreaming, RunState, ToolApprovalItem
 
 from relay.gate.approval import Approver
-from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict, decide
+from relay.integrations.core import CallVerdict, PendingCall, RelayApprovals, Tickets, decide
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AgentRef
 
@@ -64,7 +64,7 @@ def _state(run: RunResult | RunResultStreaming | State) -> State:
     return run if isinstance(run, RunState) else run.to_state()
 
 
-def apply(state: State, verdicts: dict[str, Verdict]) -> None:
+def apply(state: State, verdicts: dict[str, CallVerdict]) -> None:
     """Approve or reject each pending item of ``state`` as ``verdicts`` say (no verdict:
     left pending)."""
     for i, item in enumerate(state.get_interruptions()):

@@ -25,7 +25,7 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, RunContext
 from pydantic_ai.tools import ToolApproved, ToolDenied
 
 from relay.gate.approval import Approver
-from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict, decide
+from relay.integrations.core import CallVerdict, PendingCall, RelayApprovals, Tickets, decide
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AgentRef
 
@@ -45,7 +45,7 @@ def pending_calls(requests: DeferredToolRequests) -> list[PendingCall]:
     ]
 
 
-def results(verdicts: dict[str, Verdict]) -> DeferredToolResults:
+def results(verdicts: dict[str, CallVerdict]) -> DeferredToolResults:
     """The ``DeferredToolResults`` carrying ``verdicts`` (and who decided each)."""
     approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
     answered_by: dict[str, str] = {}

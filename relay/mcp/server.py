@@ -69,7 +69,7 @@ class Toolbox:
     """What a tool call works with: the seam, the approvals door, who asks, what to show."""
 
     service: UserInteractionService
-    # The door into the Decider for ``approve_tool_use`` (a client's ``Gate`` on stdio, the
+    # The door into the Decider for ``approve_tool_use`` (a client's ``ClientGate`` on stdio, the
     # relay's own Decider on ``/mcp``).
     approve: Callable[[ToolUse, AbortSignal], Coroutine[Any, Any, Decision]]
     agent: AgentRef

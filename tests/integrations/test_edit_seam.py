@@ -1,4 +1,4 @@
-"""The seam for reviewers' edits: a ``Verdict`` with ``edited_args``
+"""The seam for reviewers' edits: a ``CallVerdict`` with ``edited_args``
 becomes each framework's edit where it has one, and a deny carrying the new arguments where
 it has none, so nothing runs with arguments nobody approved."""
 
@@ -14,7 +14,7 @@ from relay.gate.remote import approval_body
 from relay.integrations import google_adk as relay_adk
 from relay.integrations import langgraph as relay_lg
 from relay.integrations import pydantic_ai as relay_pai
-from relay.integrations.core import PendingCall, Verdict, approval_request, verdict
+from relay.integrations.core import CallVerdict, PendingCall, approval_request, verdict
 from relay.seam.parties import Responder
 from relay.seam.questions import AgentRef
 
@@ -24,11 +24,11 @@ ALLOWED = Decision(
     outcome="approved",
     by=Responder("U0ALICE", "alice"),
 )
-EDITED = Verdict(ALLOWED, edited_args={"path": "/srv/a/tmp"})
+EDITED = CallVerdict(ALLOWED, edited_args={"path": "/srv/a/tmp"})
 
 
 def test_pydantic_ai_takes_the_edit_as_override_args() -> None:
-    results = relay_pai.results({"c1": EDITED, "c2": Verdict(Decision.deny("no"))})
+    results = relay_pai.results({"c1": EDITED, "c2": CallVerdict(Decision.deny("no"))})
     assert results.approvals == {
         "c1": ToolApproved(override_args={"path": "/srv/a/tmp"}),
         "c2": ToolDenied("no"),

@@ -29,7 +29,7 @@ from relay.gate.approval import Decision
 from relay.gate.local import slack_approver
 from relay.grants.memory import MemoryGrants
 from relay.integrations import openai_agents as relay_oa
-from relay.integrations.core import Verdict
+from relay.integrations.core import CallVerdict
 from relay.slack import SlackProvider
 from relay.testing import FakeSlack
 
@@ -136,7 +136,7 @@ async def test_an_edit_is_a_rejection_naming_the_reviewers_arguments() -> None:
     first = await Runner.run(agent, "clean up")
     state = first.to_state()
     allowed = Decision(behavior="allow", message="alice allowed this", outcome="approved")
-    relay_oa.apply(state, {"call-0": Verdict(allowed, edited_args={"path": "/var/cache/b"})})
+    relay_oa.apply(state, {"call-0": CallVerdict(allowed, edited_args={"path": "/var/cache/b"})})
     second = await Runner.run(agent, state)
     said = json.loads(str(second.final_output))["call-0"]
     assert said.startswith("alice allowed this, with these arguments instead:")

@@ -13,7 +13,7 @@ import pytest
 from redis_server import RedisServer
 
 from relay import AgentRef
-from relay.integrations.core import PendingCall, RelayApprovals, Tickets, Verdict
+from relay.integrations.core import CallVerdict, PendingCall, RelayApprovals, Tickets
 from relay.testing import FakeSlack
 from tests.replica_env import running_cluster
 from tests.server_env import OTHER_TOKEN, SECRET, TOKEN, Relay, relay_server
@@ -46,7 +46,7 @@ async def allowed_once(slack: FakeSlack, relay: Relay, call: PendingCall) -> Tic
 
 async def collect(
     relay: Relay, calls: list[PendingCall], tickets: Tickets, *, run: str = RUN, token: str = TOKEN
-) -> dict[str, Verdict]:
+) -> dict[str, CallVerdict]:
     """What another process resuming the run gets for ``calls``."""
     async with RelayApprovals(relay.url, token) as approvals:
         verdicts = await approvals.collect(calls, AGENT, tickets, run=run)
