@@ -20,40 +20,77 @@ MOST_LINES = 400
 SMALL_PACKAGES = ("asks", "slack")
 # No module anywhere in relay/ grows past this.
 MOST_LINES_ANYWHERE = 450
-# The house's floors, lowest first: a module imports from its own floor or those below,
-# never from above. A module is on the floor of the longest prefix that names it.
+# The house's floors, lowest first (docs/architecture.md draws them): a module imports from
+# its own floor or those below, never from above. A module is on the floor of the longest
+# prefix that names it; each prefix is one unit of MAY_IMPORT below.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("testing", ("relay.testing",)),  # the fakes: nothing of relay under them
-    ("core", ("relay", "relay.errors", "relay.seam")),
+    ("seam", ("relay", "relay.errors", "relay.seam")),  # the public face, the seam's types
     ("state", ("relay.store",)),
-    (
-        "life",
-        (
-            "relay.asks",
-            "relay.audit",
-            "relay.config",
-            "relay.canonical",
-            "relay.grants",
-            "relay.receipts",
-            "relay.webhooks",
-        ),
-    ),
+    ("lifecycle", ("relay.asks", "relay.config")),
+    ("evidence", ("relay.audit", "relay.receipts", "relay.webhooks")),
+    ("decision", ("relay.canonical", "relay.grants", "relay.gate")),
     ("channels", ("relay.slack",)),
-    (
-        "edges",
-        (
-            "relay.cli",
-            "relay.client",
-            "relay.gate",
-            "relay.hooks",
-            "relay.integrations",
-            "relay.mcp",
-            "relay.sandbox",
-            "relay.server",
-            "relay.testing.pytest_plugin",
-        ),
-    ),
+    ("doors", ("relay.client", "relay.hooks", "relay.integrations", "relay.mcp", "relay.server")),
+    ("roots", ("relay.cli", "relay.sandbox", "relay.testing.pytest_plugin")),  # build the rest
 )
+UNITS = tuple(prefix for _, prefixes in FLOORS for prefix in prefixes)
+# Which unit imports which, as they are: a new dependency between packages is a decision about
+# the layers, made here on purpose (and in docs/architecture.md), never by an import alone.
+MAY_IMPORT: dict[str, set[str]] = {
+    "relay.testing": set(),
+    "relay": {"relay.errors", "relay.seam"},
+    "relay.errors": set(),
+    "relay.seam": {"relay.errors"},
+    "relay.store": {"relay.errors", "relay.seam"},
+    "relay.asks": {"relay.errors", "relay.seam", "relay.store"},
+    "relay.config": {"relay.errors", "relay.seam", "relay.store"},
+    "relay.audit": {"relay.asks", "relay.store"},
+    "relay.receipts": {"relay.asks", "relay.config", "relay.errors", "relay.seam", "relay.store"},
+    "relay.webhooks": {
+        *("relay", "relay.asks", "relay.audit", "relay.errors", "relay.receipts", "relay.store"),
+    },
+    "relay.canonical": set(),
+    "relay.grants": {"relay.canonical", "relay.seam", "relay.store"},
+    "relay.gate": {
+        *("relay.asks", "relay.canonical", "relay.errors", "relay.grants", "relay.seam"),
+        "relay.store",
+    },
+    "relay.slack": {"relay.asks", "relay.config", "relay.errors", "relay.seam", "relay.store"},
+    "relay.client": {"relay.errors", "relay.seam", "relay.webhooks"},
+    "relay.hooks": {"relay.errors", "relay.seam"},
+    "relay.integrations": {"relay.errors", "relay.gate", "relay.grants", "relay.seam"},
+    "relay.mcp": {"relay", "relay.asks", "relay.gate", "relay.receipts", "relay.seam"},
+    "relay.server": {
+        *("relay", "relay.asks", "relay.audit", "relay.canonical", "relay.config"),
+        *("relay.errors", "relay.gate", "relay.grants", "relay.mcp", "relay.receipts"),
+        *("relay.seam", "relay.store", "relay.webhooks"),
+    },
+    "relay.cli": {
+        *("relay", "relay.asks", "relay.audit", "relay.canonical", "relay.client"),
+        *("relay.config", "relay.errors", "relay.gate", "relay.grants", "relay.hooks"),
+        *("relay.mcp", "relay.receipts", "relay.sandbox", "relay.seam", "relay.server"),
+        *("relay.slack", "relay.store", "relay.webhooks"),
+    },
+    "relay.sandbox": {
+        *("relay.config", "relay.errors", "relay.receipts", "relay.seam", "relay.server"),
+        *("relay.slack", "relay.testing"),
+    },
+    "relay.testing.pytest_plugin": {"relay.seam", "relay.slack", "relay.testing"},
+}
+# relay/slack/ by concern: its parts, and which part imports which, as they are. The provider,
+# its settings and credentials, serving and the app manifest are the package's own modules.
+SLACK_PARTS = ("intake", "rendering", "webapi", "socket_mode", "editing")
+SLACK_MAY_IMPORT: dict[str, set[str]] = {
+    "rendering": {"intake", "editing"},  # parse's Click and Notice; which fields are editable
+    "webapi": {"intake", "rendering"},
+    "socket_mode": set(),
+    "editing": {"intake", "rendering", "webapi"},
+    "intake": {"editing", "rendering", "webapi"},
+    "own": {"intake", "socket_mode", "webapi"},
+}
+# What Slack's rendering (pure: no I/O) may import of the slack package beyond itself.
+RENDERING_READS = ("relay.slack.intake.parse", "relay.slack.editing.fields")
 # Names that moved, whose old module must not come back as a re-export.
 MOVED = ("relay.expiry",)
 # What the lifecycle may never import: a channel.
@@ -250,7 +287,7 @@ def test_the_state_and_the_audit_trail_import_no_edge_or_channel() -> None:
 
 def test_the_floor_checker_sees_an_upward_import() -> None:
     assert _floor("relay.store.redis.base") < _floor("relay.server.api")
-    assert _floor("relay.canonical.match") < _floor("relay.gate.local")
+    assert _floor("relay.seam.questions") < _floor("relay.gate.local")
     assert _upward({"relay.store.base": {"relay.server.api"}}) == {
         "relay.store.base": ["relay.server.api"]
     }
@@ -265,3 +302,90 @@ def test_no_module_is_over_the_most_lines() -> None:
 @pytest.mark.parametrize("name", MOVED)
 def test_no_shim_for_a_name_that_moved(name: str) -> None:
     assert name not in MODULES
+
+
+def _unit(name: str) -> str:
+    """The longest prefix in ``FLOORS`` that names ``name``: its unit of ``MAY_IMPORT``."""
+    return max((u for u in UNITS if name == u or name.startswith(u + ".")), key=len)
+
+
+def _unit_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    units: dict[str, set[str]] = {unit: set() for unit in UNITS}
+    for name, deps in graph.items():
+        own = _unit(name)
+        units[own].update(_unit(d) for d in deps if _unit(d) != own)
+    return units
+
+
+def test_every_package_is_a_unit_on_a_floor() -> None:
+    packages = {f"relay.{p.name}" for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
+    assert packages - set(UNITS) == set()
+    # The root holds the public face only: every other module lives in a package.
+    assert sorted(p.name for p in ROOT.glob("*.py")) == ["__init__.py", "errors.py"]
+
+
+def test_each_package_imports_only_what_it_may() -> None:
+    actual = _unit_graph(_graph())
+    new = {u: sorted(actual[u] - MAY_IMPORT[u]) for u in UNITS if actual[u] - MAY_IMPORT[u]}
+    assert new == {}, "a new dependency between packages: add it to MAY_IMPORT if it is right"
+    gone = {u: sorted(MAY_IMPORT[u] - actual[u]) for u in UNITS if MAY_IMPORT[u] - actual[u]}
+    assert gone == {}, "MAY_IMPORT says what is: remove a dependency that is gone"
+
+
+def test_may_import_points_down_the_floors() -> None:
+    up = {u: sorted(d for d in deps if _floor(d) > _floor(u)) for u, deps in MAY_IMPORT.items()}
+    assert {u: d for u, d in up.items() if d} == {}
+    assert set(MAY_IMPORT) == set(UNITS)
+
+
+def test_the_unit_checker_sees_a_new_dependency() -> None:
+    graph = {"relay.seam.questions": {"relay.store.base"}, "relay.store.base": set()}
+    assert _unit_graph(graph)["relay.seam"] - MAY_IMPORT["relay.seam"] == {"relay.store"}
+    assert _unit("relay.testing.pytest_plugin") == "relay.testing.pytest_plugin"
+    assert _unit("relay.testing.fake_slack") == "relay.testing"
+    assert _unit("relay.errors") == "relay.errors"
+
+
+def _slack_part(name: str) -> str | None:
+    """The part of relay/slack/ a module is in (``own``: the package's own modules)."""
+    if name != "relay.slack" and not name.startswith("relay.slack."):
+        return None
+    parts = name.split(".")
+    return parts[2] if len(parts) > 3 and parts[2] in SLACK_PARTS else "own"
+
+
+def test_the_slack_package_is_split_by_concern() -> None:
+    parts = {p.name for p in (ROOT / "slack").iterdir() if (p / "__init__.py").is_file()}
+    assert parts == set(SLACK_PARTS)
+    actual: dict[str, set[str]] = {part: set() for part in SLACK_MAY_IMPORT}
+    for name, deps in _graph().items():
+        own = _slack_part(name)
+        if own is not None:
+            actual[own].update(p for d in deps if (p := _slack_part(d)) not in (None, own))
+    assert actual == SLACK_MAY_IMPORT
+
+
+def test_slack_rendering_is_pure() -> None:
+    rendering = [n for n in MODULES if n.startswith("relay.slack.rendering.")]
+    assert "relay.slack.rendering.render" in rendering
+    io = ("slack_sdk", "slack_bolt", "aiohttp", "asyncio")
+    bad = {
+        name: sorted(
+            i
+            for i in _imports(name)
+            if i.startswith(io)
+            or (_slack_part(i) not in (None, "rendering") and i not in RENDERING_READS)
+        )
+        for name in rendering
+    }
+    assert {n: i for n, i in bad.items() if i} == {}
+
+
+def test_the_architecture_page_draws_every_package() -> None:
+    page = (ROOT.parent / "docs" / "architecture.md").read_text()
+    drawn = page.split("```")[1]  # the floors, as the page draws them
+    packages = [p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()]
+    missing = [f"{p}/" for p in [*packages, *SLACK_PARTS] if f"{p}/" not in drawn]
+    assert missing == []
+    floors = [line.split()[0] for line in drawn.splitlines() if line[:2].strip()]
+    assert floors == [name for name, _ in reversed(FLOORS)]
