@@ -389,3 +389,13 @@ def test_the_architecture_page_draws_every_package() -> None:
     assert missing == []
     floors = [line.split()[0] for line in drawn.splitlines() if line[:2].strip()]
     assert floors == [name for name, _ in reversed(FLOORS)]
+
+
+def test_no_two_classes_share_a_name() -> None:
+    # Two Verdicts or two Waits, used side by side, make a reader check which one is meant.
+    homes: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                homes.setdefault(node.name, []).append(name)
+    assert {cls: names for cls, names in homes.items() if len(names) > 1} == {}

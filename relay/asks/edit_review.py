@@ -1,7 +1,7 @@
 """What the relay's rules require of an edited call: the terms a reviewer's edit is held to.
 
 An edit is a new proposal. The Decider (``relay.gate.decider``) decides it again and says
-here what it found; the Edit form (``relay.slack.editing.intake``) refuses, under its field, an
+here what it found; the Edit form (``relay.slack.editing.flow``) refuses, under its field, an
 edit its reviewer may not allow, before anything is recorded. Pure.
 """
 

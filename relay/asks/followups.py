@@ -14,12 +14,12 @@ from relay.asks.expiry import Settling
 from relay.asks.terms import next_reminder_at, nudges
 from relay.store import AskRecord, AskStore
 
-__all__ = ["FollowUps"]
+__all__ = ["FollowUpRunner"]
 
 _log = logging.getLogger("relay.asks")
 
 
-class FollowUps:
+class FollowUpRunner:
     """Reminders, escalation and the sweep, shown through the channel's callbacks;
     ``wake(at)`` tells the expiry task of a new due time."""
 

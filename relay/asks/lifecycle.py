@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Set
 
 from relay.asks.events import EventName, Events
 from relay.asks.expiry import Expiry, Settling
-from relay.asks.followups import FollowUps
+from relay.asks.followups import FollowUpRunner
 from relay.asks.inflight import InFlightWaits, Released
 from relay.asks.terms import default_answers, ended_event, known, votes_on_version
 from relay.errors import (
@@ -108,7 +108,7 @@ class AskLifecycle:
             )
         self._attached = True
         self._on_end = on_end
-        self.follow_ups = FollowUps(
+        self.follow_ups = FollowUpRunner(
             store=self.store,
             events=self.events,
             wake=lambda at: self._expiry.add(at),

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from relay.errors import RelayException
 
-__all__ = ["BadJWS", "Parsed", "b64url", "b64url_decode", "parse", "sign", "verify"]
+__all__ = ["BadJWS", "ParsedJws", "b64url", "b64url_decode", "parse", "sign", "verify"]
 
 
 class BadJWS(RelayException, ValueError):
@@ -56,7 +56,7 @@ def sign(payload: bytes, key: Ed25519PrivateKey, *, header: dict[str, Any]) -> s
 
 
 @dataclass(frozen=True, slots=True)
-class Parsed:
+class ParsedJws:
     """A compact JWS taken apart (not yet verified)."""
 
     header: dict[str, Any]
@@ -65,7 +65,7 @@ class Parsed:
     signature: bytes
 
 
-def parse(token: str) -> Parsed:
+def parse(token: str) -> ParsedJws:
     """Take ``token`` apart; ``BadJWS`` unless it is a compact EdDSA JWS."""
     parts = token.strip().split(".")
     if len(parts) != 3:
@@ -81,7 +81,7 @@ def parse(token: str) -> Parsed:
     if "crit" in header:
         raise BadJWS("crit header parameters are not understood here")
     signature = b64url_decode(parts[2])
-    return Parsed(
+    return ParsedJws(
         header=header,
         payload=b64url_decode(parts[1]),
         signing_input=f"{parts[0]}.{parts[1]}".encode("ascii"),
@@ -89,7 +89,7 @@ def parse(token: str) -> Parsed:
     )
 
 
-def verify(token: str, key: Ed25519PublicKey) -> Parsed:
+def verify(token: str, key: Ed25519PublicKey) -> ParsedJws:
     """``token`` parsed, if ``key`` signed it; ``BadJWS`` otherwise."""
     parsed = parse(token)
     try:

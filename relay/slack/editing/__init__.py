@@ -1,2 +1,3 @@
-"""Edit, then approve: the "Edit…" button (``intake``), its modal (``form``), which fields it
-offers (``fields``), each field's value read back (``values``), opened in time (``opening``)."""
+"""Edit, then approve: the "Edit…" button's flow (``flow``), its modal (``form``), which
+fields it offers (``fields``), each field's value read back (``values``), opened in time
+(``opening``)."""

@@ -30,7 +30,7 @@ from relay.slack.editing.fields import (
     json_text,
     shown,
 )
-from relay.slack.editing.values import Kept, Refusal, Typed, read_field
+from relay.slack.editing.values import FieldRefusal, Kept, Typed, read_field
 from relay.slack.rendering import kit
 from relay.slack.rendering.text import escape, escape_within, units
 
@@ -219,7 +219,7 @@ def read_edit_view(
             continue
         original = dict(edit.input) if field.whole else edit.input.get(field.name)
         read = read_field(field, state, original)
-        if isinstance(read, Refusal):
+        if isinstance(read, FieldRefusal):
             errors[block] = read.why
         elif read is Kept.REMOVED:
             out.pop(field.name, None)

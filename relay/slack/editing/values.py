@@ -28,7 +28,7 @@ from typing import Any
 from relay.seam.safejson import MAX_DEPTH
 from relay.slack.editing.fields import FormField, enum_values
 
-__all__ = ["Kept", "Refusal", "Typed", "read_field"]
+__all__ = ["FieldRefusal", "Kept", "Typed", "read_field"]
 
 _SAFE_INTEGER = 2**53  # past it a double skips integers: 2**53 + 1 reads as 2**53
 _DIGITS = 4000  # Python refuses to read an integer of more than 4,300 digits
@@ -50,7 +50,7 @@ class Typed:
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
+class FieldRefusal:
     """Why what was typed cannot be passed on, as a sentence saying what to do."""
 
     why: str
@@ -62,7 +62,7 @@ class _Refused(ValueError):
 
 def read_field(
     field: FormField, state: Mapping[str, Any], original: object
-) -> Typed | Kept | Refusal:
+) -> Typed | Kept | FieldRefusal:
     """Read ``field`` from its ``state.values`` entry; ``original`` is the agent's value
     (its long integers may be typed back as they were)."""
     if field.kind == "enum":
@@ -79,11 +79,11 @@ def read_field(
         return Kept.SAME
     if field.kind == "string":
         if _lone_surrogate(text):
-            return Refusal(_NOT_UNICODE)
+            return FieldRefusal(_NOT_UNICODE)
         return Typed(text)
     if not text.strip():
         if field.whole:
-            return Refusal("Enter the whole input as one JSON object.")
+            return FieldRefusal("Enter the whole input as one JSON object.")
         return Kept.REMOVED
     numeric = field.kind in ("integer", "number")
     whole = " (a whole one)" if field.kind == "integer" else ""
@@ -91,22 +91,22 @@ def read_field(
     read = _parse_json(
         text, _long_integers(original), 1 if field.whole else 2, not_a_number if numeric else None
     )
-    if isinstance(read, Refusal):
+    if isinstance(read, FieldRefusal):
         return read
     if field.whole and not isinstance(read.value, dict):
-        return Refusal("Enter the whole input as one JSON object (in { and }).")
+        return FieldRefusal("Enter the whole input as one JSON object (in { and }).")
     if numeric:
         value = read.value
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return Refusal(not_a_number)
+            return FieldRefusal(not_a_number)
         if field.kind == "integer" and not isinstance(value, int):
-            return Refusal("Enter a whole number, with no decimal point or exponent.")
+            return FieldRefusal("Enter a whole number, with no decimal point or exponent.")
     return read
 
 
 def _parse_json(
     text: str, literals: frozenset[str], level: int, not_json: str | None
-) -> Typed | Refusal:
+) -> Typed | FieldRefusal:
     """``text`` as strict JSON for a value at nesting ``level`` of the input (the input
     itself is 1), integers past 2**53 only among ``literals``; else why not (``not_json``
     for text that is no JSON at all, when given)."""
@@ -153,16 +153,16 @@ def _parse_json(
     try:
         value = decoder.decode(text)
     except _Refused as refused:
-        return Refusal(str(refused))
+        return FieldRefusal(str(refused))
     except json.JSONDecodeError as exc:
         if not_json is not None:
-            return Refusal(not_json)
-        return Refusal(
+            return FieldRefusal(not_json)
+        return FieldRefusal(
             f"This is not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno}): fix"
             " it, or close the form to leave the call as it is."
         )
     except RecursionError:
-        return Refusal(_too_deep())
+        return FieldRefusal(_too_deep())
     return _checked(value, level)
 
 
@@ -175,16 +175,16 @@ def _too_deep() -> str:
     return f"This nests deeper than an edited input may ({MAX_DEPTH} levels): flatten it."
 
 
-def _checked(value: object, level: int) -> Typed | Refusal:
+def _checked(value: object, level: int) -> Typed | FieldRefusal:
     stack: list[tuple[object, int]] = [(value, level)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
             if _lone_surrogate(item):
-                return Refusal(_NOT_UNICODE)
+                return FieldRefusal(_NOT_UNICODE)
         elif isinstance(item, dict | list):
             if depth > MAX_DEPTH:
-                return Refusal(_too_deep())
+                return FieldRefusal(_too_deep())
             if isinstance(item, dict):
                 stack.extend((key, depth) for key in item)
             children = item.values() if isinstance(item, dict) else item
@@ -192,7 +192,7 @@ def _checked(value: object, level: int) -> Typed | Refusal:
     return Typed(value)
 
 
-def _read_choice(field: FormField, state: Mapping[str, Any]) -> Typed | Kept | Refusal:
+def _read_choice(field: FormField, state: Mapping[str, Any]) -> Typed | Kept | FieldRefusal:
     chosen = state.get("selected_option")
     index = chosen.get("value") if isinstance(chosen, Mapping) else None
     if index == field.initial:
@@ -201,7 +201,7 @@ def _read_choice(field: FormField, state: Mapping[str, Any]) -> Typed | Kept | R
         return Kept.REMOVED
     options = enum_values(field.schema)
     if not isinstance(index, str) or not index.isdigit() or int(index) >= len(options):
-        return Refusal("Choose one of the listed values.")
+        return FieldRefusal("Choose one of the listed values.")
     return Typed(options[int(index)])
 
 

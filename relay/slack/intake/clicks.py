@@ -23,7 +23,7 @@ from relay.asks.lifecycle import AskLifecycle
 from relay.asks.terms import REPAIR_AFTER, needs_repair, widened
 from relay.errors import UserInteractionError
 from relay.seam.questions import AskUserQuestionAnswerItem
-from relay.slack.editing.intake import EditIntake
+from relay.slack.editing.flow import EditIntake
 from relay.slack.intake.installation import Installation
 from relay.slack.intake.parse import Click, ClickKind, Notice, decide
 from relay.slack.intake.people import Gatekeeper
