@@ -1,7 +1,8 @@
-"""The ask's rules, pure: how long it may wait, how it ended, when a shown outcome is stale.
+"""The terms an ask runs under, pure: how long it may wait, how it ended, when a shown
+outcome is stale. (The team's rules file, which decides tool uses, is ``relay.gate.rules``.)
 
 No I/O and no clock: the time is always passed in. The lifecycle (``relay.asks.lifecycle``)
-applies these rules with the store's atomic claims; a channel (``relay.slack``) shows them.
+applies these terms with the store's atomic claims; a channel (``relay.slack``) shows them.
 """
 
 from __future__ import annotations
