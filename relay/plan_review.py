@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .abort import AbortSignal
 from .errors import bad_request
 from .questions import (
     AgentRef,
+    AskUserQuestionAnswerItem,
     AskUserQuestionIntent,
     AskUserQuestionItem,
     AskUserQuestionOption,
@@ -22,7 +23,9 @@ __all__ = [
     "PLAN_REVIEW_ID",
     "PlanVerdict",
     "plan_review_question",
+    "plan_verdict",
     "review_plan",
+    "scoped_plan_question",
 ]
 
 PLAN_REVIEW_ID = "plan-review"
@@ -65,6 +68,36 @@ def plan_review_question(plan: str) -> AskUserQuestionItem:
     )
 
 
+def scoped_plan_question(plan: str, scope_lines: list[str]) -> AskUserQuestionItem:
+    """The plan-review question with the scope relay derived shown under the plan, in
+    plain words: approving it lets those calls run without asking again."""
+    question = plan_review_question(plan)
+    scope = "\n".join(scope_lines)
+    return replace(
+        question,
+        question="Approve this plan, and the calls under it without asking again?",
+        detail=f"{question.detail}\n\n---\n\n**If approved, this session may, without asking"
+        f" again:**\n{scope}",
+        options=(
+            AskUserQuestionOption(
+                APPROVE, "Leave plan mode; the calls in the scope below run without a post."
+            ),
+            AskUserQuestionOption(
+                KEEP_PLANNING, "Stay in plan mode; feedback goes back to the model."
+            ),
+        ),
+    )
+
+
+def plan_verdict(items: tuple[AskUserQuestionAnswerItem, ...]) -> PlanVerdict:
+    """The verdict in a plan review's answers: approved only on exactly ``Approve`` with
+    no text; else keep planning, with the reviewer's feedback if any."""
+    mine = [a for a in items if a.id == PLAN_REVIEW_ID]
+    if len(mine) == 1 and tuple(mine[0].selected) == (APPROVE,) and mine[0].custom is None:
+        return PlanVerdict(approved=True)
+    return PlanVerdict(approved=False, feedback=mine[0].custom if len(mine) == 1 else None)
+
+
 async def review_plan(
     service: UserInteractionService,
     plan: str,
@@ -77,8 +110,4 @@ async def review_plan(
     answer = await service.ask(
         AskUserQuestionRequest(questions=(question,), agent=agent, signal=signal)
     )
-    items = [a for a in answer.answers if a.id == PLAN_REVIEW_ID]
-    if len(items) == 1 and tuple(items[0].selected) == (APPROVE,) and items[0].custom is None:
-        return PlanVerdict(approved=True)
-    feedback = items[0].custom if len(items) == 1 else None
-    return PlanVerdict(approved=False, feedback=feedback)
+    return plan_verdict(tuple(answer.answers))

@@ -11,7 +11,10 @@ asking Slack themselves, the frameworks, the Edit form) turns its input into a
    operator's rules require (a client may ask for more people or fewer grants, never less);
 4. derives any grant's scope from the operator's rules alone (a client's pattern never
    reaches a grant), looks grants up, asks, reads the answer and records the grant;
-5. decides an edit again as a new proposal, as the reviewer who made it: an edit into what
+5. holds a session to its approved plan (``relay.plans``): a call the rules ask about is
+   allowed without a post when inside a live plan of that owner and agent, approved by the
+   people the call's rules require; outside it, the question says so and shows the plan;
+6. decides an edit again as a new proposal, as the reviewer who made it: an edit into what
    the rules deny is refused, one needing other approvers or more people cannot be allowed
    by this reviewer alone, a grant is made only where the rules offer one for the edited
    call, and the outcome carries the edited input whatever the reviewer chose next.
@@ -25,6 +28,7 @@ import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Literal, Protocol
 
 from relay.abort import AbortSignal
@@ -32,8 +36,10 @@ from relay.asks.edit_review import EditTerms
 from relay.canonical.match import Pattern, Subject, subject
 from relay.errors import HarnessError
 from relay.gate.approval import (
+    ADD_TO_PLAN,
     ALLOW_ONCE,
     ALLOW_SESSION,
+    STOP_PLAN,
     ApprovalRequest,
     Decision,
     allow_minutes_label,
@@ -47,6 +53,9 @@ from relay.gate.policy import combine
 from relay.gate.rules import Rules, Verdict
 from relay.grants.base import GrantStore
 from relay.grants.record import Offer
+from relay.plan_review import plan_verdict, scoped_plan_question
+from relay.plans.record import Plan
+from relay.plans.scope import Asked, PlanScope, Step, derive_scope, describe_scope
 from relay.questions import (
     AgentRef,
     AskUserQuestionAnswer,
@@ -56,13 +65,27 @@ from relay.questions import (
 )
 from relay.store.record import AskRecord, AskStatus, utcnow
 
-__all__ = ["Channel", "Decider", "Proposal", "RulesFor", "Rulings"]
+__all__ = [
+    "PLAN_TOOL",
+    "PLAN_TTL",
+    "Channel",
+    "Decider",
+    "PlanProposal",
+    "PlanReview",
+    "Proposal",
+    "RulesFor",
+    "Rulings",
+]
 
 _log = logging.getLogger("relay.gate")
 
 # How long an offer outlives its ask's timeout, so a late read can still record the grant.
 _OFFER_GRACE = 24 * 3600.0
 _OPERATOR = "the relay's rules (RELAY_RULES_FILE)"
+# The tool a plan review is judged as by the operator's rules (Claude Code's plan mode).
+PLAN_TOOL = "ExitPlanMode"
+PLAN_TTL = 4 * 3600.0
+"""How long an approved plan holds by default (``RELAY_PLAN_TTL``)."""
 
 RulesFor = Callable[[str], "Rules | None"]
 """The operator's rules for an owner (a token's fingerprint); ``None``: the relay has none."""
@@ -106,6 +129,29 @@ class Proposal:
         return subject(self.request.tool, self.request.input, cwd=self.request.cwd)
 
 
+@dataclass(frozen=True, slots=True)
+class PlanProposal:
+    """A plan an agent puts up for review: its markdown, the steps its client proposes
+    (relay derives the scope from both), the project directory, whose token, which agent."""
+
+    text: str
+    agent: AgentRef
+    owner: str
+    steps: tuple[Step, ...] = ()
+    cwd: str | None = None
+    target: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanReview:
+    """A plan's review as it stands: the plan (``None``: the rules denied it, see
+    ``denied``), and the reviewer's feedback when sent back."""
+
+    plan: Plan | None
+    denied: Decision | None = None
+    feedback: str | None = None
+
+
 class Rulings:
     """The rules' part of deciding, pure: the operator's ``rules`` for an owner (``None``: no
     rules file, then the client's verdict stands, as documented) and ``min_approvals``
@@ -122,9 +168,10 @@ class Rulings:
         self._min_approvals = min_approvals
         self._source = source
 
-    def judge(self, proposal: Proposal) -> Decision | ApprovalRequest:
+    def judge(self, proposal: Proposal, *, person: bool = False) -> Decision | ApprovalRequest:
         """A decision the rules make at once, or the approval to put to people (with the
-        operator's approvers, quorum, timeout and grant scope)."""
+        operator's approvers, quorum, timeout and grant scope); with ``person`` what the
+        rules allow is put to people too (a plan review: no scope without a person)."""
         request = proposal.request
         rules = self._rules(proposal.owner)
         verdict = rules.verdict(proposal.subject) if rules is not None else Verdict("pass")
@@ -132,7 +179,7 @@ class Rulings:
         action = combine(client, verdict)
         if action == "deny":
             return Decision.deny(verdict.reason(self._source))
-        if action == "allow":
+        if action == "allow" and not person:
             if verdict.action == "allow":
                 why = verdict.reason(self._source)
             else:
@@ -226,15 +273,22 @@ class Decider:
     ``channel``: the one decision behind every door."""
 
     def __init__(
-        self, *, rulings: Rulings, grants: GrantStore, channel: Channel | None = None
+        self,
+        *,
+        rulings: Rulings,
+        grants: GrantStore,
+        channel: Channel | None = None,
+        plan_ttl: float = PLAN_TTL,
     ) -> None:
         self.rulings = rulings
         self.grants = grants
         self._channel = channel
+        self.plan_ttl = plan_ttl
+        """Seconds an approved plan holds (``RELAY_PLAN_TTL``)."""
 
-    def judge(self, proposal: Proposal) -> Decision | ApprovalRequest:
+    def judge(self, proposal: Proposal, *, person: bool = False) -> Decision | ApprovalRequest:
         """What the rules decide at once, or the approval to put to people (``Rulings``)."""
-        return self.rulings.judge(proposal)
+        return self.rulings.judge(proposal, person=person)
 
     async def _granted(self, proposal: Proposal, request: ApprovalRequest) -> Decision | None:
         """The allow of a live grant covering this use, if one does."""
@@ -252,6 +306,44 @@ class Decider:
             grant=grant,
         )
 
+    async def _planned(
+        self, proposal: Proposal, request: ApprovalRequest
+    ) -> Decision | ApprovalRequest:
+        """The allow of a live plan covering this use, or ``request`` as it is to be asked:
+        outside the session's newest live plan, if it has one (the question then says so)."""
+        plans = await self.grants.plans(owner=proposal.owner, agent=request.agent.id, now=utcnow())
+        use = proposal.subject
+        for plan in plans:
+            if plan.covers(
+                owner=proposal.owner, agent=request.agent.id, use=use, now=utcnow()
+            ) and _same_people(request, plan):
+                return Decision(
+                    behavior="allow",
+                    message=f"allowed {plan.describe()}",
+                    outcome="allowed",
+                    by=plan.approved_by,
+                    at=plan.approved_at,
+                    plan=plan.id,
+                )
+        if not plans:
+            return request
+        # The plan's two choices take the place of the minutes grant: five buttons at most.
+        return replace(
+            request,
+            plan=plans[0],
+            plan_widens=_same_people(request, plans[0]),
+            grant_minutes=0,
+        )
+
+    async def _allowed_or_asked(
+        self, proposal: Proposal, judged: ApprovalRequest
+    ) -> Decision | ApprovalRequest:
+        """A grant's or a plan's allow, else the request to ask (a plan's context added)."""
+        granted = await self._granted(proposal, judged)
+        if granted is not None:
+            return granted
+        return await self._planned(proposal, judged)
+
     def _channel_or_fail(self) -> Channel:
         if self._channel is None:
             raise RuntimeError("this Decider has no channel to ask people through")
@@ -263,9 +355,10 @@ class Decider:
         judged = self.judge(proposal)
         if isinstance(judged, Decision):
             return judged
-        granted = await self._granted(proposal, judged)
-        if granted is not None:
-            return granted
+        asked = await self._allowed_or_asked(proposal, judged)
+        if isinstance(asked, Decision):
+            return asked
+        judged = asked
         question = approval_question(judged)
         record = await self._channel_or_fail().start(question, proposal, judged)
         ttl = (record.target.timeout or 7 * 24 * 3600.0) + _OFFER_GRACE
@@ -280,11 +373,12 @@ class Decider:
         if isinstance(judged, Decision):
             return judged
         try:
-            granted = await self._granted(proposal, judged)
+            allowed = await self._allowed_or_asked(proposal, judged)
         except Exception as exc:  # a store that is down must not allow anything
             return decide_error(exc)
-        if granted is not None:
-            return granted
+        if isinstance(allowed, Decision):
+            return allowed
+        judged = allowed
         asked = approval_question(judged)
         question = AskUserQuestionRequest(asked.questions, agent=asked.agent, signal=signal)
         try:
@@ -332,8 +426,21 @@ class Decider:
         ask_id: str,
         agent: AgentRef | None = None,
     ) -> Decision:
-        """What a reviewer's answer decides, an edit decided again, the grant recorded."""
+        """What a reviewer's answer decides, an edit decided again, the grant recorded (or
+        the plan widened or stopped, as the reviewer chose)."""
         edit = question.intent.edit if question.intent is not None else None
+        choice = item.selected[0] if item.selected and item.custom is None else None
+        if offer is not None and offer.plan is not None and choice == STOP_PLAN:
+            return await self._stopped_by_reviewer(item, offer, owner)
+        widen = (
+            offer is not None
+            and offer.plan is not None
+            and offer.plan_widens
+            and choice == ADD_TO_PLAN
+            and len(item.selected) == 1
+        )
+        if widen:
+            item = replace(item, selected=(ALLOW_ONCE,))
         decision, kind = decide_answer(
             item,
             session=offer.session if offer else False,
@@ -357,6 +464,9 @@ class Decider:
                 kind = None  # the rules offer no such grant for the edited call: allow once
             if offer is not None:
                 offer = offer_for(offer, edit.tool, decision)
+        if widen and offer is not None and decision.allowed and decision.updated_input is None:
+            # Only the very call shown joins the plan (an edited call is allowed once).
+            return await self._widened(decision, offer, owner)
         if kind is None or offer is None or decision.by is None or decision.at is None:
             return decision
         grant = offer.grant(ask_id=ask_id, kind=kind, by=decision.by, at=decision.at)
@@ -379,6 +489,223 @@ class Decider:
             outcome="granted",
             grant=grant,
         )
+
+    async def _widened(self, decision: Decision, offer: Offer, owner: str) -> Decision:
+        """``decision`` (an allow) with its call added to the plan the offer names."""
+        if offer.plan is None or offer.call is None:
+            return decision
+        for _ in range(3):  # another reviewer's change may land first: read it again
+            plan = await self.grants.get_plan(owner=owner, plan_id=offer.plan)
+            if plan is None or not plan.live(utcnow()):
+                return decision
+            wider = replace(plan, scope=plan.scope.with_call(offer.call))
+            if await self.grants.replace_plan(old=plan, new=wider):
+                who = decision.by.display_name if decision.by else "a reviewer"
+                _log.info("plan %s widened by %s by one call", plan.id, decision.by)
+                return replace(
+                    decision,
+                    message=f"{decision.message}; {who} added this exact call to plan {plan.id}",
+                    plan=plan.id,
+                )
+        return decision
+
+    async def _stopped_by_reviewer(
+        self, item: AskUserQuestionAnswerItem, offer: Offer, owner: str
+    ) -> Decision:
+        """The deny of a reviewer's *Stop the plan*, the plan stopped."""
+        by = item.answered_by
+        name = by.display_name if by is not None else "a reviewer"
+        if offer.plan is not None:
+            await self.stop_plan(owner=owner, plan_id=offer.plan, by=name)
+        return Decision(
+            behavior="deny",
+            message=f"{name} stopped the approved plan in Slack: this call is denied and every"
+            " later call is asked",
+            outcome="denied",
+            by=by,
+            at=item.answered_at,
+        )
+
+    def _plan_scope(self, proposal: PlanProposal, asked_of: ApprovalRequest) -> PlanScope:
+        """The scope relay derives for ``proposal``, bound by the operator's rules: an item
+        they deny, or whose calls need other people than the plan's, stays ask each time."""
+        scope = derive_scope(proposal.text, proposal.steps, root=proposal.cwd)
+        keep: list[Step] = []
+        bound: list[Asked] = []
+        for step in scope.items():
+            tool, tool_input = _example(step, scope.root)
+            judged = self.judge(
+                Proposal(
+                    ApprovalRequest(tool=tool, input=tool_input, agent=asked_of.agent),
+                    owner=proposal.owner,
+                )
+            )
+            if isinstance(judged, Decision) and not judged.allowed:
+                bound.append(Asked(step.kind, step.text, "the operator's rules deny it"))
+            elif isinstance(judged, ApprovalRequest) and not _same_people(judged, asked_of):
+                why = "the operator's rules need other or more approvers for it"
+                bound.append(Asked(step.kind, step.text, why))
+            else:
+                keep.append(step)
+        narrowed = scope.narrowed(keep)
+        return replace(narrowed, asked=(*bound, *narrowed.asked))
+
+    async def propose_plan(self, proposal: PlanProposal) -> tuple[PlanReview, AskRecord | None]:
+        """Post ``proposal`` for review (the plan and, under it, the scope relay derived);
+        the pending plan and its ask, or the rules' deny and no ask."""
+        question, request, scope = self._plan_ask(proposal)
+        if isinstance(request, Decision):
+            return PlanReview(plan=None, denied=request), None
+        record = await self._channel_or_fail().start(
+            question, Proposal(request, owner=proposal.owner, target=proposal.target), request
+        )
+        plan = _pending(proposal, scope, request, record.id, record.target.timeout)
+        await self.grants.add_plan(plan=plan)
+        return PlanReview(plan=plan), record
+
+    async def review_plan(
+        self, proposal: PlanProposal, *, signal: AbortSignal | None = None
+    ) -> PlanReview:
+        """Ask for ``proposal``'s review and wait (the seam's ``exit_plan_mode``); approved,
+        the plan holds for this owner and agent. A failure to ask raises."""
+        question, request, scope = self._plan_ask(proposal)
+        if isinstance(request, Decision):
+            return PlanReview(plan=None, denied=request)
+        asked = AskUserQuestionRequest(question.questions, agent=question.agent, signal=signal)
+        plan = _pending(proposal, scope, request, secrets.token_urlsafe(12), request.timeout)
+        await self.grants.add_plan(plan=plan)
+        answer = await self._channel_or_fail().ask(
+            asked, Proposal(request, owner=proposal.owner, target=proposal.target), request
+        )
+        return await self._plan_answered(plan, tuple(answer.answers))
+
+    def _plan_ask(
+        self, proposal: PlanProposal
+    ) -> tuple[AskUserQuestionRequest, ApprovalRequest | Decision, PlanScope]:
+        """The plan review question, the approval it is asked as (the operator's rules on
+        ``ExitPlanMode``: who approves, where, how long; a deny refuses the plan), and the
+        scope. A plan without a ``# `` heading raises ``BAD_REQUEST``."""
+        request = ApprovalRequest(
+            tool=PLAN_TOOL,
+            input={"plan": proposal.text},
+            agent=proposal.agent,
+            cwd=proposal.cwd,
+            session_grants=False,
+            grant_minutes=0,
+        )
+        judged = self.judge(Proposal(request, owner=proposal.owner), person=True)
+        if isinstance(judged, Decision):
+            scope = PlanScope()
+            question = scoped_plan_question(proposal.text, [])
+            return AskUserQuestionRequest((question,), agent=proposal.agent), judged, scope
+        scope = self._plan_scope(proposal, judged)
+        question = scoped_plan_question(proposal.text, describe_scope(scope))
+        return AskUserQuestionRequest((question,), agent=proposal.agent), judged, scope
+
+    async def conclude_plan(self, record: AskRecord) -> PlanReview | None:
+        """The plan of review ask ``record`` as its answer makes it (approved: live for
+        ``plan_ttl``, once, whichever replica reads first); ``None``: no such plan."""
+        plan = await self.grants.get_plan(owner=record.owner or "local", plan_id=record.id)
+        if plan is None:
+            return None
+        if plan.status != "pending" or record.pending:
+            return PlanReview(plan=plan)
+        if record.status is not AskStatus.ANSWERED:
+            return await self._plan_set(
+                plan, plan.ended("rejected", f"the review {record.status.value}")
+            )
+        return await self._plan_answered(plan, tuple(record.answer().answers))
+
+    async def _plan_answered(
+        self, plan: Plan, answers: tuple[AskUserQuestionAnswerItem, ...]
+    ) -> PlanReview:
+        verdict = plan_verdict(answers)
+        item = next((a for a in answers if a.answered_by is not None), None)
+        by = item.answered_by if item is not None else None
+        if not verdict.approved or by is None:
+            who = by.display_name if by is not None else "the review"
+            review = await self._plan_set(plan, plan.ended("rejected", who))
+            return replace(review, feedback=verdict.feedback)
+        at = item.answered_at if item is not None and item.answered_at else utcnow()
+        approved = replace(
+            plan,
+            status="active",
+            approved_by=by,
+            approved_at=at,
+            expires_at=at + timedelta(seconds=self.plan_ttl),
+        )
+        review = await self._plan_set(plan, approved)
+        if review.plan is not None and review.plan.status == "active":
+            _log.info("plan %s approved by %s for agent %s", plan.id, by.id, plan.agent)
+        return review
+
+    async def _plan_set(self, old: Plan, new: Plan) -> PlanReview:
+        """``new`` stored in place of ``old``, or the plan as another reader left it."""
+        if await self.grants.replace_plan(old=old, new=new):
+            return PlanReview(plan=new)
+        return PlanReview(plan=await self.grants.get_plan(owner=old.owner, plan_id=old.id))
+
+    async def stop_plan(self, *, owner: str, plan_id: str, by: str) -> Plan | None:
+        """End ``owner``'s plan ``plan_id`` (``by``: who stopped it): every later call is
+        asked. A plan already ended stays as it is; ``None``: no such plan."""
+        for _ in range(3):
+            plan = await self.grants.get_plan(owner=owner, plan_id=plan_id)
+            if plan is None or plan.status in ("stopped", "rejected"):
+                return plan
+            status: Literal["stopped", "rejected"] = (
+                "stopped" if plan.status == "active" else "rejected"
+            )
+            if await self.grants.replace_plan(old=plan, new=plan.ended(status, by)):
+                _log.info("plan %s %s", plan.id, status)
+                return plan.ended(status, by)
+        return await self.grants.get_plan(owner=owner, plan_id=plan_id)
+
+
+def _same_people(request: ApprovalRequest, plan: Plan | ApprovalRequest) -> bool:
+    """Whether the people a call's rules require are those a plan was approved by: the
+    same approvers and groups, and no more of them."""
+    quorum = plan.quorum
+    return (
+        request.approvers == plan.approvers
+        and request.approver_groups == plan.approver_groups
+        and request.quorum <= quorum
+    )
+
+
+def _example(step: Step, root: str | None) -> tuple[str, dict[str, Any]]:
+    """A call the scope item ``step`` covers, for the operator's rules to judge."""
+    if step.kind == "run":
+        return "Bash", {"command": step.text}
+    if step.kind == "write":
+        base = (root or "").rstrip("/")
+        return "Write", {"file_path": f"{base}/{step.text}".rstrip("/")}
+    if step.kind == "tool":
+        return step.text, {}
+    return f"mcp__{step.text}__any", {}
+
+
+def _pending(
+    proposal: PlanProposal,
+    scope: PlanScope,
+    request: ApprovalRequest,
+    plan_id: str,
+    timeout: float | None,
+) -> Plan:
+    """The plan under review, kept as long as its offer would be."""
+    now = utcnow()
+    return Plan(
+        id=plan_id,
+        owner=proposal.owner,
+        agent=proposal.agent.id,
+        text=proposal.text,
+        scope=scope,
+        status="pending",
+        submitted_at=now,
+        expires_at=now + timedelta(seconds=(timeout or 7 * 24 * 3600.0) + _OFFER_GRACE),
+        approvers=request.approvers,
+        approver_groups=request.approver_groups,
+        quorum=request.quorum,
+    )
 
 
 def _scope(request: ApprovalRequest, rule: Any) -> Pattern | None:

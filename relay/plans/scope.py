@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -195,7 +196,7 @@ class PlanScope:
         wanted = set(keep)
         return PlanScope(
             root=self.root,
-            runs=tuple(r for r in self.runs if Step("run", " ".join(r)) in wanted),
+            runs=tuple(r for r in self.runs if Step("run", shlex.join(r)) in wanted),
             writes=tuple(w for w in self.writes if Step("write", w) in wanted),
             tools=tuple(t for t in self.tools if Step("tool", t) in wanted),
             mcp_servers=tuple(s for s in self.mcp_servers if Step("mcp_server", s) in wanted),
@@ -207,7 +208,7 @@ class PlanScope:
         """The scope's items, in the order shown."""
         return [
             *(Step("write", w) for w in self.writes),
-            *(Step("run", " ".join(r)) for r in self.runs),
+            *(Step("run", shlex.join(r)) for r in self.runs),
             *(Step("tool", t) for t in self.tools),
             *(Step("mcp_server", s) for s in self.mcp_servers),
         ]
@@ -435,7 +436,7 @@ def describe_scope(scope: PlanScope) -> list[str]:
         else:
             lines.append(f"- writes `{_shown(written)}` (in `{_shown(where)}`)")
     if scope.runs:
-        commands = ", ".join(f"`{_shown(' '.join(r))}`" for r in scope.runs)
+        commands = ", ".join(f"`{_shown(shlex.join(r))}`" for r in scope.runs)
         lines.append(f"- runs {commands}, each word for word")
     for tool in scope.tools:
         lines.append(f"- calls the tool `{_shown(tool)}`")

@@ -12,7 +12,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from relay.config_mcp import McpSettings
-from relay.gate.decider import Decider, Rulings
+from relay.gate.decider import PLAN_TTL, Decider, Rulings
 from relay.gate.local import PostingChannel
 from relay.gate.policy import Policy
 from relay.gate.rules import Rules
@@ -33,6 +33,7 @@ from relay.server.mcp_origins import OriginPolicy
 from relay.server.mcp_sessions import SessionLimits
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
+from relay.server.plans import PlanApi
 from relay.server.receipts import ReceiptApi, operator_may
 from relay.store.base import StoreUnavailable
 from relay.store.uses import ApprovalUses
@@ -137,6 +138,7 @@ def build_app(
     mcp: McpSettings | None = None,
     policy: Policy | None = None,
     rulings: Rulings | None = None,
+    plan_ttl: float = PLAN_TTL,
 ) -> web.Application:
     """The server's application: the channel's routes (``/slack/events``; left out when not
     ``serve_channel_routes``), ``/v1/…``, ``/mcp``, health, metrics, OpenAPI. ``channel``
@@ -149,6 +151,7 @@ def build_app(
     ``operator_tokens`` (``RELAY_OPERATOR_TOKENS``) read every token's receipts, and only them.
     ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals, or
     ``rulings`` when the channel's Edit form holds edits to them (``operator_rulings``).
+    ``plan_ttl`` (``RELAY_PLAN_TTL``) is how long an approved plan holds (``/v1/plans``).
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -176,7 +179,9 @@ def build_app(
     rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
     # The one Decider behind /v1/approvals and /mcp (the Edit form holds edits to the same
     # rulings: relay serve gives the channel rulings.edit_terms).
-    decider = Decider(rulings=rulings, grants=grant_store, channel=PostingChannel(channel))
+    decider = Decider(
+        rulings=rulings, grants=grant_store, channel=PostingChannel(channel), plan_ttl=plan_ttl
+    )
     app = web.Application(
         client_max_size=max(max_body, _CHANNEL_MAX_BODY),
         middlewares=[_errors(auth, limiter, metrics, connections)],
@@ -218,7 +223,8 @@ def _api_routes(
         if isinstance(store, ApprovalUses)
         else []  # a store that records no uses: no /consume, so no ticket runs a call
     )
-    return [*api.routes(), *approvals.routes(), *uses, *receipt_api.routes()]
+    plans = PlanApi(asks=api, decider=decider)
+    return [*api.routes(), *approvals.routes(), *plans.routes(), *uses, *receipt_api.routes()]
 
 
 def _probes(readiness: _Readiness, metrics: Metrics) -> list[web.RouteDef]:
