@@ -26,6 +26,7 @@ BENCHMARKS = (
     "gc_pause",
     "receipts",
     "edit_acks",
+    "plan_posts",
 )
 
 

@@ -26,6 +26,7 @@ BENCHMARKS = [
     "cli_start",
     "receipts",
     "edit_acks",
+    "plan_posts",
 ]
 
 
