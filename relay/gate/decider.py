@@ -151,6 +151,27 @@ class PlanReview:
     denied: Decision | None = None
     feedback: str | None = None
 
+    def decision(self) -> Decision:
+        """What this review decides about leaving plan mode."""
+        plan = self.plan
+        if plan is None:
+            return self.denied or Decision.deny("the relay's rules deny this plan")
+        if plan.status == "active":
+            who = plan.approved_by.display_name if plan.approved_by else "a reviewer"
+            return Decision(
+                behavior="allow",
+                message=f"{who} approved the plan in Slack: the calls in its scope run"
+                f" without asking until {plan.expires_at.isoformat(timespec='seconds')}; any"
+                " other call is asked",
+                outcome="approved",
+                by=plan.approved_by,
+                at=plan.approved_at,
+                plan=plan.id,
+            )
+        if self.feedback is not None and self.feedback.strip():
+            return Decision.deny(f"Keep planning; the reviewer says: {self.feedback.strip()}")
+        return Decision.deny("The plan was not approved in Slack: keep planning")
+
 
 class Rulings:
     """The rules' part of deciding, pure: the operator's ``rules`` for an owner (``None``: no
@@ -368,7 +389,11 @@ class Decider:
 
     async def decide(self, proposal: Proposal, *, signal: AbortSignal | None = None) -> Decision:
         """The decision, waiting for people if the rules ask them (withdrawing the question
-        if ``signal`` aborts); never raises for a failure (it denies instead)."""
+        if ``signal`` aborts); never raises for a failure (it denies instead). Leaving plan
+        mode (``ExitPlanMode`` with its plan) is the plan's review (``review_plan``)."""
+        plan_text = proposal.request.input.get("plan")
+        if proposal.request.tool == PLAN_TOOL and isinstance(plan_text, str):
+            return await self._decide_plan(proposal, plan_text, signal)
         judged = self.judge(proposal)
         if isinstance(judged, Decision):
             return judged
@@ -394,6 +419,26 @@ class Decider:
             owner=proposal.owner,
             ask_id=secrets.token_urlsafe(12),
         )
+
+    async def _decide_plan(
+        self, proposal: Proposal, text: str, signal: AbortSignal | None
+    ) -> Decision:
+        """Leaving plan mode, decided as the plan's review: approved, the plan holds."""
+        request = proposal.request
+        plan = PlanProposal(
+            text=text,
+            agent=request.agent,
+            owner=proposal.owner,
+            cwd=request.cwd,
+            target=proposal.target,
+        )
+        try:
+            review = await self.review_plan(plan, signal=signal)
+        except HarnessError as exc:
+            return decide_error(exc, timeout=request.timeout)
+        except Exception as exc:
+            return decide_error(exc)
+        return review.decision()
 
     async def conclude(self, record: AskRecord) -> Decision | None:
         """The decision of an ended approval ask (recording the grant its reviewer chose,
