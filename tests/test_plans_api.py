@@ -4,10 +4,13 @@ operator-denied call through it, nothing smuggled through its text)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 from relay.testing import FakeMessage, FakeSlack
+from tests.mcp_env import http_client, result_text
 from tests.server_env import OTHER_TOKEN, SECRET, Relay, relay_server
 
 AGENT = {"id": "claude-code:s1", "name": "Claude Code"}
@@ -275,3 +278,27 @@ async def _decided(relay: Relay, approval_id: str) -> dict[str, Any]:
         if body["status"] == "decided":
             return body
     raise AssertionError("the approval was never decided")
+
+
+async def test_exit_plan_mode_through_mcp_is_the_plans_review() -> None:
+    plan = "# Docs\n\nRun `make docs`."
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack) as relay,
+        http_client(relay, mode="legacy") as client,
+    ):
+        slack.add_user("U0ALICE", name="alice")
+        leaving = asyncio.create_task(
+            client.call_tool(
+                "approve_tool_use", {"tool_name": "ExitPlanMode", "input": {"plan": plan}}
+            )
+        )
+        review = await slack.wait_for_message(timeout=15)
+        assert "runs `make docs`" in str(review.blocks)
+        await slack.click(review, "Approve", user="U0ALICE")
+        left = json.loads(result_text(await asyncio.wait_for(leaving, 15)))
+        assert left["behavior"] == "allow", left
+        use = {"tool_name": "Bash", "input": {"command": "make docs"}}
+        inside = json.loads(result_text(await client.call_tool("approve_tool_use", use)))
+        assert inside["behavior"] == "allow", inside
+        assert len(slack.messages) == 1
