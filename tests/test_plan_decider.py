@@ -65,3 +65,34 @@ async def test_a_plan_without_a_heading_is_denied_and_posts_nothing() -> None:
         assert not left.allowed
         assert "'# ' heading" in left.message
         assert not env.slack.messages
+
+
+async def test_a_call_needing_other_approvers_stays_asked_inside_the_plan() -> None:
+    rules = parse_rules(
+        {"rules": [{"action": "ask", "commands": ["make deploy*"], "approvers": ["U0BOSS"]}]},
+        source="test rules",
+    )
+    plan = "# Ship\n\nRun `make test`, then run `make deploy`."
+    async with slack_env() as env:
+        env.slack.add_user("U0ALICE", name="alice")
+        env.slack.add_user("U0BOSS", name="boss")
+        approver = slack_approver(env.provider, MemoryGrants(), owner="local", rules=rules)
+        leaving = asyncio.ensure_future(approver.approve(call("ExitPlanMode", plan=plan)))
+        review = await env.message()
+        assert (
+            "ask each time: run `make deploy` (the operator's rules need other or more"
+            " approvers for it)" in str(review.blocks)
+        )
+        await env.slack.click(review, "Approve", user="U0ALICE")
+        assert (await asyncio.wait_for(leaving, 10)).allowed
+        assert (await approver.approve(call("Bash", command="make test"))).plan is not None
+        deploy = asyncio.ensure_future(approver.approve(call("Bash", command="make deploy")))
+        asked = await env.slack.wait_for_message(count=2, timeout=10)
+        shown = str(asked.blocks)
+        assert "outside the approved plan" in shown
+        # Alice approved the plan, not this: the boss decides, and may not add it to the plan.
+        assert "Add to the plan's scope" not in shown
+        await env.slack.click(asked, "Allow once", user="U0BOSS")
+        decided = await asyncio.wait_for(deploy, 10)
+        assert decided.allowed
+        assert decided.plan is None

@@ -338,6 +338,10 @@ class Decider:
             if plan.covers(
                 owner=proposal.owner, agent=request.agent.id, use=use, now=utcnow()
             ) and _same_people(request, plan):
+                # The tool's name and the plan only: an input may hold secrets.
+                _log.info(
+                    "%s call of agent %s allowed inside plan %s", use.tool, plan.agent, plan.id
+                )
                 return Decision(
                     behavior="allow",
                     message=f"allowed {plan.describe()}",

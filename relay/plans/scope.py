@@ -451,7 +451,7 @@ def describe_scope(scope: PlanScope) -> list[str]:
     if not scope.writes:
         lines.append("- no file writes")
     if not scope.tools and not scope.mcp_servers:
-        lines.append("- no other tools (no network tools)")
+        lines.append("- no other tools")
     for item in scope.asked:
         lines.append(f"- ask each time: {item.kind} `{_shown(item.text)}` ({item.why})")
     return lines
