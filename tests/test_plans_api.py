@@ -126,6 +126,10 @@ async def test_inside_the_plan_runs_without_a_post_outside_is_asked_and_says_so(
             decision = answer["decision"]
             assert (decision["behavior"], decision["plan"]) == ("allow", plan_id)
         assert len(slack.messages) == posted  # no post for any of them
+        status, plan = await relay.request("GET", f"/v1/plans/{plan_id}")
+        assert plan["covered_count"] == 4
+        assert [c["tool"] for c in plan["covered"]] == ["Bash", "Bash", "Edit", "Write"]
+        assert "pytest" not in json.dumps(plan["covered"])  # digests, never the input
 
         status, asked = await relay.request("POST", "/v1/approvals", json=bash("git push"))
         assert status == 201, asked

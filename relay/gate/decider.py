@@ -54,7 +54,7 @@ from relay.gate.rules import Rules, Verdict
 from relay.grants.base import GrantStore
 from relay.grants.record import Offer
 from relay.plan_review import plan_verdict, scoped_plan_question
-from relay.plans.record import Plan
+from relay.plans.record import Covered, Plan
 from relay.plans.scope import Asked, PlanScope, Step, derive_scope, describe_scope
 from relay.questions import (
     AgentRef,
@@ -85,6 +85,9 @@ _OPERATOR = "the relay's rules (RELAY_RULES_FILE)"
 # The tool a plan review is judged as by the operator's rules (Claude Code's plan mode).
 PLAN_TOOL = "ExitPlanMode"
 PLAN_TTL = 4 * 3600.0
+# How often a plan's change is tried again when another landed first (calls it covers are
+# recorded on it as they run).
+_STOP_TRIES = 50
 """How long an approved plan holds by default (``RELAY_PLAN_TTL``)."""
 
 RulesFor = Callable[[str], "Rules | None"]
@@ -342,6 +345,7 @@ class Decider:
                 _log.info(
                     "%s call of agent %s allowed inside plan %s", use.tool, plan.agent, plan.id
                 )
+                await self._record_covered(plan, use)
                 return Decision(
                     behavior="allow",
                     message=f"allowed {plan.describe()}",
@@ -359,6 +363,23 @@ class Decider:
             plan_widens=_same_people(request, plans[0]),
             grant_minutes=0,
         )
+
+    async def _record_covered(self, plan: Plan, use: Subject) -> None:
+        """Keep the call on the plan as evidence (``GET /v1/plans/{id}``); a lost race or a
+        failed write loses the record, never the allow the plan made."""
+        call = Covered(tool=use.tool, call=use.digest, at=utcnow())
+        for _ in range(3):
+            try:
+                if await self.grants.replace_plan(old=plan, new=plan.with_covered(call)):
+                    return
+                fresh = await self.grants.get_plan(owner=plan.owner, plan_id=plan.id)
+            except Exception:
+                _log.exception("the call allowed inside plan %s could not be recorded", plan.id)
+                return
+            if fresh is None or not fresh.live(utcnow()):
+                return
+            plan = fresh
+        _log.warning("the call allowed inside plan %s was not recorded (busy)", plan.id)
 
     async def _allowed_or_asked(
         self, proposal: Proposal, judged: ApprovalRequest
@@ -543,7 +564,7 @@ class Decider:
         """``decision`` (an allow) with its call added to the plan the offer names."""
         if offer.plan is None or offer.call is None:
             return decision
-        for _ in range(3):  # another reviewer's change may land first: read it again
+        for _ in range(_STOP_TRIES):  # another change may land first: read it again
             plan = await self.grants.get_plan(owner=owner, plan_id=offer.plan)
             if plan is None or not plan.live(utcnow()):
                 return decision
@@ -697,7 +718,8 @@ class Decider:
     async def stop_plan(self, *, owner: str, plan_id: str, by: str) -> Plan | None:
         """End ``owner``'s plan ``plan_id`` (``by``: who stopped it): every later call is
         asked. A plan already ended stays as it is; ``None``: no such plan."""
-        for _ in range(3):
+        # Calls recorded under the plan change it too: try until the stop lands.
+        for _ in range(_STOP_TRIES):
             plan = await self.grants.get_plan(owner=owner, plan_id=plan_id)
             if plan is None or plan.status in ("stopped", "rejected"):
                 return plan
@@ -707,6 +729,7 @@ class Decider:
             if await self.grants.replace_plan(old=plan, new=plan.ended(status, by)):
                 _log.info("plan %s %s", plan.id, status)
                 return plan.ended(status, by)
+        _log.error("plan %s could not be stopped: it kept changing", plan_id)
         return await self.grants.get_plan(owner=owner, plan_id=plan_id)
 
 

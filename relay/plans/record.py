@@ -17,10 +17,31 @@ from relay.canonical.match import Subject
 from relay.plans.scope import PlanScope
 from relay.questions import Responder
 
-__all__ = ["Plan", "PlanStatus"]
+__all__ = ["COVERED_KEPT", "Covered", "Plan", "PlanStatus"]
 
 PlanStatus = Literal["pending", "active", "rejected", "stopped"]
 _STATUSES = ("pending", "active", "rejected", "stopped")
+COVERED_KEPT = 200
+"""The most recent calls a plan keeps as evidence (``covered_count`` counts them all)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Covered:
+    """A call a plan allowed without a post: the tool, the digest of its input
+    (``relay.canonical.match.fingerprint``; never the input, which may hold secrets), when."""
+
+    tool: str
+    call: str
+    at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored and API form."""
+        return {"tool": self.tool, "call": self.call, "at": self.at.isoformat()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Covered:
+        """Read the stored form."""
+        return cls(str(data["tool"]), str(data["call"]), datetime.fromisoformat(data["at"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +64,8 @@ class Plan:
     approved_by: Responder | None = None
     approved_at: datetime | None = None
     ended_by: str | None = None
+    covered: tuple[Covered, ...] = ()
+    covered_count: int = 0
 
     def covers(self, *, owner: str, agent: str, use: Subject, now: datetime) -> bool:
         """Whether this plan, approved and live, covers ``use`` by ``agent`` of ``owner``."""
@@ -61,6 +84,11 @@ class Plan:
     def ended(self, status: PlanStatus, by: str) -> Plan:
         """This plan stopped or rejected by ``by`` (a person's name, or the token)."""
         return replace(self, status=status, ended_by=by)
+
+    def with_covered(self, call: Covered) -> Plan:
+        """This plan with ``call`` recorded as allowed under it (the newest kept)."""
+        kept = (*self.covered, call)[-COVERED_KEPT:]
+        return replace(self, covered=kept, covered_count=self.covered_count + 1)
 
     def describe(self) -> str:
         """One line for the agent and the audit log."""
@@ -89,6 +117,8 @@ class Plan:
             "approved_by": self.approved_by.to_dict() if self.approved_by else None,
             "approved_at": self.approved_at.isoformat() if self.approved_at else None,
             "ended_by": self.ended_by,
+            "covered": [c.to_json() for c in self.covered],
+            "covered_count": self.covered_count,
         }
 
     @classmethod
@@ -114,4 +144,6 @@ class Plan:
             approved_by=Responder.from_dict(by) if isinstance(by, Mapping) else None,
             approved_at=datetime.fromisoformat(at) if isinstance(at, str) else None,
             ended_by=data["ended_by"] if isinstance(data.get("ended_by"), str) else None,
+            covered=tuple(Covered.from_json(c) for c in data.get("covered", [])),
+            covered_count=int(data.get("covered_count", 0)),
         )

@@ -117,6 +117,20 @@ def plan_schemas() -> dict[str, Any]:
                 "approved_by": {"$ref": "#/components/schemas/Person"},
                 "approved_at": {"type": "string", "format": "date-time"},
                 "ended_by": {"type": "string"},
+                "covered": {
+                    "type": "array",
+                    "description": "The latest calls allowed under the plan without a post"
+                    " (tool, digest of the input, time; at most 200 kept).",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "tool": {"type": "string"},
+                            "call": {"type": "string"},
+                            "at": {"type": "string", "format": "date-time"},
+                        },
+                    },
+                },
+                "covered_count": {"type": "integer", "minimum": 0},
                 "feedback": {"type": "string", "description": "The reviewer's words, sent back."},
                 "deadline": {"type": "string", "format": "date-time"},
                 "message": {"type": "string", "description": "Why the rules denied the plan."},

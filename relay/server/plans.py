@@ -54,6 +54,8 @@ def plan_json(review: PlanReview, record: AskRecord | None = None) -> dict[str, 
         out["approved_at"] = plan.approved_at.isoformat()
     if plan.ended_by is not None:
         out["ended_by"] = plan.ended_by
+    out["covered"] = [c.to_json() for c in plan.covered]
+    out["covered_count"] = plan.covered_count
     if review.feedback is not None:
         out["feedback"] = review.feedback
     if record is not None and record.deadline is not None and plan.status == "pending":
