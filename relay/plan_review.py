@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .abort import AbortSignal
 from .errors import bad_request
@@ -16,6 +17,9 @@ from .questions import (
     AskUserQuestionRequest,
 )
 from .service import UserInteractionService
+
+if TYPE_CHECKING:
+    from .gate.approval import Approver
 
 __all__ = [
     "APPROVE",
@@ -104,8 +108,29 @@ async def review_plan(
     *,
     agent: AgentRef | None = None,
     signal: AbortSignal | None = None,
+    approver: Approver | None = None,
+    cwd: str | None = None,
 ) -> PlanVerdict:
-    """Ask the human to review ``plan``; approved only on exactly ``Approve`` with no text."""
+    """Ask the human to review ``plan``; approved only on exactly ``Approve`` with no text.
+
+    With ``approver`` (the Decider's door: ``relay.gate.local.LocalApprover`` or
+    ``RemoteApprover``), the plan is proposed as leaving plan mode is at every door: with the
+    scope relay derives (written paths under ``cwd``), which then holds ``agent``'s session."""
+    if approver is not None:
+        from .gate.approval import ApprovalRequest
+        from .gate.decider import PLAN_TOOL
+
+        plan_review_question(plan)  # the same refusal of a plan without a heading
+        decision = await approver.approve(
+            ApprovalRequest(
+                tool=PLAN_TOOL,
+                input={"plan": plan},
+                agent=agent or AgentRef(id="unknown"),
+                cwd=cwd,
+            ),
+            signal=signal,
+        )
+        return PlanVerdict(approved=decision.allowed, feedback=decision.feedback)
     question = plan_review_question(plan)
     answer = await service.ask(
         AskUserQuestionRequest(questions=(question,), agent=agent, signal=signal)

@@ -10,6 +10,7 @@ from relay.gate.approval import ApprovalRequest
 from relay.gate.local import slack_approver
 from relay.gate.rules import parse_rules
 from relay.grants import MemoryGrants
+from relay.plan_review import review_plan
 from relay.questions import AgentRef
 from tests.slack_env import slack_env
 
@@ -96,3 +97,27 @@ async def test_a_call_needing_other_approvers_stays_asked_inside_the_plan() -> N
         decided = await asyncio.wait_for(deploy, 10)
         assert decided.allowed
         assert decided.plan is None
+
+
+async def test_the_seams_review_plan_proposes_through_the_decider_with_an_approver() -> None:
+    async with slack_env() as env:
+        env.slack.add_user("U0ALICE", name="alice")
+        approver = slack_approver(env.provider, MemoryGrants(), owner="local")
+        sent_back = asyncio.ensure_future(
+            review_plan(env.service, PLAN, agent=AGENT, approver=approver, cwd=CWD)
+        )
+        review = await env.message()
+        assert "runs `make notes`" in str(review.blocks)
+        await env.slack.type(review, "Add a rollback step", user="U0ALICE")
+        await env.slack.click(review, "Keep planning", user="U0ALICE")
+        verdict = await asyncio.wait_for(sent_back, 10)
+        assert (verdict.approved, verdict.feedback) == (False, "Add a rollback step")
+
+        approved = asyncio.ensure_future(
+            review_plan(env.service, PLAN, agent=AGENT, approver=approver, cwd=CWD)
+        )
+        review = await env.slack.wait_for_message(count=2, timeout=10)
+        await env.slack.click(review, "Approve", user="U0ALICE")
+        assert (await asyncio.wait_for(approved, 10)).approved
+        notes = await approver.approve(call("Bash", command="make notes"))
+        assert notes.plan is not None

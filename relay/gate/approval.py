@@ -181,6 +181,8 @@ class Decision:
     edited_by: str | None = None
     # The approved plan (its review ask's id) this was allowed under, without a post.
     plan: str | None = None
+    # A plan sent back: the reviewer's words for the agent (also in ``message``).
+    feedback: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -206,6 +208,8 @@ class Decision:
                 out["edited_by"] = self.edited_by
         if self.plan is not None:
             out["plan"] = self.plan
+        if self.feedback is not None:
+            out["feedback"] = self.feedback
         return out
 
     @classmethod
@@ -240,6 +244,7 @@ class Decision:
             updated_input=dict(updated) if isinstance(updated, Mapping) else None,
             edited_by=editor if isinstance(editor, str) and updated is not None else None,
             plan=plan if isinstance(plan, str) and behavior == "allow" else None,
+            feedback=data["feedback"] if isinstance(data.get("feedback"), str) else None,
         )
 
     @classmethod

@@ -172,7 +172,10 @@ class PlanReview:
                 plan=plan.id,
             )
         if self.feedback is not None and self.feedback.strip():
-            return Decision.deny(f"Keep planning; the reviewer says: {self.feedback.strip()}")
+            words = self.feedback.strip()
+            return replace(
+                Decision.deny(f"Keep planning; the reviewer says: {words}"), feedback=words
+            )
         return Decision.deny("The plan was not approved in Slack: keep planning")
 
 

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hashlib
 import random
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -328,7 +329,8 @@ def plan_decision(plan: dict[str, Any]) -> Decision:
         return Decision.deny(str(plan.get("message") or "the relay's rules deny this plan"))
     feedback = plan.get("feedback")
     if isinstance(feedback, str) and feedback.strip():
-        return Decision.deny(f"Keep planning; the reviewer says: {feedback.strip()}")
+        words = feedback.strip()
+        return replace(Decision.deny(f"Keep planning; the reviewer says: {words}"), feedback=words)
     return Decision.deny("The plan was not approved in Slack: keep planning")
 
 
