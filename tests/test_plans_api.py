@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -306,3 +307,26 @@ async def test_exit_plan_mode_through_mcp_is_the_plans_review() -> None:
         inside = json.loads(result_text(await client.call_tool("approve_tool_use", use)))
         assert inside["behavior"] == "allow", inside
         assert len(slack.messages) == 1
+
+
+async def test_replicas_on_one_redis_share_a_plan(redis_url: str) -> None:
+    agent = {"id": f"redis-plan-{uuid.uuid4().hex}", "name": "agent"}  # the Redis is shared
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, REDIS_URL=redis_url) as a,
+        relay_server(slack, REDIS_URL=redis_url) as b,
+    ):
+        slack.add_user("U0ALICE", name="alice")
+        status, created = await a.request(
+            "POST", "/v1/plans", json={"plan": PLAN, "agent": agent, "cwd": ROOT}
+        )
+        assert status == 201, created
+        message = await slack.wait_for_message(timeout=15)
+        await slack.click(message, "Approve", user="U0ALICE")  # reaches b
+        assert (await reviewed(b, created["id"]))["status"] == "active"
+        status, answer = await a.request("POST", "/v1/approvals", json=bash("npm run build", agent))
+        assert (status, answer["decision"]["plan"]) == (200, created["id"])
+        status, stopped = await b.request("DELETE", f"/v1/plans/{created['id']}")
+        assert stopped["status"] == "stopped"
+        status, answer = await a.request("POST", "/v1/approvals", json=bash("npm run build", agent))
+        assert (status, answer["decision"]) == (201, None)
