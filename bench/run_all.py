@@ -27,6 +27,7 @@ BENCHMARKS = (
     "receipts",
     "edit_acks",
     "rules_learned",
+    "plan_posts",
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +14,8 @@ import pytest
 from relay.canonical.match import Pattern, subject
 from relay.grants import Grant, GrantStore, MemoryGrants, Offer
 from relay.grants.redis import RedisGrants
+from relay.plans.record import Plan
+from relay.plans.scope import derive_scope
 from relay.seam.questions import Responder
 from relay.store.base import StoreUnavailable
 
@@ -94,3 +97,49 @@ async def test_an_unreachable_redis_is_store_unavailable(unused_tcp_port: int) -
     with pytest.raises(StoreUnavailable, match="Redis is unreachable"):
         await grants.find(owner="o", agent="a", use=subject("Bash", {}), now=NOW)
     await grants.aclose()
+
+
+def _plan(owner: str = "o1", agent: str = "a1", plan_id: str = "plan1") -> Plan:
+    scope = derive_scope("# Plan\nRun `npm test`.", root="/p")
+    return Plan(
+        id=plan_id,
+        owner=owner,
+        agent=agent,
+        text="# Plan\nRun `npm test`.",
+        scope=scope,
+        status="pending",
+        submitted_at=NOW,
+        expires_at=NOW + timedelta(minutes=30),
+    )
+
+
+async def test_a_plan_is_kept_for_its_owner_and_changes_only_from_what_was_read(
+    store: GrantStore,
+) -> None:
+    pending = _plan()
+    assert await store.add_plan(plan=pending)
+    assert not await store.add_plan(plan=pending)
+    assert await store.get_plan(owner="o1", plan_id="plan1") == pending
+    assert await store.get_plan(owner="o2", plan_id="plan1") is None
+    # Pending plans cover nothing, and are not listed as live.
+    assert await store.plans(owner="o1", agent="a1", now=NOW) == ()
+    active = replace(pending, status="active", approved_by=ALICE, approved_at=NOW)
+    assert await store.replace_plan(old=pending, new=active)
+    # A second reader of the same pending plan changes nothing.
+    assert not await store.replace_plan(old=pending, new=pending.ended("rejected", "bob"))
+    assert await store.plans(owner="o1", agent="a1", now=NOW) == (active,)
+    assert await store.plans(owner="o1", agent="a2", now=NOW) == ()
+    assert await store.plans(owner="o2", agent="a1", now=NOW) == ()
+    stopped = active.ended("stopped", "alice")
+    assert await store.replace_plan(old=active, new=stopped)
+    assert await store.plans(owner="o1", agent="a1", now=NOW) == ()
+    assert await store.get_plan(owner="o1", plan_id="plan1") == stopped
+
+
+async def test_an_expired_plan_is_not_live(store: GrantStore) -> None:
+    pending = _plan(plan_id="plan2")
+    await store.add_plan(plan=pending)
+    active = replace(pending, status="active")
+    await store.replace_plan(old=pending, new=active)
+    later = NOW + timedelta(minutes=31)
+    assert await store.plans(owner="o1", agent="a1", now=later) == ()

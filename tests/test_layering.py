@@ -29,7 +29,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("state", ("relay.store",)),
     ("lifecycle", ("relay.asks", "relay.config")),
     ("evidence", ("relay.audit", "relay.receipts", "relay.webhooks")),
-    ("decision", ("relay.canonical", "relay.grants", "relay.gate")),
+    ("decision", ("relay.canonical", "relay.plans", "relay.grants", "relay.gate")),
     ("channels", ("relay.slack",)),
     (
         "doors",
@@ -59,9 +59,11 @@ MAY_IMPORT: dict[str, set[str]] = {
         *("relay", "relay.asks", "relay.audit", "relay.errors", "relay.receipts", "relay.store"),
     },
     "relay.canonical": set(),
-    "relay.grants": {"relay.canonical", "relay.seam", "relay.store"},
+    "relay.plans": {"relay.canonical", "relay.seam"},  # a plan's scope, derived and matched
+    "relay.grants": {"relay.canonical", "relay.plans", "relay.seam", "relay.store"},
     "relay.gate": {
-        *("relay.asks", "relay.canonical", "relay.errors", "relay.grants", "relay.seam"),
+        *("relay.asks", "relay.canonical", "relay.errors", "relay.grants", "relay.plans"),
+        "relay.seam",
         "relay.store",
     },
     "relay.slack": {"relay.asks", "relay.config", "relay.errors", "relay.seam", "relay.store"},
@@ -89,7 +91,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     },
     "relay.server": {
         *("relay", "relay.asks", "relay.audit", "relay.canonical", "relay.config"),
-        *("relay.errors", "relay.gate", "relay.grants", "relay.mcp", "relay.receipts"),
+        *("relay.errors", "relay.gate", "relay.grants", "relay.mcp", "relay.plans"),
+        "relay.receipts",
         *("relay.report", "relay.seam", "relay.store", "relay.webhooks"),
     },
     "relay.cli": {

@@ -71,6 +71,8 @@ ENV_VARS: dict[str, str] = {
     " session to share one Slack message (default 0.25; 0 posts each alone)",
     "RELAY_RULES_FILE": "the operator's rules file for tool approvals (/v1/approvals, /mcp):"
     " what is allowed or denied without a person, and what a grant may cover",
+    "RELAY_PLAN_TTL": "seconds an approved plan lets its session's in-scope calls run"
+    " without a post (default 14400, 4 hours; POST /v1/plans)",
     "RELAY_API_TOKENS": "comma-separated bearer tokens for the /v1 API",
     "RELAY_API_TOKENS_FILE": "a file with one bearer token per line (instead of the above)",
     "RELAY_OPERATOR_TOKENS": "comma-separated bearer tokens that read every token's receipts"
@@ -227,6 +229,7 @@ class Settings:
     api_tokens: tuple[str, ...] = field(default=(), repr=False)
     operator_tokens: tuple[str, ...] = field(default=(), repr=False)
     max_wait: float = 60.0
+    plan_ttl: float = 4 * 3600.0
     retention: float = 7 * 24 * 3600.0
     max_body: int = 256 * 1024
     max_timeout: float | None = None
@@ -354,6 +357,7 @@ class Settings:
             rules_file=get("RELAY_RULES_FILE") or None,
             batch_window=read_batch_window(get("RELAY_BATCH_WINDOW")),
             max_wait=read_seconds(get("RELAY_MAX_WAIT"), "RELAY_MAX_WAIT", 60.0),
+            plan_ttl=read_seconds(get("RELAY_PLAN_TTL"), "RELAY_PLAN_TTL", 4 * 3600.0),
             retention=read_seconds(get("RELAY_RETENTION"), "RELAY_RETENTION", 7 * 24 * 3600.0),
             max_body=int(
                 read_number(get("RELAY_MAX_BODY"), "RELAY_MAX_BODY", 256 * 1024, whole=True)

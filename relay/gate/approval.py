@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from relay.canonical.match import Pattern, fingerprint
 from relay.errors import ErrorCode, HarnessError, UserInteractionError
-from relay.gate.describe import describe_tool_use, safe
+from relay.gate.describe import describe_tool_use, outside_plan, safe
 from relay.grants.record import SESSION_HOURS, Grant, GrantKind, Offer
+from relay.plans.record import Plan
 from relay.seam.edits import read_edit
 from relay.seam.questions import (
     AgentRef,
@@ -34,11 +35,13 @@ if TYPE_CHECKING:
     from relay.seam.abort import AbortSignal
 
 __all__ = [
+    "ADD_TO_PLAN",
     "ALLOW_ONCE",
     "ALLOW_SESSION",
     "DECISION_GRACE",
     "DENY",
     "QUESTION_ID",
+    "STOP_PLAN",
     "ApprovalRequest",
     "Approver",
     "Decision",
@@ -55,6 +58,9 @@ QUESTION_ID = "approval"
 ALLOW_ONCE = "Allow once"
 ALLOW_SESSION = "Allow for this session"
 DENY = "Deny"
+# Offered when the call is outside the session's approved plan (``relay.gate.decider``).
+ADD_TO_PLAN = "Add to the plan's scope"
+STOP_PLAN = "Stop the plan"
 _MINUTES = re.compile(r"Allow for \d+ minutes")
 # Seconds past the reviewer's time that `relay exec` and the hook wait for the relay's answer
 # (the relay decides at the timeout itself); past them the relay is gone, and they deny.
@@ -102,6 +108,10 @@ class ApprovalRequest:
     input_schema: Mapping[str, Any] | None = None
     # The working directory relative paths are read against (the hook's), if known.
     cwd: str | None = None
+    # The session's approved plan this call is outside of (set by the Decider, never read
+    # from a client), and whether the reviewer may add the call to it.
+    plan: Plan | None = None
+    plan_widens: bool = False
 
     @property
     def quorum(self) -> int:
@@ -141,6 +151,8 @@ class ApprovalRequest:
             minutes=minutes,
             call=fingerprint(self.tool, self.input),
             tool_use_id=self.tool_use_id,
+            plan=self.plan.id if self.plan is not None else None,
+            plan_widens=self.plan_widens,
         )
 
 
@@ -165,6 +177,10 @@ class Decision:
     # The input a reviewer edited and allowed: what runs instead of the one asked about.
     updated_input: Mapping[str, Any] | None = None
     edited_by: str | None = None
+    # The approved plan (its review ask's id) this was allowed under, without a post.
+    plan: str | None = None
+    # A plan sent back: the reviewer's words for the agent (also in ``message``).
+    feedback: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -188,6 +204,10 @@ class Decision:
             out["updated_input"] = dict(self.updated_input)
             if self.edited_by is not None:
                 out["edited_by"] = self.edited_by
+        if self.plan is not None:
+            out["plan"] = self.plan
+        if self.feedback is not None:
+            out["feedback"] = self.feedback
         return out
 
     @classmethod
@@ -208,6 +228,7 @@ class Decision:
         ):
             raise ValueError("malformed decision")
         by, at, grant = data.get("by"), data.get("at"), data.get("grant")
+        plan = data.get("plan")
         updated, editor = data.get("updated_input"), data.get("edited_by")
         if updated is not None and (behavior != "allow" or not isinstance(updated, Mapping)):
             raise ValueError("malformed decision")
@@ -220,6 +241,8 @@ class Decision:
             grant=Grant.from_json(grant) if isinstance(grant, Mapping) else None,
             updated_input=dict(updated) if isinstance(updated, Mapping) else None,
             edited_by=editor if isinstance(editor, str) and updated is not None else None,
+            plan=plan if isinstance(plan, str) and behavior == "allow" else None,
+            feedback=data["feedback"] if isinstance(data.get("feedback"), str) else None,
         )
 
     @classmethod
@@ -237,6 +260,9 @@ def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
         lines.append(f"*Why a human is asked:* {safe(request.reason)}")
     for key, value in request.context.items():
         lines.append(f"*{safe(key)}:* `{safe(value)}`")
+    plan = request.plan
+    if plan is not None:
+        lines.append(outside_plan(plan))
     detail = "\n".join(lines) + ("\n\n" if lines else "") + view.detail
     scope = request.scope.describe()
     session, minutes = request.grants_offered
@@ -263,6 +289,18 @@ def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
                 f"Also allow {scope} for this agent for {minutes} minutes",
             )
         )
+    if plan is not None and request.plan_widens and quorum == 1:
+        options.append(
+            AskUserQuestionOption(
+                ADD_TO_PLAN, "Allow this exact call now and again for the rest of the plan"
+            )
+        )
+    if plan is not None:
+        options.append(
+            AskUserQuestionOption(
+                STOP_PLAN, "Deny this call and end the plan: every later call is asked"
+            )
+        )
     veto = request.veto_labels
     if quorum == 1:
         deny = "Type a reason instead to deny with it"
@@ -275,7 +313,9 @@ def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
     item = AskUserQuestionItem(
         id=QUESTION_ID,
         header=f"{request.tool}: permission request"[:150],
-        question=f"{who} wants to {view.summary}. Allow it?",
+        question=f"{who} wants to {view.summary}"
+        + (", outside the approved plan" if plan is not None else "")
+        + ". Allow it?",
         detail=detail,
         options=tuple(options),
         # A tool approval, for a UI that knows the kind (one that does not shows the options).

@@ -11,7 +11,10 @@ asking Slack themselves, the frameworks, the Edit form) turns its input into a
    operator's rules require (a client may ask for more people or fewer grants, never less);
 4. derives any grant's scope from the operator's rules alone (a client's pattern never
    reaches a grant), looks grants up, asks, reads the answer and records the grant;
-5. decides an edit again as a new proposal, as the reviewer who made it: an edit into what
+5. holds a session to its approved plan (``relay.gate.planning``): a call the rules ask
+   about is allowed without a post when inside a live plan of that owner and agent, approved
+   by the people the call's rules require; outside it, the question says so and shows it;
+6. decides an edit again as a new proposal, as the reviewer who made it: an edit into what
    the rules deny is refused, one needing other approvers or more people cannot be allowed
    by this reviewer alone, a grant is made only where the rules offer one for the edited
    call, and the outcome carries the edited input whatever the reviewer chose next.
@@ -24,15 +27,17 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from dataclasses import replace
+from typing import Any
 
 from relay.asks.edit_review import EditTerms
-from relay.canonical.match import Pattern, Subject, subject
+from relay.canonical.match import Pattern
 from relay.errors import HarnessError
 from relay.gate.approval import (
+    ADD_TO_PLAN,
     ALLOW_ONCE,
     ALLOW_SESSION,
+    STOP_PLAN,
     ApprovalRequest,
     Decision,
     allow_minutes_label,
@@ -42,68 +47,39 @@ from relay.gate.approval import (
     offer_for,
 )
 from relay.gate.core import grant_scope
+from relay.gate.planning import PLAN_TOOL, PLAN_TTL, PlanDecisions, PlanProposal, PlanReview
 from relay.gate.policy import combine
+from relay.gate.proposal import OFFER_GRACE, Channel, Proposal
 from relay.gate.rules import Rules, RuleVerdict
 from relay.grants.base import GrantStore
 from relay.grants.record import Offer
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import (
     AgentRef,
-    AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionRequest,
 )
 from relay.store.record import AskRecord, AskStatus, utcnow
 
-__all__ = ["Channel", "Decider", "Proposal", "Rulings"]
+__all__ = [
+    "PLAN_TOOL",
+    "PLAN_TTL",
+    "Channel",
+    "Decider",
+    "PlanProposal",
+    "PlanReview",
+    "Proposal",
+    "RulesFor",
+    "Rulings",
+]
 
 _log = logging.getLogger("relay.gate")
 
-# How long an offer outlives its ask's timeout, so a late read can still record the grant.
-_OFFER_GRACE = 24 * 3600.0
 _OPERATOR = "the relay's rules (RELAY_RULES_FILE)"
 
 RulesFor = Callable[[str], "Rules | None"]
 """The operator's rules for an owner (a token's fingerprint); ``None``: the relay has none."""
-
-
-class Channel(Protocol):
-    """How the Decider asks people (a seam ``Protocol``): ``relay.gate.local.PostingChannel``
-    over an ``AskChannel``, ``SeamChannel`` over any seam provider."""
-
-    async def ask(
-        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
-    ) -> AskUserQuestionAnswer:
-        """Ask ``question`` (for ``request``, the approval as decided) and wait for the
-        answer; withdraw it if ``question.signal`` aborts."""
-        ...
-
-    async def start(
-        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
-    ) -> AskRecord:
-        """Post ``question`` and return its pending record (a door that polls reads it later)."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class Proposal:
-    """A tool use a door puts to the Decider: the request as the client reads it (its own
-    rules applied: ``request.rules_allow`` when they allow), whose token asks, and where."""
-
-    request: ApprovalRequest
-    owner: str
-    # What the client's own rules say when they do not allow: ``ask`` (a client that has
-    # rules and asks), or ``pass`` (a door with no rules of its own: the operator's decide).
-    client: Literal["ask", "pass"] = "ask"
-    # The client's own channel settings (a thread, a requester...), which the operator's
-    # requirements then override: opaque to the Decider, read by its ``Channel``.
-    target: Any = None
-
-    @property
-    def subject(self) -> Subject:
-        """The canonical form the rules and grants look at."""
-        return subject(self.request.tool, self.request.input, cwd=self.request.cwd)
 
 
 class Rulings:
@@ -122,9 +98,10 @@ class Rulings:
         self._min_approvals = min_approvals
         self._source = source
 
-    def judge(self, proposal: Proposal) -> Decision | ApprovalRequest:
+    def judge(self, proposal: Proposal, *, person: bool = False) -> Decision | ApprovalRequest:
         """A decision the rules make at once, or the approval to put to people (with the
-        operator's approvers, quorum, timeout and grant scope)."""
+        operator's approvers, quorum, timeout and grant scope); with ``person`` what the
+        rules allow is put to people too (a plan review: no scope without a person)."""
         request = proposal.request
         rules = self._rules(proposal.owner)
         verdict = rules.verdict(proposal.subject) if rules is not None else RuleVerdict("pass")
@@ -132,7 +109,7 @@ class Rulings:
         action = combine(client, verdict)
         if action == "deny":
             return Decision.deny(verdict.reason(self._source))
-        if action == "allow":
+        if action == "allow" and not person:
             if verdict.action == "allow":
                 why = verdict.reason(self._source)
             else:
@@ -221,20 +198,27 @@ class Rulings:
         )
 
 
-class Decider:
+class Decider(PlanDecisions):
     """Decides proposals by ``rulings``, the grants in ``grants``, and people asked through
     ``channel``: the one decision behind every door."""
 
     def __init__(
-        self, *, rulings: Rulings, grants: GrantStore, channel: Channel | None = None
+        self,
+        *,
+        rulings: Rulings,
+        grants: GrantStore,
+        channel: Channel | None = None,
+        plan_ttl: float = PLAN_TTL,
     ) -> None:
         self.rulings = rulings
         self.grants = grants
         self._channel = channel
+        self.plan_ttl = plan_ttl
+        """Seconds an approved plan holds (``RELAY_PLAN_TTL``)."""
 
-    def judge(self, proposal: Proposal) -> Decision | ApprovalRequest:
+    def judge(self, proposal: Proposal, *, person: bool = False) -> Decision | ApprovalRequest:
         """What the rules decide at once, or the approval to put to people (``Rulings``)."""
-        return self.rulings.judge(proposal)
+        return self.rulings.judge(proposal, person=person)
 
     async def _granted(self, proposal: Proposal, request: ApprovalRequest) -> Decision | None:
         """The allow of a live grant covering this use, if one does."""
@@ -252,6 +236,15 @@ class Decider:
             grant=grant,
         )
 
+    async def _allowed_or_asked(
+        self, proposal: Proposal, judged: ApprovalRequest
+    ) -> Decision | ApprovalRequest:
+        """A grant's or a plan's allow, else the request to ask (a plan's context added)."""
+        granted = await self._granted(proposal, judged)
+        if granted is not None:
+            return granted
+        return await self._planned(proposal, judged)
+
     def _channel_or_fail(self) -> Channel:
         if self._channel is None:
             raise RuntimeError("this Decider has no channel to ask people through")
@@ -263,28 +256,34 @@ class Decider:
         judged = self.judge(proposal)
         if isinstance(judged, Decision):
             return judged
-        granted = await self._granted(proposal, judged)
-        if granted is not None:
-            return granted
+        asked = await self._allowed_or_asked(proposal, judged)
+        if isinstance(asked, Decision):
+            return asked
+        judged = asked
         question = approval_question(judged)
         record = await self._channel_or_fail().start(question, proposal, judged)
-        ttl = (record.target.timeout or 7 * 24 * 3600.0) + _OFFER_GRACE
+        ttl = (record.target.timeout or 7 * 24 * 3600.0) + OFFER_GRACE
         # Stored even when no grant is offered: it marks the ask as an approval.
         await self.grants.put_offer(ask_id=record.id, offer=judged.offer(proposal.owner), ttl=ttl)
         return record
 
     async def decide(self, proposal: Proposal, *, signal: AbortSignal | None = None) -> Decision:
         """The decision, waiting for people if the rules ask them (withdrawing the question
-        if ``signal`` aborts); never raises for a failure (it denies instead)."""
+        if ``signal`` aborts); never raises for a failure (it denies instead). Leaving plan
+        mode (``ExitPlanMode`` with its plan) is the plan's review (``review_plan``)."""
+        plan_text = proposal.request.input.get("plan")
+        if proposal.request.tool == PLAN_TOOL and isinstance(plan_text, str):
+            return await self._decide_plan(proposal, plan_text, signal)
         judged = self.judge(proposal)
         if isinstance(judged, Decision):
             return judged
         try:
-            granted = await self._granted(proposal, judged)
+            allowed = await self._allowed_or_asked(proposal, judged)
         except Exception as exc:  # a store that is down must not allow anything
             return decide_error(exc)
-        if granted is not None:
-            return granted
+        if isinstance(allowed, Decision):
+            return allowed
+        judged = allowed
         asked = approval_question(judged)
         question = AskUserQuestionRequest(asked.questions, agent=asked.agent, signal=signal)
         try:
@@ -332,8 +331,21 @@ class Decider:
         ask_id: str,
         agent: AgentRef | None = None,
     ) -> Decision:
-        """What a reviewer's answer decides, an edit decided again, the grant recorded."""
+        """What a reviewer's answer decides, an edit decided again, the grant recorded (or
+        the plan widened or stopped, as the reviewer chose)."""
         edit = question.intent.edit if question.intent is not None else None
+        choice = item.selected[0] if item.selected and item.custom is None else None
+        if offer is not None and offer.plan is not None and choice == STOP_PLAN:
+            return await self._stopped_by_reviewer(item, offer, owner)
+        widen = (
+            offer is not None
+            and offer.plan is not None
+            and offer.plan_widens
+            and choice == ADD_TO_PLAN
+            and len(item.selected) == 1
+        )
+        if widen:
+            item = replace(item, selected=(ALLOW_ONCE,))
         decision, kind = decide_answer(
             item,
             session=offer.session if offer else False,
@@ -357,6 +369,9 @@ class Decider:
                 kind = None  # the rules offer no such grant for the edited call: allow once
             if offer is not None:
                 offer = offer_for(offer, edit.tool, decision)
+        if widen and offer is not None and decision.allowed and decision.updated_input is None:
+            # Only the very call shown joins the plan (an edited call is allowed once).
+            return await self._widened(decision, offer, owner)
         if kind is None or offer is None or decision.by is None or decision.at is None:
             return decision
         grant = offer.grant(ask_id=ask_id, kind=kind, by=decision.by, at=decision.at)

@@ -12,9 +12,12 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["MAX_SHOWN", "describe_tool_use", "safe"]
+if TYPE_CHECKING:
+    from relay.plans.record import Plan
+
+__all__ = ["MAX_SHOWN", "describe_tool_use", "outside_plan", "safe"]
 
 # Characters of code shown at most; the question says how much was left out. The message
 # keeps well under Slack's ~13,000 characters of block text (shared/spec/slack.md).
@@ -149,3 +152,19 @@ def describe_tool_use(tool: str, tool_input: Mapping[str, Any]) -> ToolUseView:
         return view
     text = json.dumps(dict(tool_input), indent=2, ensure_ascii=False, default=str)
     return ToolUseView(summary=f"use {tool}", detail=_code(text, "json"))
+
+
+# How much of the plan an outside-the-plan question shows.
+_PLAN_SHOWN = 1500
+
+
+def outside_plan(plan: Plan) -> str:
+    """The lines showing the approved plan a call is outside of."""
+    who = plan.approved_by.display_name if plan.approved_by is not None else "a reviewer"
+    text = plan.text.strip()
+    if len(text) > _PLAN_SHOWN:
+        text = text[:_PLAN_SHOWN] + "…"
+    quoted = "\n".join(f"> {safe(line)}" for line in text.splitlines())
+    return (
+        f"*Outside the approved plan* `{plan.id}` (approved by {safe(who)}); the plan:\n{quoted}\n"
+    )

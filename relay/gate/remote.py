@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hashlib
 import random
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -18,11 +19,18 @@ import aiohttp
 from relay.canonical.match import fingerprint
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError, ask_aborted
 from relay.gate.approval import ApprovalRequest, Decision, decide_error
+from relay.gate.decider import PLAN_TOOL
 from relay.seam.abort import AbortSignal
 from relay.seam.asked import note_ask
 from relay.seam.replies import RETRYABLE, RelayError, Retry, read_reply
 
-__all__ = ["WITHDRAW_WITHIN", "ApprovalsAPI", "RemoteApprover", "approval_body"]
+__all__ = [
+    "WITHDRAW_WITHIN",
+    "ApprovalsAPI",
+    "RemoteApprover",
+    "approval_body",
+    "plan_decision",
+]
 
 WITHDRAW_WITHIN = 3.0
 """Seconds an approval that ends unanswered (aborted, cancelled, failed) spends withdrawing
@@ -192,6 +200,9 @@ class RemoteApprover:
     async def _approve(self, request: ApprovalRequest, signal: AbortSignal | None) -> Decision:
         if signal is not None and signal.aborted:
             raise ask_aborted()
+        plan = request.input.get("plan")
+        if request.tool == PLAN_TOOL and isinstance(plan, str):
+            return await self._plan(request, plan, signal)
         headers = {}
         if self.reattach and request.tool_use_id:
             headers["Idempotency-Key"] = _reattach_key(request)
@@ -222,6 +233,45 @@ class RemoteApprover:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._delete(approval_id))
             raise
+
+    async def _plan(
+        self, request: ApprovalRequest, plan: str, signal: AbortSignal | None
+    ) -> Decision:
+        """Leaving plan mode: the plan put up for review at ``/v1/plans`` (the relay derives
+        its scope); approved, the relay allows this session's calls in the scope."""
+        body: dict[str, Any] = {"plan": plan, "agent": request.agent.to_dict()}
+        if request.cwd and request.cwd.startswith("/"):
+            body["cwd"] = request.cwd
+        created = await self._api.call("POST", "/v1/plans", json=body)
+        plan_id = created.get("id")
+        if not isinstance(plan_id, str):
+            return plan_decision(created)
+        try:
+            while created.get("status") == "pending":
+                created = await self._abortable(self._poll_plan(plan_id), signal)
+            return plan_decision(created)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(
+                    self._api.call("DELETE", f"/v1/plans/{plan_id}", timeout=WITHDRAW_WITHIN)
+                )
+            raise
+
+    async def _poll_plan(self, plan_id: str) -> dict[str, Any]:
+        attempt = 0
+        while True:
+            try:
+                return await self._api.call(
+                    "GET",
+                    f"/v1/plans/{plan_id}",
+                    params={"wait": str(self._poll)},
+                    timeout=self._poll + 30,
+                    retry=True,
+                )
+            except (Retry, *RETRYABLE):
+                attempt += 1
+                backoff = min(5.0, 0.2 * 2 ** (attempt - 1))
+                await asyncio.sleep(backoff * (0.5 + random.random() / 2))  # noqa: S311
 
     async def _abortable(self, work: Any, signal: AbortSignal | None) -> dict[str, Any]:
         task = asyncio.ensure_future(work)
@@ -263,6 +313,28 @@ class RemoteApprover:
     async def aclose(self) -> None:
         """Close the HTTP session."""
         await self._api.aclose()
+
+
+def plan_decision(plan: dict[str, Any]) -> Decision:
+    """What a reviewed plan (the ``Plan`` object) decides about leaving plan mode."""
+    status = plan.get("status")
+    if status == "active":
+        by = plan.get("approved_by")
+        who = by.get("name") or by.get("id") if isinstance(by, dict) else "a reviewer"
+        return Decision(
+            behavior="allow",
+            message=f"{who} approved the plan in Slack: the calls in its scope run without"
+            f" asking until {plan.get('expires_at')}; any other call is asked",
+            outcome="approved",
+            plan=plan.get("id") if isinstance(plan.get("id"), str) else None,
+        )
+    if status == "denied":
+        return Decision.deny(str(plan.get("message") or "the relay's rules deny this plan"))
+    feedback = plan.get("feedback")
+    if isinstance(feedback, str) and feedback.strip():
+        words = feedback.strip()
+        return replace(Decision.deny(f"Keep planning; the reviewer says: {words}"), feedback=words)
+    return Decision.deny("The plan was not approved in Slack: keep planning")
 
 
 def _reattach_key(request: ApprovalRequest) -> str:

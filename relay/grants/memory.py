@@ -7,6 +7,7 @@ from datetime import datetime
 
 from relay.canonical.match import Subject
 from relay.grants.record import Grant, Offer
+from relay.plans.record import Plan
 
 __all__ = ["MemoryGrants"]
 
@@ -17,6 +18,7 @@ class MemoryGrants:
     def __init__(self) -> None:
         self._grants: dict[str, Grant] = {}
         self._offers: dict[str, tuple[float, Offer]] = {}
+        self._plans: dict[tuple[str, str], Plan] = {}
 
     async def add(self, *, grant: Grant) -> bool:
         """Record ``grant`` unless one with its id exists."""
@@ -52,9 +54,36 @@ class MemoryGrants:
             return None
         return entry[1]
 
+    async def add_plan(self, *, plan: Plan) -> bool:
+        """Record a new plan unless one with its id exists."""
+        if (plan.owner, plan.id) in self._plans:
+            return False
+        self._plans[(plan.owner, plan.id)] = plan
+        return True
+
+    async def replace_plan(self, *, old: Plan, new: Plan) -> bool:
+        """``new`` in place of ``old`` if ``old`` is what is stored."""
+        if self._plans.get((old.owner, old.id)) != old:
+            return False
+        self._plans[(old.owner, old.id)] = new
+        return True
+
+    async def get_plan(self, *, owner: str, plan_id: str) -> Plan | None:
+        """The plan, if kept."""
+        return self._plans.get((owner, plan_id))
+
+    async def plans(self, *, owner: str, agent: str, now: datetime) -> tuple[Plan, ...]:
+        """The live plans of ``owner``'s ``agent``, newest first."""
+        self._expire(now)
+        mine = [p for p in self._plans.values() if p.owner == owner and p.agent == agent]
+        live = sorted((p for p in mine if p.live(now)), key=lambda p: p.submitted_at, reverse=True)
+        return tuple(live)
+
     def _expire(self, now: datetime) -> None:
         for key in [k for k, g in self._grants.items() if g.expires_at <= now]:
             del self._grants[key]
+        for pkey in [k for k, p in self._plans.items() if p.expires_at <= now]:
+            del self._plans[pkey]
 
     async def aclose(self) -> None:
         """Nothing to release."""

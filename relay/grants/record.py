@@ -39,6 +39,10 @@ class Offer:
     """The tool use the reviewer was shown (``relay.canonical.match.fingerprint``)."""
     tool_use_id: str | None = None
     """The client's id of that tool use (a paused run's id and call id), if it sent one."""
+    plan: str | None = None
+    """The approved plan the call was outside of, which the reviewer may stop."""
+    plan_widens: bool = False
+    """Whether the reviewer was offered to add the call to that plan."""
 
     def grant(self, *, ask_id: str, kind: GrantKind, by: Responder, at: datetime) -> Grant:
         """The grant the reviewer ``by`` made at ``at`` by choosing ``kind``."""
@@ -66,6 +70,8 @@ class Offer:
             "minutes": self.minutes,
             "call": self.call,
             "tool_use_id": self.tool_use_id,
+            "plan": self.plan,
+            "plan_widens": self.plan_widens,
         }
 
     @classmethod
@@ -80,6 +86,8 @@ class Offer:
             # An offer an older relay stored has neither: its approval then runs no call.
             call=_text(data.get("call")),
             tool_use_id=_text(data.get("tool_use_id")),
+            plan=_text(data.get("plan")),
+            plan_widens=data.get("plan_widens") is True,
         )
 
 

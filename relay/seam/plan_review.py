@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from relay.errors import bad_request
 
 from .abort import AbortSignal
 from .questions import (
     AgentRef,
+    AskUserQuestionAnswerItem,
     AskUserQuestionIntent,
     AskUserQuestionItem,
     AskUserQuestionOption,
@@ -17,7 +18,16 @@ from .questions import (
 )
 from .service import UserInteractionService
 
-__all__ = ["PlanVerdict", "plan_review_question", "review_plan"]
+__all__ = [
+    "APPROVE",
+    "KEEP_PLANNING",
+    "PLAN_REVIEW_ID",
+    "PlanVerdict",
+    "plan_review_question",
+    "plan_verdict",
+    "review_plan",
+    "scoped_plan_question",
+]
 
 PLAN_REVIEW_ID = "plan-review"
 APPROVE = "Approve"
@@ -59,6 +69,36 @@ def plan_review_question(plan: str) -> AskUserQuestionItem:
     )
 
 
+def scoped_plan_question(plan: str, scope_lines: list[str]) -> AskUserQuestionItem:
+    """The plan-review question with the scope relay derived shown under the plan, in
+    plain words: approving it lets those calls run without asking again."""
+    question = plan_review_question(plan)
+    scope = "\n".join(scope_lines)
+    return replace(
+        question,
+        question="Approve this plan, and the calls under it without asking again?",
+        detail=f"{question.detail}\n\n---\n\n**If approved, this session may, without asking"
+        f" again:**\n{scope}",
+        options=(
+            AskUserQuestionOption(
+                APPROVE, "Leave plan mode; the calls in the scope below run without a post."
+            ),
+            AskUserQuestionOption(
+                KEEP_PLANNING, "Stay in plan mode; feedback goes back to the model."
+            ),
+        ),
+    )
+
+
+def plan_verdict(items: tuple[AskUserQuestionAnswerItem, ...]) -> PlanVerdict:
+    """The verdict in a plan review's answers: approved only on exactly ``Approve`` with
+    no text; else keep planning, with the reviewer's feedback if any."""
+    mine = [a for a in items if a.id == PLAN_REVIEW_ID]
+    if len(mine) == 1 and tuple(mine[0].selected) == (APPROVE,) and mine[0].custom is None:
+        return PlanVerdict(approved=True)
+    return PlanVerdict(approved=False, feedback=mine[0].custom if len(mine) == 1 else None)
+
+
 async def review_plan(
     service: UserInteractionService,
     plan: str,
@@ -66,13 +106,11 @@ async def review_plan(
     agent: AgentRef | None = None,
     signal: AbortSignal | None = None,
 ) -> PlanVerdict:
-    """Ask the human to review ``plan``; approved only on exactly ``Approve`` with no text."""
+    """Ask the human to review ``plan``; approved only on exactly ``Approve`` with no text.
+    Through the Decider, with the scope relay derives: ``relay.gate.planning``'s
+    ``review_plan_through``."""
     question = plan_review_question(plan)
     answer = await service.ask(
         AskUserQuestionRequest(questions=(question,), agent=agent, signal=signal)
     )
-    items = [a for a in answer.answers if a.id == PLAN_REVIEW_ID]
-    if len(items) == 1 and tuple(items[0].selected) == (APPROVE,) and items[0].custom is None:
-        return PlanVerdict(approved=True)
-    feedback = items[0].custom if len(items) == 1 else None
-    return PlanVerdict(approved=False, feedback=feedback)
+    return plan_verdict(tuple(answer.answers))

@@ -13,7 +13,7 @@ from aiohttp.typedefs import Middleware
 
 from relay.config.mcp import McpSettings
 from relay.errors import ErrorCode
-from relay.gate.decider import Decider, Rulings
+from relay.gate.decider import PLAN_TTL, Decider, Rulings
 from relay.gate.local import PostingChannel
 from relay.gate.policy import Policy
 from relay.gate.rules import Rules
@@ -34,6 +34,7 @@ from relay.server.mcp_origins import OriginPolicy
 from relay.server.mcp_sessions import SessionLimits
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
+from relay.server.plans import PlanApi
 from relay.server.receipts import ReceiptApi, operator_may
 from relay.server.report import ReportPage
 from relay.store.base import StoreUnavailable
@@ -139,6 +140,7 @@ def build_app(
     mcp: McpSettings | None = None,
     policy: Policy | None = None,
     rulings: Rulings | None = None,
+    plan_ttl: float = PLAN_TTL,
 ) -> web.Application:
     """The server's application: the channel's routes (``/slack/events``; left out when not
     ``serve_channel_routes``), ``/v1/…``, ``/mcp``, health, metrics, OpenAPI. ``channel``
@@ -151,6 +153,7 @@ def build_app(
     ``operator_tokens`` (``RELAY_OPERATOR_TOKENS``) read every token's receipts, and only them.
     ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals, or
     ``rulings`` when the channel's Edit form holds edits to them (``operator_rulings``).
+    ``plan_ttl`` (``RELAY_PLAN_TTL``) is how long an approved plan holds (``/v1/plans``).
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -178,7 +181,9 @@ def build_app(
     rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
     # The one Decider behind /v1/approvals and /mcp (the Edit form holds edits to the same
     # rulings: relay serve gives the channel rulings.edit_terms).
-    decider = Decider(rulings=rulings, grants=grant_store, channel=PostingChannel(channel))
+    decider = Decider(
+        rulings=rulings, grants=grant_store, channel=PostingChannel(channel), plan_ttl=plan_ttl
+    )
     app = web.Application(
         client_max_size=max(max_body, _CHANNEL_MAX_BODY),
         middlewares=[_errors(auth, limiter, metrics, connections)],
@@ -222,7 +227,8 @@ def _api_routes(
         if isinstance(store, ApprovalUses)
         else []  # a store that records no uses: no /consume, so no ticket runs a call
     )
-    return [*api.routes(), *approvals.routes(), *uses, *receipt_api.routes()]
+    plans = PlanApi(asks=api, decider=decider)
+    return [*api.routes(), *approvals.routes(), *plans.routes(), *uses, *receipt_api.routes()]
 
 
 def _probes(readiness: _Readiness, metrics: Metrics) -> list[web.RouteDef]:

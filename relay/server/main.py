@@ -287,6 +287,7 @@ def _application(settings: Settings, relay: _Relay) -> web.Application:
         api_tokens=settings.api_tokens,
         operator_tokens=settings.operator_tokens,
         max_wait=settings.max_wait,
+        plan_ttl=settings.plan_ttl,
         max_body=settings.max_body,
         idempotency_window=settings.idempotency_window,
         webhooks=relay.webhooks,

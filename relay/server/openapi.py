@@ -12,6 +12,7 @@ from relay.server.openapi_approvals import (
     approval_schemas,
 )
 from relay.server.openapi_operators import OPERATOR_ERROR_CODES, with_operator_features
+from relay.server.openapi_plans import plan_paths, plan_schemas
 from relay.server.openapi_receipts import with_receipts
 from relay.server.openapi_report import with_report
 from relay.server.openapi_schemas import (
@@ -123,6 +124,7 @@ def _base_document() -> dict[str, Any]:
                 "ErrorBody": ERROR_BODY_SCHEMA,
                 "Error": ERROR_SCHEMA,
                 **approval_schemas(ASK_REQUEST_SCHEMA["properties"]["slack"]),  # type: ignore[index]
+                **plan_schemas(),
             },
         },
         "security": [{"bearer": []}],
@@ -184,6 +186,7 @@ def _base_document() -> dict[str, Any]:
                 },
             },
             **approval_paths(_error, _COMMON, _WAIT, _ASK_ID),
+            **plan_paths(_error, _COMMON, _WAIT, _ASK_ID),
             "/healthz": {
                 "get": {
                     "operationId": "health",

@@ -139,6 +139,16 @@ def approval_schemas(slack: dict[str, Any]) -> dict[str, Any]:
                     "type": "string",
                     "description": "The Slack user id of whoever edited the call.",
                 },
+                "feedback": {
+                    "type": "string",
+                    "description": "On a plan sent back (ExitPlanMode denied): the reviewer's"
+                    " words for the agent.",
+                },
+                "plan": {
+                    "type": "string",
+                    "description": "On an allow under an approved plan: the plan's id (its"
+                    " review ask's, whose receipt binds the plan and its scope).",
+                },
             },
         },
         "ApprovalUse": {

@@ -1,0 +1,187 @@
+"""``/v1/plans``: a plan put up for review, a door into the Decider like ``/v1/approvals``.
+
+``POST /v1/plans`` derives the plan's scope (``relay.plans.scope``), binds it by the
+operator's rules and posts the plan with its scope in plain words; the route returns the
+plan's id (its review ask's). ``GET /v1/plans/{id}?wait=S`` long-polls; reading a reviewed
+plan asks the Decider, which makes the approved plan live for this token and agent (once,
+whichever replica reads first). ``DELETE`` withdraws a pending plan or stops a live one.
+A client proposes steps but never sets the scope: it is what relay derived and showed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+from relay.asks.records import iso_time
+from relay.errors import ErrorCode, HarnessError
+from relay.gate.decider import Decider, PlanProposal, PlanReview
+from relay.plans.scope import describe_scope
+from relay.plans.steps import read_steps
+from relay.seam.questions import AgentRef
+from relay.server.api import OWNER, AskApi
+from relay.server.errors import ApiError
+from relay.server.limits import RateLimited
+from relay.store import PendingLimitReached
+from relay.store.record import AskRecord
+
+__all__ = ["PlanApi", "plan_json"]
+
+_KEYS = frozenset({"plan", "agent", "steps", "cwd"})
+MAX_PLAN_CHARS = 20_000
+# When a token at its pending limit may try again: reviews end when people answer.
+_PENDING_RETRY_AFTER = 10.0
+
+
+def plan_json(review: PlanReview, record: AskRecord | None = None) -> dict[str, Any]:
+    """The documented ``Plan`` object."""
+    plan = review.plan
+    if plan is None:
+        denied = review.denied
+        return {
+            "id": None,
+            "status": "denied",
+            "message": denied.message if denied is not None else "the plan was refused",
+        }
+    out: dict[str, Any] = {
+        "id": plan.id,
+        "status": plan.status,
+        "agent": plan.agent,
+        "scope": plan.scope.to_json(),
+        "scope_words": describe_scope(plan.scope),
+        "expires_at": plan.expires_at.isoformat(),
+    }
+    if plan.approved_by is not None:
+        out["approved_by"] = plan.approved_by.to_dict()
+    if plan.approved_at is not None:
+        out["approved_at"] = plan.approved_at.isoformat()
+    if plan.ended_by is not None:
+        out["ended_by"] = plan.ended_by
+    out["covered"] = [c.to_json() for c in plan.covered]
+    out["covered_count"] = plan.covered_count
+    if review.feedback is not None:
+        out["feedback"] = review.feedback
+    if record is not None and record.deadline is not None and plan.status == "pending":
+        out["deadline"] = iso_time(record.deadline)
+    return out
+
+
+class PlanApi:
+    """Handlers for ``/v1/plans``; requests arrive authenticated (``request[OWNER]``)."""
+
+    def __init__(self, *, asks: AskApi, decider: Decider) -> None:
+        self._asks = asks
+        self.decider = decider
+
+    def routes(self) -> list[web.RouteDef]:
+        """The routes to add to the application."""
+        return [
+            web.post("/v1/plans", self.create),
+            web.get("/v1/plans/{ask_id}", self.read),
+            web.delete("/v1/plans/{ask_id}", self.delete),
+        ]
+
+    async def create(self, request: web.Request) -> web.Response:
+        """``POST /v1/plans``: the pending plan (201), or the rules' deny (200)."""
+        owner: str = request[OWNER]
+        wait = self._asks.wait_param(request)
+        body = await self._asks.json_body(request, hint="send a shorter plan")
+        proposal = _read_plan(body, owner)
+        try:
+            review, record = await self.decider.propose_plan(proposal)
+        except HarnessError as exc:
+            raise ApiError.of(exc) from None
+        except PendingLimitReached as exc:
+            raise RateLimited(
+                "pending",
+                f"this token has {exc.limit} asks pending, the most it may (RELAY_MAX_PENDING);"
+                " wait for one to end, or DELETE one",
+                retry_after=_PENDING_RETRY_AFTER,
+            ) from None
+        if record is None:
+            return web.json_response(plan_json(review))
+        if wait > 0 and record.pending:
+            record = await self._asks.long_poll(request, record.id, wait)
+            review = await self.decider.conclude_plan(record) or review
+        return web.json_response(
+            plan_json(review, record),
+            status=201,
+            headers={"Location": f"/v1/plans/{record.id}"},
+        )
+
+    async def read(self, request: web.Request) -> web.Response:
+        """``GET /v1/plans/{id}``: the plan; with ``?wait=S`` long-polls while in review."""
+        wait = self._asks.wait_param(request)
+        record = await self._owned(request)
+        if record.pending and wait > 0:
+            record = await self._asks.long_poll(request, record.id, wait)
+        return web.json_response(plan_json(await self._concluded(record), record))
+
+    async def delete(self, request: web.Request) -> web.Response:
+        """``DELETE /v1/plans/{id}``: withdraw a plan in review, or stop a live one."""
+        record = await self._owned(request)
+        if record.pending:
+            record = await self._asks.channel.abort(record.id) or record
+        await self._concluded(record)
+        plan = await self.decider.stop_plan(
+            owner=request[OWNER], plan_id=record.id, by="the agent's token"
+        )
+        return web.json_response(plan_json(PlanReview(plan=plan), record))
+
+    async def _concluded(self, record: AskRecord) -> PlanReview:
+        review = await self.decider.conclude_plan(record)
+        if review is None:
+            raise _missing(record.id)
+        return review
+
+    async def _owned(self, request: web.Request) -> AskRecord:
+        record = await self._asks.owned(request, what="plan")
+        plan = await self.decider.grants.get_plan(owner=request[OWNER], plan_id=record.id)
+        if plan is None:
+            raise _missing(record.id)  # an ordinary ask reads like a missing plan
+        return record
+
+
+def _missing(plan_id: str) -> ApiError:
+    return ApiError(
+        ErrorCode.NOT_FOUND,
+        f"no plan {plan_id} for this token (it never existed, expired, or belongs to another"
+        " token)",
+    )
+
+
+def _bad(message: str) -> ApiError:
+    return ApiError(ErrorCode.BAD_REQUEST, message)
+
+
+def _read_plan(body: object, owner: str) -> PlanProposal:
+    """Read the strict ``PlanRequest`` body."""
+    if not isinstance(body, Mapping):
+        raise _bad("the body must be a JSON object with plan and agent")
+    for key in body:
+        if key not in _KEYS:
+            raise _bad(f"{key} is not a known field (plan, agent, steps, cwd)")
+    text = body.get("plan")
+    if not isinstance(text, str) or not text.strip():
+        raise _bad("plan is required: the plan as markdown starting with a '# ' heading")
+    if len(text) > MAX_PLAN_CHARS:
+        raise _bad(f"plan may be at most {MAX_PLAN_CHARS} characters; send a shorter plan")
+    agent_raw = body.get("agent")
+    if not isinstance(agent_raw, Mapping):
+        raise _bad('agent is required: {"id": ..., "name": ...}, the session whose plan it is')
+    try:
+        agent = AgentRef.from_dict(agent_raw, strict=True, path="agent")
+    except HarnessError as exc:
+        raise ApiError.of(exc) from None
+    if not agent.id.strip():
+        raise _bad("agent.id must not be blank")
+    try:
+        steps = read_steps(body.get("steps"))
+    except ValueError as exc:
+        raise _bad(str(exc)) from None
+    cwd = body.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
+        raise _bad("cwd must be the project's absolute directory, such as /home/me/project")
+    return PlanProposal(text=text, agent=agent, owner=owner, steps=tuple(steps), cwd=cwd)
