@@ -230,20 +230,21 @@ class RelayServer(Server[Any]):
     tasks: TaskBook
 
 
-def build_server(
-    toolbox_for: ToolboxFor, *, progress_interval: float = 10.0, book: TaskBook | None = None
-) -> RelayServer:
-    """The MCP server: ``ask_user_question`` and ``approve_tool_use``, asked through
-    whatever ``toolbox_for`` gives each request (a hosted relay, Slack, the serving relay)."""
+class _Handlers:
+    """The MCP server's request handlers, over what ``toolbox_for`` gives each request."""
 
-    tasks = book if book is not None else TaskBook()
+    def __init__(self, toolbox_for: ToolboxFor, progress_interval: float, tasks: TaskBook) -> None:
+        self.toolbox_for = toolbox_for
+        self.progress_interval = progress_interval
+        self.tasks = tasks
 
     async def list_tools(
-        ctx: Context, params: types.PaginatedRequestParams | None
+        self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=list(TOOLS))
 
     async def answer(
+        self,
         ctx: Context,
         box: Toolbox,
         params: types.CallToolRequestParams,
@@ -285,15 +286,17 @@ def build_server(
             f" {APPROVE_TOOL_USE}",
         )
 
-    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await answer(
+    async def call_tool(
+        self, ctx: Context, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await self.answer(
             ctx,
-            toolbox_for(ctx),
+            self.toolbox_for(ctx),
             params,
-            lambda work: _with_progress(ctx, progress_interval, work),
+            lambda work: _with_progress(ctx, self.progress_interval, work),
         )
 
-    async def task_calls(ctx: Context, call_next: Any) -> Any:
+    async def task_calls(self, ctx: Context, call_next: Any) -> Any:
         # A task-augmented tools/call answers with its task at once; the SDK would check the
         # result against CallToolResult, so this middleware writes the response itself.
         raw = ctx.params
@@ -310,7 +313,7 @@ def build_server(
         params = types.CallToolRequestParams.model_validate(raw)
         if params.name not in (ASK_USER_QUESTION, APPROVE_TOOL_USE):
             return await call_next(ctx)
-        box = toolbox_for(ctx)
+        box = self.toolbox_for(ctx)
         ttl = params.task.ttl if params.task is not None else None
 
         async def work(signal: AbortSignal) -> types.CallToolResult:
@@ -319,7 +322,7 @@ def build_server(
             ) -> Any:
                 return await inner(signal)
 
-            return await answer(ctx, box, params, bound)
+            return await self.answer(ctx, box, params, bound)
 
         async def notify(task: dict[str, Any]) -> None:
             # On the connection's own channel (stdio, or a session's GET stream over HTTP):
@@ -331,44 +334,58 @@ def build_server(
             await ctx.session.send_notification(status)  # type: ignore[arg-type]
 
         if not modern:
-            created = tasks.start(box.owner, ttl, work, notify)
+            created = self.tasks.start(box.owner, ttl, work, notify)
             _log.info("MCP task %s: %s (2025-11-25)", created["task"]["taskId"], params.name)
             return created
         # (2026-07-28 delivers task status only on subscriptions/listen, which relay does
         # not serve: clients poll tasks/get.)
-        task_id = tasks.start(box.owner, ttl, work)["task"]["taskId"]
+        task_id = self.tasks.start(box.owner, ttl, work)["task"]["taskId"]
         _log.info("MCP task %s: %s (2026-07-28 tasks extension)", task_id, params.name)
-        return {"resultType": "task", **tasks.detailed(box.owner, task_id)}
+        return {"resultType": "task", **self.tasks.detailed(box.owner, task_id)}
 
-    def owner_of(ctx: Context) -> str:
-        return toolbox_for(ctx).owner
+    def owner_of(self, ctx: Context) -> str:
+        return self.toolbox_for(ctx).owner
 
-    async def tasks_get(ctx: Context, params: types.GetTaskRequestParams) -> dict[str, Any]:
+    async def tasks_get(self, ctx: Context, params: types.GetTaskRequestParams) -> dict[str, Any]:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return tasks.detailed(owner_of(ctx), params.task_id)
-        return tasks.get(owner_of(ctx), params.task_id)
+            return self.tasks.detailed(self.owner_of(ctx), params.task_id)
+        return self.tasks.get(self.owner_of(ctx), params.task_id)
 
-    async def tasks_update(ctx: Context, params: UpdateTaskParams) -> dict[str, Any]:
+    async def tasks_update(self, ctx: Context, params: UpdateTaskParams) -> dict[str, Any]:
         # relay's tasks never ask the client for input (people answer in Slack): nothing is
         # outstanding, so every response is ignored, as the extension says; a known task is
         # acknowledged.
-        tasks.detailed(owner_of(ctx), params.task_id)
+        self.tasks.detailed(self.owner_of(ctx), params.task_id)
         return {}
 
     async def tasks_result(
-        ctx: Context, params: types.GetTaskPayloadRequestParams
+        self, ctx: Context, params: types.GetTaskPayloadRequestParams
     ) -> dict[str, Any]:
-        return await tasks.result(owner_of(ctx), params.task_id)
+        return await self.tasks.result(self.owner_of(ctx), params.task_id)
 
-    async def tasks_cancel(ctx: Context, params: types.CancelTaskRequestParams) -> dict[str, Any]:
+    async def tasks_cancel(
+        self, ctx: Context, params: types.CancelTaskRequestParams
+    ) -> dict[str, Any]:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             # The extension's cancel is an empty acknowledgement, even for an ended task.
-            await tasks.cancel(owner_of(ctx), params.task_id, ended_ok=True)
+            await self.tasks.cancel(self.owner_of(ctx), params.task_id, ended_ok=True)
             return {}
-        return await tasks.cancel(owner_of(ctx), params.task_id)
+        return await self.tasks.cancel(self.owner_of(ctx), params.task_id)
 
-    async def tasks_list(ctx: Context, params: types.PaginatedRequestParams) -> dict[str, Any]:
-        return tasks.list(owner_of(ctx))
+    async def tasks_list(
+        self, ctx: Context, params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        return self.tasks.list(self.owner_of(ctx))
+
+
+def build_server(
+    toolbox_for: ToolboxFor, *, progress_interval: float = 10.0, book: TaskBook | None = None
+) -> RelayServer:
+    """The MCP server: ``ask_user_question`` and ``approve_tool_use``, asked through
+    whatever ``toolbox_for`` gives each request (a hosted relay, Slack, the serving relay)."""
+
+    tasks = book if book is not None else TaskBook()
+    handlers = _Handlers(toolbox_for, progress_interval, tasks)
 
     server: RelayServer = RelayServer(
         "relay",
@@ -378,15 +395,17 @@ def build_server(
             "Use ask_user_question when you need a human's decision or missing information;"
             " a person on the team answers in Slack, which can take minutes."
         ),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
     )
-    server.middleware.append(task_calls)
-    server.add_request_handler("tasks/get", types.GetTaskRequestParams, tasks_get)
-    server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, tasks_result)
-    server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, tasks_cancel)
-    server.add_request_handler("tasks/list", types.PaginatedRequestParams, tasks_list)
-    server.add_request_handler("tasks/update", UpdateTaskParams, tasks_update)
+    server.middleware.append(handlers.task_calls)
+    server.add_request_handler("tasks/get", types.GetTaskRequestParams, handlers.tasks_get)
+    server.add_request_handler(
+        "tasks/result", types.GetTaskPayloadRequestParams, handlers.tasks_result
+    )
+    server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, handlers.tasks_cancel)
+    server.add_request_handler("tasks/list", types.PaginatedRequestParams, handlers.tasks_list)
+    server.add_request_handler("tasks/update", UpdateTaskParams, handlers.tasks_update)
     plain_capabilities = server.get_capabilities
 
     def capabilities(*args: Any, **kwargs: Any) -> types.ServerCapabilities:
