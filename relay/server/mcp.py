@@ -32,7 +32,14 @@ from relay.gate.decider import Decider, Proposal
 from relay.gate.local import ChannelAsks
 from relay.mcp.asgi import GONE_KEY, serve_asgi
 from relay.mcp.boundary import refused_message
-from relay.mcp.server import Context, Toolbox, build_server, client_name, note_asked
+from relay.mcp.server import (
+    Context,
+    RelayServer,
+    Toolbox,
+    build_server,
+    client_name,
+    note_asked,
+)
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AgentRef
 from relay.seam.service import UserInteractionService
@@ -119,84 +126,118 @@ def mount_mcp(
     manager: StreamableHTTPSessionManager = SessionsManager(
         server, sessions=sessions, max_request_body_size=_MAX_BODY
     )
-    policy = origins or OriginPolicy()
 
-    stop = asyncio.Event()
-    running: list[asyncio.Task[None]] = []
-    # POSTs in flight carry tool calls; their results are written before the streams end.
-    calls: set[asyncio.Task[Any]] = set()
+    door = _McpDoor(
+        server,
+        manager,
+        auth=auth,
+        sessions=sessions,
+        policy=origins or OriginPolicy(),
+        limiter=limiter,
+        read_timeout=read_timeout,
+    )
+    app.cleanup_ctx.append(door.run_manager)
+    app.on_shutdown.append(door.end_sessions)
+    for method in ("GET", "POST", "DELETE"):
+        app.router.add_route(method, MCP_PATH, door.handle)
 
-    async def end_sessions(app: web.Application) -> None:
+
+class _McpDoor:
+    """``/mcp``: each request checked (origin, token, rate, body) and handed to the SDK's
+    session manager, which runs for the application's life."""
+
+    def __init__(
+        self,
+        server: RelayServer,
+        manager: StreamableHTTPSessionManager,
+        *,
+        auth: Authenticator,
+        sessions: Sessions,
+        policy: OriginPolicy,
+        limiter: Limiter | None,
+        read_timeout: float,
+    ) -> None:
+        self.server, self.manager, self.auth = server, manager, auth
+        self.sessions, self.policy, self.limiter = sessions, policy, limiter
+        self.read_timeout = read_timeout
+        self.stop = asyncio.Event()
+        self.running: list[asyncio.Task[None]] = []
+        # POSTs in flight carry tool calls; their results are written before the streams end.
+        self.calls: set[asyncio.Task[Any]] = set()
+
+    async def end_sessions(self, app: web.Application) -> None:
         # Before aiohttp waits for open requests: open MCP streams end now, not at its timeout.
         # The relay stops asking first (relay.server.main), so a tool call in flight has its
         # result (an error: the relay is stopping) and needs a moment to send it.
-        pending = [task for task in calls if not task.done()]
-        if pending and not stop.is_set():
+        pending = [task for task in self.calls if not task.done()]
+        if pending and not self.stop.is_set():
             await asyncio.wait(pending, timeout=_RESULTS_GRACE)
-        stop.set()
-        await server.tasks.close()  # questions still waiting as tasks are withdrawn
-        for task in running:
+        self.stop.set()
+        await self.server.tasks.close()  # questions still waiting as tasks are withdrawn
+        for task in self.running:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def run_manager(app: web.Application) -> AsyncIterator[None]:
+    async def run_manager(self, app: web.Application) -> AsyncIterator[None]:
         started = asyncio.Event()
 
         async def run() -> None:
             # The manager's task group must be entered and left in one task: this one.
-            async with manager.run():
+            async with self.manager.run():
                 started.set()
-                await stop.wait()
+                await self.stop.wait()
 
         task = asyncio.get_running_loop().create_task(run(), name="relay-mcp-sessions")
-        running.append(task)
+        self.running.append(task)
         waiting = asyncio.ensure_future(started.wait())
         done, _ = await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
         waiting.cancel()
         if task in done:
             task.result()  # failed to start: raise why
         yield
-        await end_sessions(app)
+        await self.end_sessions(app)
 
-    async def handle(request: web.Request) -> web.StreamResponse:
-        refused = policy.refusal(request.headers)
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        refused = self.policy.refusal(request.headers)
         if refused is not None:
             return refused
-        owner = auth.owner(request.headers.get("Authorization"))
+        owner = self.auth.owner(request.headers.get("Authorization"))
         if owner is None:
             return error_response(
                 ErrorCode.UNAUTHORIZED,
                 "send a valid relay API token as 'Authorization: Bearer <token>'",
                 headers={"WWW-Authenticate": 'Bearer realm="relay"'},
             )
-        if limiter is not None:
-            limiter.hit(owner)  # RateLimited: the app answers 429, as on /v1
+        if self.limiter is not None:
+            self.limiter.hit(owner)  # RateLimited: the app answers 429, as on /v1
         body = None
         if request.method == "POST":
             body = await read_body(
-                request, limit=_MAX_BODY, timeout=read_timeout, hint="; send smaller messages"
+                request, limit=_MAX_BODY, timeout=self.read_timeout, hint="; send smaller messages"
             )
             if (unfit := refused_message(body)) is not None:
                 return web.json_response(unfit, status=400)  # (nothing read, nothing asked)
         opening = (
-            sessions.opening(owner) if opens_session(request.method, request.headers) else None
+            self.sessions.opening(owner) if opens_session(request.method, request.headers) else None
         )
         with opening or contextlib.nullcontext():
-            return await _serve(request, owner, body)
+            return await self._serve(request, owner, body)
 
-    async def _serve(request: web.Request, owner: str, body: bytes | None) -> web.StreamResponse:
+    async def _serve(
+        self, request: web.Request, owner: str, body: bytes | None
+    ) -> web.StreamResponse:
         # The SDK binds each session to this principal; the token itself is not needed.
         principal = AccessToken(token="(redacted)", client_id=owner, scopes=[])  # noqa: S106
         user = AuthenticatedUser(principal)
         task = asyncio.current_task()
         if request.method == "POST" and task is not None:
-            calls.add(task)
+            self.calls.add(task)
         # Set when this request ends, however it ends: a tool call still waiting for its
         # answer then has nobody to answer, and withdraws its question.
         gone = asyncio.Event()
         try:
             return await serve_asgi(
-                manager.handle_request,
+                self.manager.handle_request,
                 request,
                 {"user": user, OWNER_KEY: owner, GONE_KEY: gone},
                 body=body,
@@ -204,9 +245,4 @@ def mount_mcp(
         finally:
             gone.set()
             if task is not None:
-                calls.discard(task)
-
-    app.cleanup_ctx.append(run_manager)
-    app.on_shutdown.append(end_sessions)
-    for method in ("GET", "POST", "DELETE"):
-        app.router.add_route(method, MCP_PATH, handle)
+                self.calls.discard(task)
