@@ -292,37 +292,7 @@ class Settings:
             value = source.get(name)
             return value.strip() if value is not None and value.strip() else None
 
-        bot_token, secret, app_token = (
-            get("SLACK_BOT_TOKEN"),
-            get("SLACK_SIGNING_SECRET"),
-            get("SLACK_APP_TOKEN"),
-        )
-        if bot_token is None and secret is None and app_token is None:
-            raise RelayConfigError(NO_CREDENTIALS_HELP, setting="SLACK_BOT_TOKEN")
-        if bot_token is None:
-            raise RelayConfigError(
-                "SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from your"
-                " app's OAuth & Permissions page",
-                setting="SLACK_BOT_TOKEN",
-            )
-        if not bot_token.startswith(("xoxb-", "xoxp-")):
-            raise RelayConfigError(
-                "SLACK_BOT_TOKEN must be a bot token starting with xoxb- (check you did not"
-                " paste the signing secret or the app token)",
-                setting="SLACK_BOT_TOKEN",
-            )
-        if app_token is not None and not app_token.startswith("xapp-"):
-            raise RelayConfigError(
-                "SLACK_APP_TOKEN must be an app-level token starting with xapp- (Basic"
-                " Information → App-Level Tokens, scope connections:write)",
-                setting="SLACK_APP_TOKEN",
-            )
-        if app_token is None and secret is None:
-            raise RelayConfigError(
-                "set SLACK_SIGNING_SECRET (HTTP mode: Basic Information → Signing Secret) or"
-                " SLACK_APP_TOKEN (Socket Mode: an xapp- token)",
-                setting="SLACK_SIGNING_SECRET",
-            )
+        bot_token, secret, app_token = _slack_credentials(get)
         timeout = read_timeout(get("RELAY_TIMEOUT"))
         redis_url = read_redis(get("REDIS_URL"))
         redis_files = read_redis_tls_files(
@@ -437,3 +407,40 @@ def _webhooks(get: Callable[[str], str | None]) -> dict[str, Any]:
         ),
         "webhook_backoff": read_seconds(get("RELAY_WEBHOOK_BACKOFF"), "RELAY_WEBHOOK_BACKOFF", 1.0),
     }
+
+
+def _slack_credentials(get: Callable[[str], str | None]) -> tuple[str, str | None, str | None]:
+    """The bot token, signing secret and app token: the bot token and one of the other two,
+    each of its kind; ``RelayConfigError`` says which is missing or pasted in the wrong place."""
+    bot_token, secret, app_token = (
+        get("SLACK_BOT_TOKEN"),
+        get("SLACK_SIGNING_SECRET"),
+        get("SLACK_APP_TOKEN"),
+    )
+    if bot_token is None and secret is None and app_token is None:
+        raise RelayConfigError(NO_CREDENTIALS_HELP, setting="SLACK_BOT_TOKEN")
+    if bot_token is None:
+        raise RelayConfigError(
+            "SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from your"
+            " app's OAuth & Permissions page",
+            setting="SLACK_BOT_TOKEN",
+        )
+    if not bot_token.startswith(("xoxb-", "xoxp-")):
+        raise RelayConfigError(
+            "SLACK_BOT_TOKEN must be a bot token starting with xoxb- (check you did not"
+            " paste the signing secret or the app token)",
+            setting="SLACK_BOT_TOKEN",
+        )
+    if app_token is not None and not app_token.startswith("xapp-"):
+        raise RelayConfigError(
+            "SLACK_APP_TOKEN must be an app-level token starting with xapp- (Basic"
+            " Information → App-Level Tokens, scope connections:write)",
+            setting="SLACK_APP_TOKEN",
+        )
+    if app_token is None and secret is None:
+        raise RelayConfigError(
+            "set SLACK_SIGNING_SECRET (HTTP mode: Basic Information → Signing Secret) or"
+            " SLACK_APP_TOKEN (Socket Mode: an xapp- token)",
+            setting="SLACK_SIGNING_SECRET",
+        )
+    return bot_token, secret, app_token
