@@ -179,11 +179,7 @@ def build_app(
     )
     grant_store = grants if grants is not None else MemoryGrants()
     rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
-    # The one Decider behind /v1/approvals and /mcp (the Edit form holds edits to the same
-    # rulings: relay serve gives the channel rulings.edit_terms).
-    decider = Decider(
-        rulings=rulings, grants=grant_store, channel=PostingChannel(channel), plan_ttl=plan_ttl
-    )
+    decider = _decider(channel, rulings, grant_store, plan_ttl)
     app = web.Application(
         client_max_size=max(max_body, _CHANNEL_MAX_BODY),
         middlewares=[_errors(auth, limiter, metrics, connections)],
@@ -207,6 +203,16 @@ def build_app(
     if serve_channel_routes:
         app.add_routes(channel.routes(read_timeout=read_timeout))
     return app
+
+
+def _decider(
+    channel: ServedChannel, rulings: Rulings, grants: GrantStore, plan_ttl: float
+) -> Decider:
+    """The one Decider behind /v1/approvals, /v1/plans and /mcp (the Edit form holds edits to
+    the same rulings: relay serve gives the channel ``rulings.edit_terms``)."""
+    return Decider(
+        rulings=rulings, grants=grants, channel=PostingChannel(channel), plan_ttl=plan_ttl
+    )
 
 
 def _api_routes(
