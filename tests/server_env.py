@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 from redis_server import free_port
 
+from relay.server.main import SHUTDOWN_TIMEOUT
 from relay.testing import FakeSlack
 from tests.slack_env import WORKSPACE_CHANNELS
 
@@ -114,7 +115,10 @@ class Relay:
         """Stop the process (SIGTERM: graceful; SIGKILL: a crash) and return its exit code."""
         if self.process.returncode is None:
             self.process.send_signal(sig)
-        code = await asyncio.wait_for(self.process.wait(), 15)
+        # A bound, not a wait: relay serve's own shutdown is bounded at about 3 x its
+        # SHUTDOWN_TIMEOUT (requests in flight, then the Slack updates owed, then receipts,
+        # webhooks and the store), which a replica that just ended 500 asks can use up.
+        code = await asyncio.wait_for(self.process.wait(), 4 * SHUTDOWN_TIMEOUT)
         if self._reader is not None:
             await self._reader
         return code
