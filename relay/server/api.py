@@ -21,7 +21,7 @@ from relay.server.connections import Connections
 from relay.server.errors import ApiError
 from relay.server.idempotency import DEFAULT_WINDOW, CreateKeys
 from relay.server.idempotency import HEADER as IDEMPOTENCY_HEADER
-from relay.server.limits import Limiter, RateLimited
+from relay.server.limits import Limiter, pending_refused
 from relay.server.listing import LIST_MAX, LIST_SCAN_BUDGET, read_list_query
 from relay.store import PendingLimitReached
 from relay.store.idempotency import IdempotencyStore
@@ -64,8 +64,6 @@ REPLAYED = "Idempotent-Replayed"  # response header: this create was answered fr
 # Who may answer one ask: enough for any team; each group is a Slack call on a click.
 MAX_ALLOWED_USERS = 100
 MAX_ALLOWED_GROUPS = 10
-# When a token at its pending limit may try again: asks end when people answer.
-_PENDING_RETRY_AFTER = 10.0
 
 
 class AskApi:
@@ -128,12 +126,7 @@ class AskApi:
                 except HarnessError as exc:
                     raise ApiError.of(exc) from None
                 except PendingLimitReached as exc:
-                    raise RateLimited(
-                        "pending",
-                        f"this token has {exc.limit} asks pending, the most it may"
-                        " (RELAY_MAX_PENDING); wait for one to end, or DELETE one",
-                        retry_after=_PENDING_RETRY_AFTER,
-                    ) from None
+                    raise pending_refused(exc) from None
                 if slot is not None:
                     slot.bind(record.id)
         if subscription is not None and self.webhooks is not None:

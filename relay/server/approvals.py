@@ -28,6 +28,8 @@ from relay.seam.questions import MAX_APPROVALS, AgentRef
 from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
 from relay.server.errors import ApiError
 from relay.server.idempotency import read_key
+from relay.server.limits import pending_refused
+from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
 
 __all__ = ["ApprovalApi", "approval_json"]
@@ -111,6 +113,8 @@ class ApprovalApi:
                     opened = await self.decider.open(proposal)
                 except HarnessError as exc:
                     raise ApiError.of(exc) from None
+                except PendingLimitReached as exc:
+                    raise pending_refused(exc) from None
                 if isinstance(opened, Decision):
                     # A grant answered at once: nothing was posted.
                     return web.json_response(approval_json(None, opened))

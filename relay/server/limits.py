@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from relay.errors import RelayException
+from relay.store import PendingLimitReached
 
 if TYPE_CHECKING:
     from relay.config.settings import Settings
@@ -30,6 +31,7 @@ __all__ = [
     "RateLimited",
     "TokenLimits",
     "limits_of",
+    "pending_refused",
     "retry_after_header",
 ]
 
@@ -52,6 +54,20 @@ class RateLimited(RelayException):
         self.limit = limit
         self.message = message
         self.retry_after = retry_after
+
+
+# When a token at its pending limit may try again: asks end when people answer.
+_PENDING_RETRY_AFTER = 10.0
+
+
+def pending_refused(exc: PendingLimitReached) -> RateLimited:
+    """A token at ``RELAY_MAX_PENDING``: the same 429 on every route that posts an ask."""
+    return RateLimited(
+        "pending",
+        f"this token has {exc.limit} asks pending, the most it may (RELAY_MAX_PENDING); wait"
+        " for one to end, or DELETE one",
+        retry_after=_PENDING_RETRY_AFTER,
+    )
 
 
 class Limiter:

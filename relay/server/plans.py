@@ -23,7 +23,7 @@ from relay.plans.steps import read_steps
 from relay.seam.questions import AgentRef
 from relay.server.api import OWNER, AskApi
 from relay.server.errors import ApiError
-from relay.server.limits import RateLimited
+from relay.server.limits import pending_refused
 from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
 
@@ -31,8 +31,6 @@ __all__ = ["PlanApi", "plan_json"]
 
 _KEYS = frozenset({"plan", "agent", "steps", "cwd"})
 MAX_PLAN_CHARS = 20_000
-# When a token at its pending limit may try again: reviews end when people answer.
-_PENDING_RETRY_AFTER = 10.0
 
 
 def plan_json(review: PlanReview, record: AskRecord | None = None) -> dict[str, Any]:
@@ -94,12 +92,7 @@ class PlanApi:
         except HarnessError as exc:
             raise ApiError.of(exc) from None
         except PendingLimitReached as exc:
-            raise RateLimited(
-                "pending",
-                f"this token has {exc.limit} asks pending, the most it may (RELAY_MAX_PENDING);"
-                " wait for one to end, or DELETE one",
-                retry_after=_PENDING_RETRY_AFTER,
-            ) from None
+            raise pending_refused(exc) from None
         if record is None:
             return web.json_response(plan_json(review))
         if wait > 0 and record.pending:

@@ -281,3 +281,17 @@ async def test_a_token_past_its_pending_asks_is_refused_until_one_ends(slack: Fa
         assert status == 201
         _, metrics = await relay.request("GET", "/metrics", token=None)
         assert 'relay_api_rate_limited_total{limit="pending"} 1.0' in metrics
+
+
+async def test_a_tool_approval_past_the_pending_limit_is_a_429_like_an_ask(
+    slack: FakeSlack,
+) -> None:
+    approval = {"tool": "Bash", "input": {"command": "make deploy"}, "agent": {"id": "ci-7"}}
+    async with relay_server(slack, RELAY_MAX_PENDING="1") as relay:
+        status, created = await relay.request("POST", "/v1/approvals", json=approval)
+        assert (status, created["status"]) == (201, "pending")
+        posts = len(slack.calls_to("chat.postMessage"))
+        status, answer = await relay.request("POST", "/v1/approvals", json=approval)
+        assert (status, answer["error"]["code"]) == (429, "RATE_LIMITED")
+        assert "RELAY_MAX_PENDING" in answer["error"]["message"]
+        assert len(slack.calls_to("chat.postMessage")) == posts  # nothing posted
