@@ -221,7 +221,9 @@ class RemoteApprover:
             )
         try:
             while True:
-                polled = await self._abortable(self._poll_once(approval_id), signal)
+                polled = await self._abortable(
+                    self._poll_once(f"/v1/approvals/{approval_id}"), signal
+                )
                 decision = polled.get("decision")
                 if isinstance(decision, dict):
                     return Decision.from_json(decision)
@@ -248,7 +250,7 @@ class RemoteApprover:
             return plan_decision(created)
         try:
             while created.get("status") == "pending":
-                created = await self._abortable(self._poll_plan(plan_id), signal)
+                created = await self._abortable(self._poll_once(f"/v1/plans/{plan_id}"), signal)
             return plan_decision(created)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -256,22 +258,6 @@ class RemoteApprover:
                     self._api.call("DELETE", f"/v1/plans/{plan_id}", timeout=WITHDRAW_WITHIN)
                 )
             raise
-
-    async def _poll_plan(self, plan_id: str) -> dict[str, Any]:
-        attempt = 0
-        while True:
-            try:
-                return await self._api.call(
-                    "GET",
-                    f"/v1/plans/{plan_id}",
-                    params={"wait": str(self._poll)},
-                    timeout=self._poll + 30,
-                    retry=True,
-                )
-            except (Retry, *RETRYABLE):
-                attempt += 1
-                backoff = min(5.0, 0.2 * 2 ** (attempt - 1))
-                await asyncio.sleep(backoff * (0.5 + random.random() / 2))  # noqa: S311
 
     async def _abortable(self, work: Any, signal: AbortSignal | None) -> dict[str, Any]:
         task = asyncio.ensure_future(work)
@@ -290,19 +276,20 @@ class RemoteApprover:
         task.cancel()
         raise ask_aborted()
 
-    async def _poll_once(self, approval_id: str) -> dict[str, Any]:
+    async def _poll_once(self, path: str) -> dict[str, Any]:
+        """One long poll of an approval or plan at ``path``, sent again (with backoff) while
+        the relay restarts or the connection drops: what it polls lives on."""
         attempt = 0
         while True:
             try:
                 return await self._api.call(
                     "GET",
-                    f"/v1/approvals/{approval_id}",
+                    path,
                     params={"wait": str(self._poll)},
                     timeout=self._poll + 30,
                     retry=True,
                 )
             except (Retry, *RETRYABLE):
-                # The relay restarted or the connection dropped: the approval lives on.
                 attempt += 1
                 backoff = min(5.0, 0.2 * 2 ** (attempt - 1))
                 await asyncio.sleep(backoff * (0.5 + random.random() / 2))  # noqa: S311
