@@ -74,37 +74,49 @@ class ScriptedClaude:
             block = {"type": "text", "text": "done"}
             blocks.append((block, {"type": "text_delta", "text": "done"}))
             stop = "end_turn"
-        message = {
-            "id": f"msg_{len(self.requests)}",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model", "scripted"),
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1},
-        }
-        if not body.get("stream"):
-            content = [block for block, _ in blocks]
-            return web.json_response({**message, "content": content, "stop_reason": stop})
-        events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
-        for index, (block, delta) in enumerate(blocks):
-            kind = block["type"]
-            start = {**block, "input": {}} if kind == "tool_use" else {**block, "text": ""}
-            events += [
-                {"type": "content_block_start", "index": index, "content_block": start},
-                {"type": "content_block_delta", "index": index, "delta": delta},
-                {"type": "content_block_stop", "index": index},
-            ]
+        return anthropic_reply(body, blocks, stop, number=len(self.requests))
+
+
+def anthropic_reply(
+    body: dict[str, Any],
+    blocks: list[tuple[dict[str, Any], dict[str, Any]]],
+    stop: str,
+    *,
+    number: int,
+) -> web.StreamResponse:
+    """A Messages API reply of ``blocks`` (each a content block and the delta that streams
+    it), streamed as server-sent events when the request asked for a stream."""
+    message = {
+        "id": f"msg_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "scripted"),
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    if not body.get("stream"):
+        content = [block for block, _ in blocks]
+        return web.json_response({**message, "content": content, "stop_reason": stop})
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
+    for index, (block, delta) in enumerate(blocks):
+        kind = block["type"]
+        start = {**block, "input": {}} if kind == "tool_use" else {**block, "text": ""}
         events += [
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop, "stop_sequence": None},
-                "usage": {"output_tokens": 1},
-            },
-            {"type": "message_stop"},
+            {"type": "content_block_start", "index": index, "content_block": start},
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            {"type": "content_block_stop", "index": index},
         ]
-        return event_stream(events)
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 1},
+        },
+        {"type": "message_stop"},
+    ]
+    return event_stream(events)
 
 
 @asynccontextmanager

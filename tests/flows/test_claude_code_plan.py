@@ -17,8 +17,8 @@ from typing import Any
 from aiohttp import web
 
 from relay.testing import FakeMessage
-from tests.claude_env import claude, result, settings_file
-from tests.cli_harness import RELAY, event_stream, serve_model, team_and_relay, team_rules
+from tests.claude_env import anthropic_reply, claude, result, settings_file
+from tests.cli_harness import RELAY, serve_model, team_and_relay, team_rules
 from tests.gate_env import clean_env, write_rules
 from tests.server_env import TOKEN
 
@@ -65,30 +65,7 @@ class PlanningClaude:
             block = {"type": "text", "text": ""}
             delta = {"type": "text_delta", "text": "done"}
             stop = "end_turn"
-        message = {
-            "id": f"msg_{len(self.requests)}",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model", "scripted"),
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1},
-        }
-        return event_stream(
-            [
-                {"type": "message_start", "message": message},
-                {"type": "content_block_start", "index": 0, "content_block": block},
-                {"type": "content_block_delta", "index": 0, "delta": delta},
-                {"type": "content_block_stop", "index": 0},
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": 1},
-                },
-                {"type": "message_stop"},
-            ]
-        )
+        return anthropic_reply(body, [(block, delta)], stop, number=len(self.requests))
 
 
 @asynccontextmanager
