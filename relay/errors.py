@@ -42,7 +42,6 @@ from enum import StrEnum
 from typing import Literal
 
 __all__ = [
-    "ABORTED_MESSAGE",
     "AbortReason",
     "ErrorCode",
     "HarnessError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import inspect
@@ -277,3 +278,62 @@ def test_user_interaction_error_is_a_harness_error_with_a_reason() -> None:
 def test_configuration_mistakes_are_not_runtime_failures() -> None:
     assert not issubclass(RelayConfigError, HarnessError)
     assert issubclass(RelayConfigError, Exception)
+
+
+# --- what every other module's __all__ may hold ---------------------------------------------
+
+# The modules users import (the docs, README and examples show them): their __all__ is their
+# surface, whether or not relay itself uses a name.
+USER_MODULES = (
+    *("relay", "relay.client", "relay.gate.planning", "relay.gate.remote", "relay.slack"),
+    "relay.webhooks",
+)
+USER_PACKAGES = ("relay.integrations", "relay.testing")
+RELAY_ROOT = Path(relay.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(RELAY_ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _exports_and_uses() -> tuple[dict[str, list[str]], dict[str, set[str]]]:
+    exports: dict[str, list[str]] = {}
+    uses: dict[str, set[str]] = {}  # a name -> the modules that say it
+    for path in sorted(RELAY_ROOT.rglob("*.py")):
+        name = _module_name(path)
+        tree = ast.parse(path.read_text(), str(path))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+            ):
+                exports[name] = [ast.literal_eval(e) for e in node.value.elts]  # type: ignore[attr-defined]
+        for node in ast.walk(tree):
+            said = (
+                node.id
+                if isinstance(node, ast.Name)
+                else node.attr
+                if isinstance(node, ast.Attribute)
+                else node.name.rpartition(".")[2]
+                if isinstance(node, ast.alias)
+                else None
+            )
+            if said is not None:
+                uses.setdefault(said, set()).add(name)
+    return exports, uses
+
+
+def test_an_internal_module_exports_only_what_another_module_uses() -> None:
+    # An internal module's __all__ is its interface to the rest of relay: a name only a test
+    # imports is not part of it (the test may still import it, as any internal name).
+    exports, uses = _exports_and_uses()
+    unused = sorted(
+        f"{module}.{name}"
+        for module, names in exports.items()
+        if module not in USER_MODULES and not module.startswith(USER_PACKAGES)
+        for name in names
+        if not uses.get(name, set()) - {module}
+        # relay.cli finds each command's add_<command> by its name
+        and not (module.startswith("relay.cli.") and name.startswith("add_"))
+    )
+    assert unused == []

@@ -19,15 +19,7 @@ from relay.asks.terms import escalated_at
 from relay.store.listing import Position
 from relay.store.record import AskRecord, AskStatus
 
-__all__ = [
-    "CSV_COLUMNS",
-    "AuditFilter",
-    "audit_json",
-    "csv_rows",
-    "decode_cursor",
-    "encode_cursor",
-    "spreadsheet_safe",
-]
+__all__ = ["CSV_COLUMNS", "AuditFilter", "audit_json", "csv_rows", "decode_cursor", "encode_cursor"]
 
 
 def audit_json(record: AskRecord) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from relay.cli.common import CommandError, Commands, Parser, error_line
 if TYPE_CHECKING:
     from relay.cli.preview import BLOCK_KIT_BUILDER, builder_url
 
-__all__ = ["BLOCK_KIT_BUILDER", "build_parser", "builder_url", "main"]
+__all__ = ["BLOCK_KIT_BUILDER", "builder_url", "main"]
 
 # The subcommands, in the order `relay --help` lists them: the name and the module whose
 # ``add_<module>`` registers it. Only the one named on the command line is imported (the

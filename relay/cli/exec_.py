@@ -41,7 +41,7 @@ from relay.gate.rules import Rules, load_rules
 from relay.seam.abort import AbortController
 from relay.seam.questions import AgentRef
 
-__all__ = ["EXIT_DENIED", "EXIT_FAILED", "EXIT_TIMED_OUT", "add_exec"]
+__all__ = ["EXIT_FAILED", "EXIT_TIMED_OUT", "add_exec"]
 
 EXIT_DENIED = 100
 EXIT_TIMED_OUT = 101

@@ -70,7 +70,6 @@ __all__ = [
     "PlanProposal",
     "PlanReview",
     "Proposal",
-    "RulesFor",
     "Rulings",
 ]
 

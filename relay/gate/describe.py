@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from relay.plans.record import Plan
 
-__all__ = ["MAX_SHOWN", "describe_tool_use", "outside_plan", "safe"]
+__all__ = ["describe_tool_use", "outside_plan", "safe"]
 
 # Characters of code shown at most; the question says how much was left out. The message
 # keeps well under Slack's ~13,000 characters of block text (shared/spec/slack.md).

@@ -34,7 +34,6 @@ __all__ = [
     "PostingChannel",
     "SeamChannel",
     "slack_approver",
-    "target_for",
 ]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, refusal, shown
 from relay.hooks.fields import EventFields, read_call
 
-__all__ = ["CLAUDE_CODE", "EVENTS", "FIELDS", "ClaudeCode", "claude_code_output"]
+__all__ = ["CLAUDE_CODE", "EVENTS", "FIELDS"]
 
 
 def claude_code_output(event: str, decision: Decided | None) -> dict[str, Any] | None:

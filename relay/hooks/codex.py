@@ -21,7 +21,7 @@ from typing import Any
 from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, refusal, shown
 from relay.hooks.fields import EventFields, read_call
 
-__all__ = ["CODEX", "EVENTS", "FIELDS", "Codex"]
+__all__ = ["CODEX", "EVENTS", "FIELDS"]
 
 
 def _permission_request(decision: Decided | None) -> Reply:

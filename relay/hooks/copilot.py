@@ -28,7 +28,7 @@ from typing import Any
 from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, one_line, refusal, shown
 from relay.hooks.fields import EventFields, read_call
 
-__all__ = ["COPILOT", "EVENTS", "FIELDS", "Copilot"]
+__all__ = ["COPILOT", "EVENTS", "FIELDS"]
 
 
 def _permission_request(decision: Decided | None) -> Reply:

@@ -28,7 +28,7 @@ from typing import Any
 from relay.hooks.common import BadHookInput, Decided, HookCall, Reply, one_line, refusal, shown
 from relay.hooks.fields import EventFields, read_call
 
-__all__ = ["CURSOR", "EVENTS", "FIELDS", "Cursor"]
+__all__ = ["CURSOR", "EVENTS", "FIELDS"]
 
 
 def _permission(decision: Decided | None) -> Reply:

@@ -27,7 +27,7 @@ from relay.receipts.jcs import canonical
 from relay.receipts.jws import BadJWS, parse
 from relay.receipts.payload import ERROR_CODE, digest
 
-__all__ = ["DecisionLog", "Kind", "LogMismatch", "ReceiptedCall", "read_log"]
+__all__ = ["DecisionLog", "LogMismatch", "ReceiptedCall", "read_log"]
 
 Kind = Literal["allowed", "denied", "edited", "undecided"]
 """What people did with a call: allowed it, denied it (a *Deny*, a typed reason), allowed

@@ -31,7 +31,7 @@ from relay.gate.rules import Rule, RulesError
 from relay.learn.log import DecisionLog, ReceiptedCall
 from relay.learn.replay import Replay, replay
 
-__all__ = ["Candidate", "Suggestions", "Thresholds", "candidate_of", "suggest"]
+__all__ = ["Candidate", "Suggestions", "Thresholds", "suggest"]
 
 _GLOB_CHARS = frozenset("*?[]")
 

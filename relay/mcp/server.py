@@ -50,13 +50,7 @@ from relay.seam.questions import AgentRef
 from relay.seam.service import UserInteractionService
 from relay.seam.tool import run_ask_user_question
 
-__all__ = [
-    "RECEIPT_META_KEY",
-    "TASKS_EXTENSION",
-    "Toolbox",
-    "build_server",
-    "client_name",
-]
+__all__ = ["Toolbox", "build_server", "client_name"]
 
 _log = logging.getLogger("relay.mcp")
 T = TypeVar("T")

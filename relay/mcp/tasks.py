@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from relay.seam.abort import AbortController, AbortSignal
 
-__all__ = ["MAX_TASKS", "TaskBook"]
+__all__ = ["TaskBook"]
 
 DEFAULT_TTL_MS = 60 * 60 * 1000
 """How long a task is kept when the client asks for no ``ttl`` (an hour)."""

@@ -17,7 +17,7 @@ from relay.canonical.match import Subject
 from relay.plans.scope import PlanScope
 from relay.seam.questions import Responder
 
-__all__ = ["COVERED_KEPT", "Covered", "Plan", "PlanStatus"]
+__all__ = ["Covered", "Plan"]
 
 PlanStatus = Literal["pending", "active", "rejected", "stopped"]
 _STATUSES = ("pending", "active", "rejected", "stopped")

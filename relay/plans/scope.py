@@ -38,14 +38,7 @@ from relay.canonical.paths import canonical
 from relay.canonical.shell import parse
 from relay.plans.steps import ITEM_KINDS, MAX_ITEM_CHARS, MAX_ITEMS, ItemKind, Step, plan_steps
 
-__all__ = [
-    "COMMAND_TOOLS",
-    "WRITE_TOOLS",
-    "Asked",
-    "PlanScope",
-    "derive_scope",
-    "describe_scope",
-]
+__all__ = ["Asked", "PlanScope", "derive_scope", "describe_scope"]
 
 # The tools whose calls a plan's commands and written paths cover.
 COMMAND_TOOLS = frozenset({"Bash", "exec"})

@@ -34,14 +34,7 @@ from relay.receipts.keys import SigningKey
 from relay.receipts.payload import VERSION, digest
 from relay.store.receipts import ChainHead, Checkpoints, ReceiptChain
 
-__all__ = [
-    "TYPE",
-    "Checkpointer",
-    "Stored",
-    "TimestampAuthority",
-    "TimestampError",
-    "checkpointer_for",
-]
+__all__ = ["TYPE", "Checkpointer", "Stored", "checkpointer_for"]
 
 if TYPE_CHECKING:
     from relay.config.settings import Settings

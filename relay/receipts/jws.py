@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from relay.errors import RelayException
 
-__all__ = ["BadJWS", "ParsedJws", "b64url", "b64url_decode", "parse", "sign", "verify"]
+__all__ = ["BadJWS", "b64url", "b64url_decode", "parse", "sign", "verify"]
 
 
 class BadJWS(RelayException, ValueError):

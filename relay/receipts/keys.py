@@ -27,16 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from relay.errors import RelayException
 from relay.receipts.jws import BadJWS, b64url, b64url_decode
 
-__all__ = [
-    "PublicKeys",
-    "ReceiptKeyError",
-    "SigningKey",
-    "jwk_of",
-    "key_id",
-    "load_signing_key",
-    "public_keys_from",
-    "write_signing_key",
-]
+__all__ = ["PublicKeys", "ReceiptKeyError", "SigningKey", "load_signing_key", "public_keys_from"]
 
 _PRIVATE = 0o600
 

@@ -25,16 +25,7 @@ from typing import Any
 from relay.gate.approval import ALLOW_ONCE, DENY
 from relay.receipts.payload import ERROR_CODE
 
-__all__ = [
-    "ENDINGS",
-    "DeciderTally",
-    "Ending",
-    "Figures",
-    "RepeatedCall",
-    "RuleFor",
-    "figures",
-    "percentile",
-]
+__all__ = ["ENDINGS", "DeciderTally", "Ending", "Figures", "RepeatedCall", "RuleFor", "figures"]
 
 RuleFor = Callable[["RepeatedCall"], "str | None"]
 """The seam for a suggested rule: given a repeated call, the rule to show beside it (in the

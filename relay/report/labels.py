@@ -22,7 +22,7 @@ from relay.report.figures import RepeatedCall
 from relay.seam.questions import AskUserQuestionItem
 from relay.store.record import AskRecord
 
-__all__ = ["call_label", "labels_for", "labels_from_asks", "question_label"]
+__all__ = ["labels_for", "labels_from_asks"]
 
 _LONGEST = 160
 # A shell command as ``relay.gate.describe`` shows it: its code block, then where it runs.

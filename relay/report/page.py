@@ -18,7 +18,7 @@ from html import escape
 from relay.report.figures import ENDINGS, Ending, Figures
 from relay.report.table import duration
 
-__all__ = ["COLOURS", "PAGE_POLICY", "render_page"]
+__all__ = ["PAGE_POLICY", "render_page"]
 
 COLOURS: Mapping[str, str] = {
     Ending.ALLOWED: "#1a7f37",

@@ -22,7 +22,7 @@ from relay.seam.questions import AskUserQuestionAnswerItem
 from relay.store import AskRecord, MemoryStore, Target
 from relay.store.record import AskStatus
 
-__all__ = ["SAMPLE_CALLS", "SampleCall", "SampleLog", "sample_log"]
+__all__ = ["sample_log"]
 
 _OWNER = "sample-token-fingerprint"
 

@@ -26,14 +26,7 @@ from relay.server.main import configure_logging, serve
 from relay.slack.serving import slack_channel
 from relay.testing import FakeSlack
 
-__all__ = [
-    "mcp_snippet",
-    "run_sandbox",
-    "sandbox_settings",
-    "sandbox_token",
-    "serve_sandbox",
-    "token_file",
-]
+__all__ = ["run_sandbox", "sandbox_settings", "serve_sandbox"]
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _SANDBOX_BOT_TOKEN = "xoxb-sandbox-not-a-real-token"  # noqa: S105 - issued by its FakeSlack

@@ -19,9 +19,6 @@ from .questions import (
 from .service import UserInteractionService
 
 __all__ = [
-    "APPROVE",
-    "KEEP_PLANNING",
-    "PLAN_REVIEW_ID",
     "PlanVerdict",
     "plan_review_question",
     "plan_verdict",

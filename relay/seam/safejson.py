@@ -28,7 +28,6 @@ __all__ = [
     "MAX_DEPTH",
     "SAFE_INTEGER",
     "JSONTooComplex",
-    "Refusal",
     "UnreadableJSON",
     "exact_integer",
     "loads",

@@ -6,7 +6,7 @@ from aiohttp import web
 
 from relay.errors import ErrorCode, HarnessError, RelayException
 
-__all__ = ["ApiError", "error_response", "status_for"]
+__all__ = ["ApiError", "error_response"]
 
 # Each code's status is the enum's (relay.errors.ErrorCode.status): one table for the API,
 # the MCP door and the errors reference.

@@ -42,7 +42,7 @@ from relay.webhooks.sender import Webhooks, WebhookSettings
 if TYPE_CHECKING:
     from relay.store.redis_connect import RedisTLS
 
-__all__ = ["SHUTDOWN_TIMEOUT", "configure_logging", "run", "serve"]
+__all__ = ["configure_logging", "run", "serve"]
 
 _log = logging.getLogger("relay.server")
 SHUTDOWN_TIMEOUT = 10.0

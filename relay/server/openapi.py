@@ -27,7 +27,7 @@ from relay.server.openapi_schemas import (
     VOTE_SCHEMA,
 )
 
-__all__ = ["ERROR_CODES", "openapi_document"]
+__all__ = ["openapi_document"]
 
 ERROR_CODES: list[ErrorCode] = [
     ErrorCode.BAD_REQUEST,

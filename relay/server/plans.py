@@ -27,7 +27,7 @@ from relay.server.limits import pending_refused
 from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
 
-__all__ = ["PlanApi", "plan_json"]
+__all__ = ["PlanApi"]
 
 _KEYS = frozenset({"plan", "agent", "steps", "cwd"})
 MAX_PLAN_CHARS = 20_000

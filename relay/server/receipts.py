@@ -29,7 +29,7 @@ from relay.server.errors import ApiError
 from relay.store.receipts import Checkpoints, ReceiptChain
 from relay.store.record import AskRecord
 
-__all__ = ["JOSE", "ReceiptApi", "operator_may"]
+__all__ = ["ReceiptApi", "operator_may"]
 
 JOSE = "application/jose"
 JWK_SET = "application/jwk-set+json"

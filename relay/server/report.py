@@ -29,7 +29,7 @@ from relay.store.base import AskStore
 from relay.store.receipts import Checkpoints, ReceiptChain
 from relay.store.record import AskRecord
 
-__all__ = ["REPORT_PATH", "ReportPage"]
+__all__ = ["ReportPage"]
 
 REPORT_PATH = "/report"
 _PAGE = 1000

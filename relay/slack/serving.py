@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from relay.seam.questions import AskUserQuestionRequest
     from relay.store import AskRecord, AskStore
 
-__all__ = ["SlackServing", "slack_channel"]
+__all__ = ["slack_channel"]
 
 
 class SlackServing:

@@ -29,7 +29,7 @@ from relay.store import AskStore, MemoryStore
 if TYPE_CHECKING:
     from relay.asks.expiry import Settling
 
-__all__ = ["LIFECYCLE_OPTIONS", "SlackOptions", "SlackSettings", "lifecycle_of", "settings_of"]
+__all__ = ["SlackOptions", "SlackSettings", "lifecycle_of", "settings_of"]
 
 # The keywords that configure the ask's lifecycle, not Slack (AskLifecycle's own).
 LIFECYCLE_OPTIONS = ("store", "events", "sweep_interval", "reminder_lease", "settling")

@@ -44,7 +44,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import InvalidResponse, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["CHUNK", "PipelinedCommands", "own_connection", "packer"]
+__all__ = ["CHUNK", "PipelinedCommands", "own_connection"]
 
 
 class PipelinedCommands:

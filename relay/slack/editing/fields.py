@@ -28,11 +28,9 @@ from relay.seam.intents import ToolEdit
 from relay.slack.rendering.text import units, within
 
 __all__ = [
-    "MAX_FIELDS",
     "MAX_OPTIONS",
     "TEXT_CHARS",
     "FormField",
-    "editable_fields",
     "enum_values",
     "form_fields",
     "json_text",

@@ -27,7 +27,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from relay.slack.intake.parse import Click
 from relay.slack.webapi.calls import LeanCalls, ResponseUrlRefused
 
-__all__ = ["tell_privately", "trusted_response_url"]
+__all__ = ["tell_privately"]
 
 _log = logging.getLogger("relay.slack")
 

@@ -33,15 +33,7 @@ from relay.slack.rendering.room import MAX_BLOCKS, MESSAGE_BYTES, blocks_bytes
 from relay.slack.rendering.text import block_text_length, escape_within, inert_markdown, units
 from relay.store import AskRecord, Target
 
-__all__ = [
-    "ACTION_BATCH",
-    "CALL_CHARS",
-    "Mode",
-    "batchable",
-    "covered",
-    "pages",
-    "render_batch",
-]
+__all__ = ["ACTION_BATCH", "Mode", "batchable", "covered", "pages", "render_batch"]
 
 ACTION_BATCH = "relay.batch"
 """The batch buttons' action ids: ``relay.batch.{allow,deny,review,list,prev,next}``."""

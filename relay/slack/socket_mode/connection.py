@@ -47,7 +47,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.errors import RelayConfigError
 
-__all__ = ["FIRST_REFUSED_RETRY", "REFUSALS", "SocketMode", "refused_retry"]
+__all__ = ["FIRST_REFUSED_RETRY", "SocketMode"]
 
 _log = logging.getLogger("relay.slack")
 

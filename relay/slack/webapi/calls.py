@@ -32,7 +32,7 @@ from relay.errors import RelayException
 from relay.seam import safejson
 from relay.slack.webapi.deadlines import Deadlines
 
-__all__ = ["LeanCalls", "ResponseUrlRefused", "encode_json"]
+__all__ = ["LeanCalls", "ResponseUrlRefused"]
 
 # A session, its total timeout, and its other timeouts without the total (LeanCalls.call).
 _Timeouts = tuple[aiohttp.ClientSession, float | None, aiohttp.ClientTimeout]
