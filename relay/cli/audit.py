@@ -1,11 +1,11 @@
 """``relay audit``: export the token's asks from a hosted relay, as JSON lines or CSV.
 
 With ``--receipts``: the relay's signed receipts instead, as JSON lines in chain order
-(``seq``, ``id``, ``ask``, ``receipt``), then its signed checkpoints in the order made
-(``number``, ``checkpoint``, ``timestamp``: the TSA's RFC 3161 response, base64, or null):
-one bundle for ``relay verify --chain`` or any JOSE tool, offline (the filters do not apply:
-a chain is checked whole, so export it with an operator token, RELAY_OPERATOR_TOKENS; an
-agent's token exports its own receipts only).
+(``seq``, ``id``, ``ask``, ``receipt``), then its signed checkpoints that cover the chain
+exported, in the order made (``number``, ``checkpoint``, ``timestamp``: the TSA's RFC 3161
+response, base64, or null): one bundle for ``relay verify --chain`` or any JOSE tool,
+offline (the filters do not apply: a chain is checked whole, so export it with an operator
+token, RELAY_OPERATOR_TOKENS; an agent's token exports its own receipts only).
 
 Who answered what and when, each vote (on records that have votes), the timeouts and
 aborts, with each question and its options as asked. Reads ``GET /v1/asks`` page by page
@@ -149,14 +149,30 @@ async def _export(
 
 
 async def _export_receipts(url: str, token: str, out: IO[str]) -> int:
-    count = 0
+    count, head = 0, 0
     async for item in _pages(url, token, [], path="/v1/receipts"):
         count += 1
+        head = max(head, item["seq"]) if isinstance(item.get("seq"), int) else head
         out.write(json.dumps(item, separators=(",", ":")) + "\n")
-    # Read after the chain: each checkpoint covers receipts already exported.
+    # Read after the chain, and bound to the head read: a checkpoint signed since covers
+    # receipts this export lacks, and would make the whole chain verify as cut.
     async for item in _pages(url, token, [], path="/receipts/checkpoints"):
-        out.write(json.dumps(item, separators=(",", ":")) + "\n")
+        if _covers_up_to(item) <= head:
+            out.write(json.dumps(item, separators=(",", ":")) + "\n")
     return count
+
+
+def _covers_up_to(item: dict[str, Any]) -> int:
+    """The last place a listed checkpoint covers, read unverified (``relay verify`` checks
+    it); 0 when unreadable, so that it is kept and its fault reported there."""
+    from relay.receipts.jws import parse
+
+    try:
+        claims = json.loads(parse(str(item.get("checkpoint", ""))).payload)
+    except ValueError:  # (BadJWS is one)
+        return 0
+    last = claims.get("last") if isinstance(claims, dict) else None
+    return last if isinstance(last, int) else 0
 
 
 async def _pages(
