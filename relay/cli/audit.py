@@ -1,11 +1,16 @@
 """``relay audit``: export the token's asks from a hosted relay, as JSON lines or CSV.
 
 With ``--receipts``: the relay's signed receipts instead, as JSON lines in chain order
-(``seq``, ``id``, ``ask``, ``receipt``), then its signed checkpoints in the order made
-(``number``, ``checkpoint``, ``timestamp``: the TSA's RFC 3161 response, base64, or null):
-one bundle for ``relay verify --chain`` or any JOSE tool, offline (the filters do not apply:
-a chain is checked whole, so export it with an operator token, RELAY_OPERATOR_TOKENS; an
-agent's token exports its own receipts only).
+(``seq``, ``id``, ``ask``, ``receipt``), then its signed checkpoints that cover the chain
+exported, in the order made (``number``, ``checkpoint``, ``timestamp``: the TSA's RFC 3161
+response, base64, or null): one bundle for ``relay verify --chain`` or any JOSE tool,
+offline (the filters do not apply: a chain is checked whole, so export it with an operator
+token, RELAY_OPERATOR_TOKENS; an agent's token exports its own receipts only).
+
+With ``--plans``: the plans reviewed (the filters pick their reviews), each as
+``GET /v1/plans/{id}`` reads it (who approved it and when, until when, its scope in plain
+words) with the calls it covered (when, the tool, the digest of the call); as CSV, the plan's
+row and then a row per call.
 
 Who answered what and when, each vote (on records that have votes), the timeouts and
 aborts, with each question and its options as asked. Reads ``GET /v1/asks`` page by page
@@ -83,8 +88,15 @@ def add_audit(commands: Commands) -> None:
         default="jsonl",
         help="jsonl (one JSON object a line) or csv (one row per question; default: jsonl)",
     )
-    parser.add_argument(
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument(
         "--receipts", action="store_true", help="export the signed receipt chain (JSON lines)"
+    )
+    what.add_argument(
+        "--plans",
+        action="store_true",
+        help="export the plans reviewed (the filters pick their reviews), each with the"
+        " calls it covered",
     )
     parser.add_argument("--output", "-O", metavar="FILE", help="write here (default: stdout)")
     parser.add_argument(
@@ -121,12 +133,15 @@ def _run_audit(args: argparse.Namespace) -> int:
     try:
         if args.receipts:
             count = asyncio.run(_export_receipts(url, token, out))
+        elif args.plans:
+            count = asyncio.run(_export_plans(url, token, params, args.format, out))
         else:
             count = asyncio.run(_export(url, token, params, args.format, out))
     finally:
         if out is not sys.stdout:
             out.close()
-    sys.stderr.write(f"relay: exported {count} {'receipts' if args.receipts else 'asks'}\n")
+    what = "receipts" if args.receipts else "plans" if args.plans else "asks"
+    sys.stderr.write(f"relay: exported {count} {what}\n")
     return 0
 
 
@@ -149,48 +164,98 @@ async def _export(
 
 
 async def _export_receipts(url: str, token: str, out: IO[str]) -> int:
-    count = 0
+    count, head = 0, 0
     async for item in _pages(url, token, [], path="/v1/receipts"):
         count += 1
+        head = max(head, item["seq"]) if isinstance(item.get("seq"), int) else head
         out.write(json.dumps(item, separators=(",", ":")) + "\n")
-    # Read after the chain: each checkpoint covers receipts already exported.
+    # Read after the chain, and bound to the head read: a checkpoint signed since covers
+    # receipts this export lacks, and would make the whole chain verify as cut.
     async for item in _pages(url, token, [], path="/receipts/checkpoints"):
-        out.write(json.dumps(item, separators=(",", ":")) + "\n")
+        if _covers_up_to(item) <= head:
+            out.write(json.dumps(item, separators=(",", ":")) + "\n")
     return count
+
+
+def _covers_up_to(item: dict[str, Any]) -> int:
+    """The last place a listed checkpoint covers, read unverified (``relay verify`` checks
+    it); 0 when unreadable, so that it is kept and its fault reported there."""
+    from relay.receipts.jws import parse
+
+    try:
+        claims = json.loads(parse(str(item.get("checkpoint", ""))).payload)
+    except ValueError:  # (BadJWS is one)
+        return 0
+    last = claims.get("last") if isinstance(claims, dict) else None
+    return last if isinstance(last, int) else 0
+
+
+async def _export_plans(
+    url: str, token: str, params: list[tuple[str, str]], form: str, out: IO[str]
+) -> int:
+    """Each plan whose review the filters pick, then the calls it covered."""
+    from relay.audit.plans import PLAN_CSV_COLUMNS, plan_csv_rows
+    from relay.seam.plan_review import PLAN_REVIEW_ID
+
+    writer = csv.writer(out) if form == "csv" else None
+    if writer is not None:
+        writer.writerow(PLAN_CSV_COLUMNS)
+    count = 0
+    async for item in _pages(url, token, params):
+        if not any(q.get("id") == PLAN_REVIEW_ID for q in item.get("questions") or []):
+            continue
+        status, plan = await _read(url, token, f"/v1/plans/{item['id']}", [])
+        if status == 404:
+            continue  # a plan review with no scope behind it (the plain seam's)
+        if status != 200 or not isinstance(plan, dict):
+            error = plan.get("error") if isinstance(plan, dict) else None
+            raise relay_refusal(error, f"the relay answered HTTP {status}")
+        count += 1
+        if writer is not None:
+            writer.writerows(plan_csv_rows(plan))
+        else:
+            out.write(json.dumps(plan, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return count
+
+
+async def _read(url: str, token: str, path: str, query: list[tuple[str, str]]) -> tuple[int, Any]:
+    """One GET of the relay's API: the status and the JSON body."""
+    import aiohttp  # (here, not with the parser: other commands start without it)
+
+    headers = {"Authorization": f"Bearer {token}"}
+    timeout = aiohttp.ClientTimeout(total=60)
+    try:
+        async with (
+            aiohttp.ClientSession(headers=headers, timeout=timeout) as session,
+            session.get(f"{url}{path}", params=query) as response,
+        ):
+            return response.status, await response.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        raise CommandError(
+            ErrorCode.PROVIDER_FAILED,
+            f"cannot read {url}{path} ({exc or type(exc).__name__}); check RELAY_URL"
+            " and that relay serve is running",
+        ) from None
 
 
 async def _pages(
     url: str, token: str, params: list[tuple[str, str]], *, path: str = "/v1/asks"
 ) -> AsyncIterator[dict[str, Any]]:
-    import aiohttp  # (here, not with the parser: other commands start without it)
-
     cursor: str | None = None
-    headers = {"Authorization": f"Bearer {token}"}
-    timeout = aiohttp.ClientTimeout(total=60)
     # The chain and its checkpoints are paged by place (after=N), not by cursor.
     receipts = path in ("/v1/receipts", "/receipts/checkpoints")
     field = {"/v1/receipts": "receipts", "/receipts/checkpoints": "checkpoints"}.get(path, "asks")
-    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
-        while True:
-            query = [*params, ("limit", "200")]
-            if cursor:
-                query.append(("after" if receipts else "cursor", cursor))
-            try:
-                async with session.get(f"{url}{path}", params=query) as response:
-                    body = await response.json(content_type=None)
-                    status = response.status
-            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-                raise CommandError(
-                    ErrorCode.PROVIDER_FAILED,
-                    f"cannot read {url}{path} ({exc or type(exc).__name__}); check RELAY_URL"
-                    " and that relay serve is running",
-                ) from None
-            if status != 200 or not isinstance(body, dict):
-                error = body.get("error") if isinstance(body, dict) else None
-                raise relay_refusal(error, f"the relay answered HTTP {status}")
-            for item in body.get(field) or []:
-                yield item
-            following = body.get("next_after" if receipts else "next_cursor")
-            cursor = None if following is None else str(following)
-            if not cursor:
-                return
+    while True:
+        query = [*params, ("limit", "200")]
+        if cursor:
+            query.append(("after" if receipts else "cursor", cursor))
+        status, body = await _read(url, token, path, query)
+        if status != 200 or not isinstance(body, dict):
+            error = body.get("error") if isinstance(body, dict) else None
+            raise relay_refusal(error, f"the relay answered HTTP {status}")
+        for item in body.get(field) or []:
+            yield item
+        following = body.get("next_after" if receipts else "next_cursor")
+        cursor = None if following is None else str(following)
+        if not cursor:
+            return

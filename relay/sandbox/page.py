@@ -7,8 +7,12 @@
 - ``POST /sandbox/act``: a viewer's click, choice or Enter, delivered to ``/slack/events``
   by FakeSlack as Slack's signed request; or the submission (or close) of the modal the
   viewer has open (the feed's ``modal`` event), delivered as ``view_submission``;
-- ``POST /sandbox/sample``: ask a sample question through the relay's own ``/v1`` API;
-- ``GET /sandbox/answers``: what the latest asks' agents got back (``GET /v1/asks/{id}``);
+- ``POST /sandbox/sample``: send a sample through the relay's own ``/v1`` API (a question to
+  ``/v1/asks``, a plan to ``/v1/plans``, a tool call to ``/v1/approvals``) and return what the
+  relay answered;
+- ``GET /sandbox/answers``: what the latest asks' agents got back (``GET /v1/asks/{id}``; a
+  plan's review as its agent reads it, ``GET /v1/plans/{id}``, which is also the read that
+  makes an approved plan live);
 - ``GET /sandbox/report``: the approvals report (``GET /report``'s page) on a sample log of
   receipts signed by the real writer and verified like any, since the sandbox's own few
   asks make thin charts.
@@ -31,8 +35,9 @@ from relay.errors import ErrorCode
 from relay.report.page import PAGE_POLICY as REPORT_POLICY
 from relay.report.page import render_page as render_report
 from relay.sandbox.directory import PEOPLE
-from relay.sandbox.samples import SAMPLES, sample_request
+from relay.sandbox.samples import SAMPLES, sample_path, sample_request
 from relay.sandbox.standin import ActionRefused, Sandbox
+from relay.seam.plan_review import PLAN_REVIEW_ID
 from relay.testing import ViewResult
 
 __all__ = ["CONTENT_SECURITY_POLICY", "SandboxPage"]
@@ -238,9 +243,12 @@ class SandboxPage:
         if self._http is None:
             return _error(503, ErrorCode.UNAVAILABLE, "the sandbox is starting; try again")
         # Through the relay's own API, exactly as an agent would ask.
-        async with self._http.post(f"{self._api_url}/v1/asks", json=ask) as response:
+        path = sample_path(str(body["name"]))
+        async with self._http.post(f"{self._api_url}{path}", json=ask) as response:
             record = await response.json(content_type=None)
-        if response.status != 201:
+        # 201: asked (a question, a plan, a call posted); 200: decided at once (a call
+        # inside an approved plan, or one the rules decide).
+        if response.status not in (200, 201):
             _log.warning("sample %s refused: %s", body.get("name"), record)
         return web.json_response(record, status=response.status)
 
@@ -271,15 +279,27 @@ class SandboxPage:
                     return web.json_response(listing, status=response.status)
             records = []
             for item in listing.get("asks", []):
-                async with self._http.get(f"{listed}/{item['id']}") as response:
-                    if response.status == 200:
-                        got = await response.json(content_type=None)
-                        # Who asked, from the listing: the agent's reply does not repeat it.
-                        records.append({"id": item["id"], "agent": item.get("agent"), "got": got})
+                got = await self._got(self._http, item)
+                if got is not None:
+                    # Who asked, from the listing: the agent's reply does not repeat it.
+                    records.append({"id": item["id"], "agent": item.get("agent"), "got": got})
         except (aiohttp.ClientError, TimeoutError, ValueError):
             # The relay's API is stopping or not yet up: say so, as the page does for itself.
             return _error(503, ErrorCode.UNAVAILABLE, "the relay's API is not answering; try again")
         return web.json_response({"asks": records})
+
+    async def _got(self, http: aiohttp.ClientSession, item: dict[str, Any]) -> Any:
+        """What the agent of listed ask ``item`` reads: a plan's review as ``/v1/plans``
+        answers (a plan review with no plan behind it, as ``/v1/asks``), else the ask."""
+        questions = item.get("questions") or []
+        paths = [f"/v1/asks/{item['id']}"]
+        if any(q.get("id") == PLAN_REVIEW_ID for q in questions):
+            paths.insert(0, f"/v1/plans/{item['id']}")
+        for path in paths:
+            async with http.get(f"{self._api_url}{path}") as response:
+                if response.status == 200:
+                    return await response.json(content_type=None)
+        return None
 
 
 async def _sample_report() -> str:

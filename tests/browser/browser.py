@@ -221,6 +221,23 @@ class Page:
 
     # -- doing things --------------------------------------------------------------------------
 
+    async def sample(self, name: str) -> str:
+        """Send the sidebar's sample ``name`` and wait for what the relay answered it; the
+        answer's one-line summary."""
+
+        def go() -> str:
+            self.driver.find_element(By.CSS_SELECTOR, f"button[data-sample='{name}']").click()
+            return self.until(
+                lambda d: (
+                    d.find_element(
+                        By.CSS_SELECTOR, f"#sample-reply [data-sample='{name}'] summary"
+                    ).text
+                ),
+                f"the relay's answer to the sample {name!r}",
+            )
+
+        return await self.run(go)
+
     async def click(self, containing: str, button: str) -> None:
         """Click the button reading ``button`` in the message containing ``containing``."""
 

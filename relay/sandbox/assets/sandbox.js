@@ -168,7 +168,7 @@
       const b = el("button", "btn sample", sample.title);
       b.type = "button";
       b.dataset.sample = sample.name;
-      b.addEventListener("click", () => sendSample(sample.name, b));
+      b.addEventListener("click", () => sendSample(sample.name, b, sample.title));
       box.append(b);
     }
   }
@@ -475,10 +475,11 @@
     await post("/sandbox/act", { as: state.me, kind: "view_close", view_id: view.id });
   }
 
-  async function sendSample(name, buttonNode) {
+  async function sendSample(name, buttonNode, title) {
     buttonNode.disabled = true;
     try {
       const record = await post("/sandbox/sample", { name });
+      if (record) sampleReply(name, title, record);
       if (record && state.current !== state.defaultChannel) {
         state.current = state.defaultChannel;
         sidebar();
@@ -487,6 +488,25 @@
     } finally {
       buttonNode.disabled = false;
     }
+  }
+
+  // What the relay answered the latest samples (newest first), each in a line and in full: a
+  // call decided at once (inside an approved plan) posts nothing, so this is where it shows.
+  function sampleReply(name, title, record) {
+    const box = $("sample-reply");
+    for (const old of box.querySelectorAll("details")) old.open = false;
+    while (box.children.length >= 3) box.lastElementChild.remove();
+    const decision = record.decision;
+    let said = record.status || "sent";
+    if (decision && decision.plan) said = decision.behavior + ", inside plan " + decision.plan + ", with no post";
+    else if (decision) said = decision.behavior;
+    else if (record.status === "pending") said = "posted, waiting for a person";
+    const details = el("details", "agent-answer sample-answer");
+    details.open = true;
+    details.dataset.sample = name;
+    details.append(el("summary", "", title + ": " + said));
+    details.append(el("pre", "", JSON.stringify(record, null, 2)));
+    box.prepend(details);
   }
 
   async function post(path, body) {
