@@ -19,6 +19,7 @@ from typing import Any, Literal
 from relay.canonical.match import Subject
 from relay.errors import HarnessError
 from relay.gate.approval import ApprovalRequest, Approver, Decision, decide_error
+from relay.gate.plan_message import narrow
 from relay.gate.proposal import OFFER_GRACE, Channel, Proposal
 from relay.grants.base import GrantStore
 from relay.grants.record import Offer
@@ -317,6 +318,7 @@ class PlanDecisions:
         self, plan: Plan, answers: tuple[AskUserQuestionAnswerItem, ...]
     ) -> PlanReview:
         verdict = plan_verdict(answers)
+        stored = plan
         item = next((a for a in answers if a.answered_by is not None), None)
         by = item.answered_by if item is not None else None
         if not verdict.approved or by is None:
@@ -324,6 +326,15 @@ class PlanDecisions:
             review = await self._plan_set(plan, plan.ended("rejected", who))
             return replace(review, feedback=verdict.feedback)
         at = item.answered_at if item is not None and item.answered_at else utcnow()
+        if verdict.keep is not None:  # narrowed in the Edit form: decided again here
+            narrowed = narrow(plan.scope, verdict.keep)
+            if isinstance(narrowed, str):
+                _log.warning("plan %s: a narrowing was refused (%s)", plan.id, narrowed)
+                return await self._plan_set(plan, plan.ended("rejected", by.display_name))
+            scope, dropped = narrowed
+            plan = replace(
+                plan, scope=scope, narrowed_by=verdict.narrowed_by, dropped=_said(dropped)
+            )
         approved = replace(
             plan,
             status="active",
@@ -331,7 +342,7 @@ class PlanDecisions:
             approved_at=at,
             expires_at=at + timedelta(seconds=self.plan_ttl),
         )
-        review = await self._plan_set(plan, approved)
+        review = await self._plan_set(stored, approved)
         if review.plan is not None and review.plan.status == "active":
             _log.info("plan %s approved by %s for agent %s", plan.id, by.id, plan.agent)
         return review
@@ -369,6 +380,10 @@ def _same_people(request: ApprovalRequest, plan: Plan | ApprovalRequest) -> bool
         and request.approver_groups == plan.approver_groups
         and request.quorum <= quorum
     )
+
+
+def _said(steps: tuple[Step, ...]) -> tuple[str, ...]:
+    return tuple(f"{step.kind} {step.text}" for step in steps)
 
 
 def _example(step: Step, root: str | None) -> tuple[str, dict[str, Any]]:

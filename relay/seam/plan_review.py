@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from relay.errors import bad_request
@@ -22,9 +24,12 @@ __all__ = [
     "APPROVE",
     "KEEP_PLANNING",
     "PLAN_REVIEW_ID",
+    "SCOPED_QUESTION",
     "PlanVerdict",
+    "narrowing_custom",
     "plan_review_question",
     "plan_verdict",
+    "read_narrowing",
     "review_plan",
     "scoped_plan_question",
 ]
@@ -32,6 +37,10 @@ __all__ = [
 PLAN_REVIEW_ID = "plan-review"
 APPROVE = "Approve"
 KEEP_PLANNING = "Keep planning"
+SCOPED_QUESTION = "Approve this plan, and the calls under it without asking again?"
+"""The question of a plan review with a scope (the Decider's): its message offers the
+scope's narrowing, and *Stop the plan* once approved."""
+_NARROW_TAG = "narrow"
 
 # An ATX heading: "#", spaces or tabs on the same line, then its text; "#" alone on a line is not.
 _HEADING = re.compile(r"#[ \t]+\S")
@@ -43,6 +52,34 @@ class PlanVerdict:
 
     approved: bool
     feedback: str | None = None
+    # Approved with only these scope items (their keys), narrowed by this Slack user id.
+    keep: tuple[str, ...] | None = None
+    narrowed_by: str | None = None
+
+
+def narrowing_custom(keep: Sequence[str], by: str) -> str:
+    """The answer's ``custom`` for a plan approved with only the scope items ``keep`` (their
+    keys), as ``by`` narrowed it in the Edit form (``selected`` is then empty)."""
+    data = {"relay": _NARROW_TAG, "choice": APPROVE, "keep": list(keep), "narrowed_by": by}
+    return json.dumps(data, separators=(",", ":"))
+
+
+def read_narrowing(custom: str | None) -> tuple[tuple[str, ...], str] | None:
+    """The kept keys and who narrowed, if ``custom`` is a narrowing; else ``None``."""
+    if custom is None or not custom.lstrip().startswith("{"):
+        return None
+    try:
+        data = json.loads(custom)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("relay") != _NARROW_TAG:
+        return None
+    keep, by = data.get("keep"), data.get("narrowed_by")
+    if data.get("choice") != APPROVE or not isinstance(keep, list) or not isinstance(by, str):
+        return None
+    if not all(isinstance(k, str) for k in keep):
+        return None
+    return tuple(keep), by
 
 
 def plan_review_question(plan: str) -> AskUserQuestionItem:
@@ -76,7 +113,7 @@ def scoped_plan_question(plan: str, scope_lines: list[str]) -> AskUserQuestionIt
     scope = "\n".join(scope_lines)
     return replace(
         question,
-        question="Approve this plan, and the calls under it without asking again?",
+        question=SCOPED_QUESTION,
         detail=f"{question.detail}\n\n---\n\n**If approved, this session may, without asking"
         f" again:**\n{scope}",
         options=(
@@ -92,10 +129,14 @@ def scoped_plan_question(plan: str, scope_lines: list[str]) -> AskUserQuestionIt
 
 def plan_verdict(items: tuple[AskUserQuestionAnswerItem, ...]) -> PlanVerdict:
     """The verdict in a plan review's answers: approved only on exactly ``Approve`` with
-    no text; else keep planning, with the reviewer's feedback if any."""
+    no text (or a narrowing of the scope, made in the Edit form); else keep planning, with
+    the reviewer's feedback if any."""
     mine = [a for a in items if a.id == PLAN_REVIEW_ID]
     if len(mine) == 1 and tuple(mine[0].selected) == (APPROVE,) and mine[0].custom is None:
         return PlanVerdict(approved=True)
+    narrowing = read_narrowing(mine[0].custom) if len(mine) == 1 else None
+    if narrowing is not None and not mine[0].selected:
+        return PlanVerdict(approved=True, keep=narrowing[0], narrowed_by=narrowing[1])
     return PlanVerdict(approved=False, feedback=mine[0].custom if len(mine) == 1 else None)
 
 

@@ -17,9 +17,10 @@ from enum import StrEnum
 from typing import Any
 
 from relay.seam.edits import read_edit
+from relay.seam.plan_review import read_narrowing
 from relay.seam.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
 from relay.slack.rendering.batch_view import ACTION_BATCH
-from relay.slack.rendering.inputs import ACTION_EDIT
+from relay.slack.rendering.inputs import ACTION_EDIT, ACTION_PLAN_STOP
 from relay.slack.rendering.render import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -64,6 +65,7 @@ class ClickKind(StrEnum):
     EDIT = "edit"  # a tool approval's "Edit…": opens the edit modal, answers nothing yet
     SAVE = "save"  # the edit modal submitted (``view_submission``): the edited call allowed
     BATCH = "batch"  # a batch message's own button (``batch_action``, page in ``option``)
+    PLAN_STOP = "plan_stop"  # an approved plan's "Stop the plan": ends the plan
 
 
 class Notice(StrEnum):
@@ -257,6 +259,8 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         kind = ClickKind.SKIP
     elif action_id == ACTION_EDIT:
         kind = ClickKind.EDIT
+    elif action_id == ACTION_PLAN_STOP:
+        kind = ClickKind.PLAN_STOP
     elif action_id.startswith(ACTION_BATCH + "."):
         kind, option = ClickKind.BATCH, _index(action.get("value"))
         batch_action = action_id[len(ACTION_BATCH) + 1 :]
@@ -319,9 +323,15 @@ def decide(
             id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=at
         )
 
-    if click.kind in (ClickKind.TOGGLE, ClickKind.EDIT, ClickKind.SAVE, ClickKind.BATCH):
+    if click.kind in (
+        ClickKind.TOGGLE,
+        ClickKind.EDIT,
+        ClickKind.SAVE,
+        ClickKind.BATCH,
+        ClickKind.PLAN_STOP,
+    ):
         return None
-    if text is not None and read_edit(text) is not None:
+    if text is not None and (read_edit(text) is not None or read_narrowing(text) is not None):
         # An edit is made in its form, where the message then shows it; typed, it would run
         # an input the other reviewers never saw.
         return Notice.EDIT_TYPED

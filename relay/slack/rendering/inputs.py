@@ -62,6 +62,7 @@ ACTION_SUBMIT = "relay.submit"
 ACTION_SKIP = "relay.skip"
 ACTION_TEXT = "relay.text"
 ACTION_EDIT = "relay.edit"  # a tool approval's "Edit…": opens the edit modal
+ACTION_PLAN_STOP = "relay.plan_stop"  # an approved plan's "Stop the plan"
 
 
 def block_id(ask_id: str, index: int, part: str, version: int = 1) -> str:

@@ -1,0 +1,60 @@
+"""A plan's review message, after and before approval, end to end against ``relay serve``
+and FakeSlack: *Stop the plan* on the approved plan's message, and a reviewer narrowing the
+scope in the *Edit…* form; the attacker's view too (someone not allowed, a plan already
+ended, a forged submission naming an item outside the derived scope)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relay.testing import FakeMessage, FakeSlack
+from tests.server_env import SECRET, Relay, relay_server
+from tests.test_plans_api import bash, reviewed, submitted
+
+
+def _ephemeral_text(call: Any) -> str:
+    return str(call.args.get("text", "")) + str(call.args.get("blocks", ""))
+
+
+async def _approved(relay: Relay, slack: FakeSlack) -> tuple[str, FakeMessage]:
+    plan_id, message = await submitted(relay, slack)
+    await slack.click(message, "Approve", user="U0ALICE")
+    await slack.wait_until(lambda: "Stop the plan" in str(message.blocks), timeout=15)
+    assert (await reviewed(relay, plan_id))["status"] == "active"
+    return plan_id, message
+
+
+async def test_a_reviewer_stops_an_approved_plan_from_its_message() -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_ALLOWED_USERS="U0ALICE,U0BOB") as relay,
+    ):
+        for user in ("U0ALICE", "U0BOB", "U0MALLORY"):
+            slack.add_user(user, name=user.lower())
+        plan_id, message = await _approved(relay, slack)
+        status, inside = await relay.request("POST", "/v1/approvals", json=bash("npm run build"))
+        assert (status, inside["decision"]["plan"]) == (200, plan_id)
+
+        # Someone who may not answer the plan's review is refused, and nothing changes.
+        await slack.click(message, "Stop the plan", user="U0MALLORY")
+        refused = await slack.wait_for_ephemeral(user="U0MALLORY", timeout=15)
+        assert "not allowed" in _ephemeral_text(refused)
+        status, plan = await relay.request("GET", f"/v1/plans/{plan_id}")
+        assert plan["status"] == "active"
+
+        await slack.click(message, "Stop the plan", user="U0BOB")
+        await slack.wait_until(lambda: "stopped this plan" in str(message.blocks), timeout=15)
+        assert "<@U0BOB> stopped this plan" in str(message.blocks)
+        assert "Stop the plan" not in str(message.blocks)
+        status, plan = await relay.request("GET", f"/v1/plans/{plan_id}")
+        assert (plan["status"], plan["ended_by"]) == ("stopped", "u0bob")
+        # The calls it covered are asked again.
+        status, after = await relay.request("POST", "/v1/approvals", json=bash("npm run build"))
+        assert (status, after["decision"]) == (201, None)
+
+        # A click on the plan once ended (an older copy of the message) changes nothing.
+        updates = len(slack.calls_to("chat.update"))
+        await slack.click(message, "Stop the plan", user="U0ALICE", version=1)
+        told = await slack.wait_for_ephemeral(user="U0ALICE", timeout=15)
+        assert "already stopped" in _ephemeral_text(told)
+        assert len(slack.calls_to("chat.update")) == updates
