@@ -5,10 +5,17 @@ ended, a forged submission naming an item outside the derived scope)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from relay.gate.approval import ApprovalRequest
+from relay.gate.decider import Decider, Rulings
+from relay.gate.local import slack_approver
+from relay.grants import MemoryGrants
+from relay.seam.questions import AgentRef
 from relay.testing import FakeMessage, FakeSlack
 from tests.server_env import SECRET, Relay, relay_server
+from tests.slack_env import slack_env
 from tests.test_plans_api import bash, reviewed, submitted
 
 
@@ -58,3 +65,34 @@ async def test_a_reviewer_stops_an_approved_plan_from_its_message() -> None:
         told = await slack.wait_for_ephemeral(user="U0ALICE", timeout=15)
         assert "already stopped" in _ephemeral_text(told)
         assert len(slack.calls_to("chat.update")) == updates
+
+
+async def test_a_plan_reviewed_in_process_is_stopped_from_its_message_too() -> None:
+    # Leaving plan mode through the Decider in this process (review_plan, as /mcp's and the
+    # frameworks'): the plan is named by its review's ask, so its message reaches it.
+    rulings = Rulings(rules=lambda _: None)
+    grants = MemoryGrants()
+    plans = Decider(rulings=rulings, grants=grants)
+    async with slack_env(plans=plans) as env:
+        approver = slack_approver(env.provider, grants, owner="local")
+        agent = AgentRef("claude-code:s1", "Claude Code")
+        plan = "# Notes\n\nRun `make notes`."
+        leaving = asyncio.ensure_future(
+            approver.approve(ApprovalRequest("ExitPlanMode", {"plan": plan}, agent=agent))
+        )
+        review = await env.message()
+        await env.slack.click(review, "Approve", user="U0ALICE")
+        left = await asyncio.wait_for(leaving, 10)
+        assert left.plan is not None
+        await env.slack.wait_until(lambda: "Stop the plan" in str(review.blocks), timeout=10)
+        await env.slack.click(review, "Stop the plan", user="U0BOB")
+        await env.slack.wait_until(lambda: "stopped this plan" in str(review.blocks), timeout=10)
+        stopped = await grants.get_plan(owner="local", plan_id=left.plan)
+        assert stopped is not None
+        assert (stopped.status, stopped.ended_by) == ("stopped", "bob")
+        again = asyncio.ensure_future(
+            approver.approve(ApprovalRequest("Bash", {"command": "make notes"}, agent=agent))
+        )
+        asked = await env.slack.wait_for_message(count=2, timeout=10)
+        await env.slack.click(asked, "Deny", user="U0ALICE")
+        assert not (await asyncio.wait_for(again, 10)).allowed

@@ -28,8 +28,9 @@ def item_key(step: Step) -> str:
     return hashlib.sha256(f"{step.kind}\0{step.text}".encode()).hexdigest()[:16]
 
 
-def narrow(scope: PlanScope, keep: Sequence[str]) -> tuple[PlanScope, tuple[Step, ...]] | str:
-    """``scope`` with only the items whose keys are in ``keep``, and the items dropped; or
+def narrow(scope: PlanScope, keep: Sequence[str]) -> tuple[PlanScope, tuple[str, ...]] | str:
+    """``scope`` with only the items whose keys are in ``keep``, and the items dropped (as
+    "run pytest -q", "write src/"); or
     why not: a key that names no item of the derived scope (an ask-each-time item never is
     one) refuses the whole narrowing."""
     items = {item_key(step): step for step in scope.items()}
@@ -40,7 +41,7 @@ def narrow(scope: PlanScope, keep: Sequence[str]) -> tuple[PlanScope, tuple[Step
             " plan; nothing was changed: open the form again from the plan's message"
         )
     kept = [items[k] for k in keep]
-    dropped = tuple(step for step in scope.items() if step not in kept)
+    dropped = tuple(f"{s.kind} {s.text}" for s in scope.items() if s not in kept)
     return scope.narrowed(kept), dropped
 
 

@@ -270,12 +270,22 @@ class PlanDecisions:
         if isinstance(request, Decision):
             return PlanReview(plan=None, denied=request)
         asked = AskUserQuestionRequest(question.questions, agent=question.agent, signal=signal)
-        plan = _pending(proposal, scope, request, secrets.token_urlsafe(12), request.timeout)
-        await self.grants.add_plan(plan=plan)
+        added: list[Plan] = []
+
+        async def named(ask_id: str) -> None:  # the plan is named by its review, as a POST's
+            plan = _pending(proposal, scope, request, ask_id, request.timeout)
+            if await self.grants.add_plan(plan=plan):
+                added.append(plan)
+
         answer = await self._channel_or_fail().ask(
-            asked, Proposal(request, owner=proposal.owner, target=proposal.target), request
+            asked,
+            Proposal(request, owner=proposal.owner, target=proposal.target),
+            request,
+            started=named,
         )
-        return await self._plan_answered(plan, tuple(answer.answers))
+        if not added:  # a channel that names no ask (the seam's)
+            await named(secrets.token_urlsafe(12))
+        return await self._plan_answered(added[0], tuple(answer.answers))
 
     def _plan_ask(
         self, proposal: PlanProposal
@@ -332,9 +342,7 @@ class PlanDecisions:
                 _log.warning("plan %s: a narrowing was refused (%s)", plan.id, narrowed)
                 return await self._plan_set(plan, plan.ended("rejected", by.display_name))
             scope, dropped = narrowed
-            plan = replace(
-                plan, scope=scope, narrowed_by=verdict.narrowed_by, dropped=_said(dropped)
-            )
+            plan = replace(plan, scope=scope, narrowed_by=verdict.narrowed_by, dropped=dropped)
         approved = replace(
             plan,
             status="active",
@@ -380,10 +388,6 @@ def _same_people(request: ApprovalRequest, plan: Plan | ApprovalRequest) -> bool
         and request.approver_groups == plan.approver_groups
         and request.quorum <= quorum
     )
-
-
-def _said(steps: tuple[Step, ...]) -> tuple[str, ...]:
-    return tuple(f"{step.kind} {step.text}" for step in steps)
 
 
 def _example(step: Step, root: str | None) -> tuple[str, dict[str, Any]]:
