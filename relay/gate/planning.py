@@ -29,6 +29,7 @@ from relay.plans.steps import Step
 from relay.seam.abort import AbortSignal
 from relay.seam.plan_review import (
     PlanVerdict,
+    plan_narrowing,
     plan_review_question,
     plan_verdict,
     scoped_plan_question,
@@ -336,13 +337,14 @@ class PlanDecisions:
             review = await self._plan_set(plan, plan.ended("rejected", who))
             return replace(review, feedback=verdict.feedback)
         at = item.answered_at if item is not None and item.answered_at else utcnow()
-        if verdict.keep is not None:  # narrowed in the Edit form: decided again here
-            narrowed = narrow(plan.scope, verdict.keep)
+        narrowing = plan_narrowing(answers)
+        if narrowing is not None:  # narrowed in the Edit form: decided again here
+            narrowed = narrow(plan.scope, narrowing.keep)
             if isinstance(narrowed, str):
                 _log.warning("plan %s: a narrowing was refused (%s)", plan.id, narrowed)
                 return await self._plan_set(plan, plan.ended("rejected", by.display_name))
             scope, dropped = narrowed
-            plan = replace(plan, scope=scope, narrowed_by=verdict.narrowed_by, dropped=dropped)
+            plan = replace(plan, scope=scope, narrowed_by=narrowing.by, dropped=dropped)
         approved = replace(
             plan,
             status="active",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from relay.errors import bad_request
@@ -25,8 +24,10 @@ __all__ = [
     "KEEP_PLANNING",
     "PLAN_REVIEW_ID",
     "SCOPED_QUESTION",
+    "Narrowing",
     "PlanVerdict",
     "narrowing_custom",
+    "plan_narrowing",
     "plan_review_question",
     "plan_verdict",
     "read_narrowing",
@@ -52,20 +53,32 @@ class PlanVerdict:
 
     approved: bool
     feedback: str | None = None
-    # Approved with only these scope items (their keys), narrowed by this Slack user id.
-    keep: tuple[str, ...] | None = None
-    narrowed_by: str | None = None
 
 
-def narrowing_custom(keep: Sequence[str], by: str) -> str:
-    """The answer's ``custom`` for a plan approved with only the scope items ``keep`` (their
-    keys), as ``by`` narrowed it in the Edit form (``selected`` is then empty)."""
-    data = {"relay": _NARROW_TAG, "choice": APPROVE, "keep": list(keep), "narrowed_by": by}
-    return json.dumps(data, separators=(",", ":"))
+@dataclass(frozen=True, slots=True)
+class Narrowing:
+    """A plan approved with a narrower scope, made in the Edit form: the kept items' keys,
+    who narrowed (a Slack user id), and the items taken out in words (shown, not decided)."""
+
+    keep: tuple[str, ...]
+    by: str
+    dropped: tuple[str, ...] = ()
 
 
-def read_narrowing(custom: str | None) -> tuple[tuple[str, ...], str] | None:
-    """The kept keys and who narrowed, if ``custom`` is a narrowing; else ``None``."""
+def narrowing_custom(narrowing: Narrowing) -> str:
+    """The answer's ``custom`` for ``narrowing`` (``selected`` is then empty)."""
+    data = {
+        "relay": _NARROW_TAG,
+        "choice": APPROVE,
+        "keep": list(narrowing.keep),
+        "narrowed_by": narrowing.by,
+        "dropped": list(narrowing.dropped),
+    }
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def read_narrowing(custom: str | None) -> Narrowing | None:
+    """The narrowing ``custom`` carries, or ``None`` when it is anything else."""
     if custom is None or not custom.lstrip().startswith("{"):
         return None
     try:
@@ -74,12 +87,24 @@ def read_narrowing(custom: str | None) -> tuple[tuple[str, ...], str] | None:
         return None
     if not isinstance(data, dict) or data.get("relay") != _NARROW_TAG:
         return None
-    keep, by = data.get("keep"), data.get("narrowed_by")
-    if data.get("choice") != APPROVE or not isinstance(keep, list) or not isinstance(by, str):
+    keep, by, dropped = data.get("keep"), data.get("narrowed_by"), data.get("dropped", [])
+    if data.get("choice") != APPROVE or not isinstance(by, str):
         return None
-    if not all(isinstance(k, str) for k in keep):
+    if not isinstance(keep, list) or not _strings(keep) or not _strings(dropped):
         return None
-    return tuple(keep), by
+    return Narrowing(tuple(keep), by, tuple(dropped))
+
+
+def plan_narrowing(items: tuple[AskUserQuestionAnswerItem, ...]) -> Narrowing | None:
+    """The narrowing a plan review's answers approve it with (its Edit form), if any."""
+    mine = [a for a in items if a.id == PLAN_REVIEW_ID]
+    if len(mine) != 1 or mine[0].selected:
+        return None
+    return read_narrowing(mine[0].custom)
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def plan_review_question(plan: str) -> AskUserQuestionItem:
@@ -134,9 +159,8 @@ def plan_verdict(items: tuple[AskUserQuestionAnswerItem, ...]) -> PlanVerdict:
     mine = [a for a in items if a.id == PLAN_REVIEW_ID]
     if len(mine) == 1 and tuple(mine[0].selected) == (APPROVE,) and mine[0].custom is None:
         return PlanVerdict(approved=True)
-    narrowing = read_narrowing(mine[0].custom) if len(mine) == 1 else None
-    if narrowing is not None and not mine[0].selected:
-        return PlanVerdict(approved=True, keep=narrowing[0], narrowed_by=narrowing[1])
+    if plan_narrowing(items) is not None:
+        return PlanVerdict(approved=True)
     return PlanVerdict(approved=False, feedback=mine[0].custom if len(mine) == 1 else None)
 
 

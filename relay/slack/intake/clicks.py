@@ -25,6 +25,7 @@ from relay.asks.terms import REPAIR_AFTER, needs_repair, widened
 from relay.errors import UserInteractionError
 from relay.seam.questions import AskUserQuestionAnswerItem
 from relay.slack.editing.flow import EditIntake
+from relay.slack.editing.plan_flow import PlanScopeIntake
 from relay.slack.intake.batch_clicks import BatchClicks
 from relay.slack.intake.installation import Installation
 from relay.slack.intake.parse import Click, ClickKind, Notice, decide
@@ -79,6 +80,14 @@ class ClickIntake:
         self._plan_stops = PlanStops(
             life=life, messages=messages, background=background, judge=self.judge, plans=plans
         )
+        self._plan_scopes = PlanScopeIntake(
+            life=life,
+            messages=messages,
+            background=background,
+            judge=self.judge,
+            gatekeeper=gatekeeper,
+            plans=plans,
+        )
         self._votes = VoteIntake(life=life, messages=messages, background=background)
         self._batches = (
             BatchClicks(
@@ -102,6 +111,11 @@ class ClickIntake:
             return None
         if click.kind is ClickKind.SAVE:
             return await self._edits.submit(click)
+        if click.kind is ClickKind.PLAN_EDIT:
+            self._plan_scopes.open(click)
+            return None
+        if click.kind is ClickKind.PLAN_SAVE:
+            return await self._plan_scopes.submit(click)
         if click.kind is ClickKind.PLAN_STOP:
             self._plan_stops.handle(click)
             return None

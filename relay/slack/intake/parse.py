@@ -20,7 +20,7 @@ from relay.seam.edits import read_edit
 from relay.seam.plan_review import read_narrowing
 from relay.seam.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
 from relay.slack.rendering.batch_view import ACTION_BATCH
-from relay.slack.rendering.inputs import ACTION_EDIT, ACTION_PLAN_STOP
+from relay.slack.rendering.inputs import ACTION_EDIT, ACTION_PLAN_EDIT, ACTION_PLAN_STOP
 from relay.slack.rendering.render import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -66,6 +66,8 @@ class ClickKind(StrEnum):
     SAVE = "save"  # the edit modal submitted (``view_submission``): the edited call allowed
     BATCH = "batch"  # a batch message's own button (``batch_action``, page in ``option``)
     PLAN_STOP = "plan_stop"  # an approved plan's "Stop the plan": ends the plan
+    PLAN_EDIT = "plan_edit"  # a plan review's "Edit…": opens the scope form
+    PLAN_SAVE = "plan_save"  # the scope form submitted: the plan approved, narrowed
 
 
 class Notice(StrEnum):
@@ -192,13 +194,15 @@ def _object(value: object) -> Mapping[str, Any]:
 
 def parse_edit_submission(payload: Mapping[str, Any]) -> Click | None:
     """The edit form's ``view_submission`` as a ``SAVE`` click on the question the form
-    edits (named in its ``private_metadata``), or ``None`` if it is no form of ours."""
+    edits (named in its ``private_metadata``; a plan's scope form, ``"p": 1``, is a
+    ``PLAN_SAVE``), or ``None`` if it is no form of ours."""
     view, user = _object(payload.get("view")), _object(payload.get("user"))
     try:
         meta = json.loads(view.get("private_metadata") or "")
         ask_id, index = str(meta["a"]), int(meta["i"])
         channel, ts, version = meta.get("c"), meta.get("t"), int(meta.get("v", 1))
-    except (ValueError, KeyError, TypeError):
+        kind = ClickKind.PLAN_SAVE if meta.get("p") == 1 else ClickKind.SAVE
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
     user_id, team = _str(user.get("id")), _object(payload.get("team"))
     if not user_id:
@@ -207,7 +211,7 @@ def parse_edit_submission(payload: Mapping[str, Any]) -> Click | None:
     return Click(
         ask_id=ask_id,
         index=index,
-        kind=ClickKind.SAVE,
+        kind=kind,
         user_id=user_id,
         user_name=_str(user.get("name")) or _str(user.get("username")),
         channel_id=_str(channel),
@@ -261,6 +265,8 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         kind = ClickKind.EDIT
     elif action_id == ACTION_PLAN_STOP:
         kind = ClickKind.PLAN_STOP
+    elif action_id == ACTION_PLAN_EDIT:
+        kind = ClickKind.PLAN_EDIT
     elif action_id.startswith(ACTION_BATCH + "."):
         kind, option = ClickKind.BATCH, _index(action.get("value"))
         batch_action = action_id[len(ACTION_BATCH) + 1 :]
@@ -329,6 +335,8 @@ def decide(
         ClickKind.SAVE,
         ClickKind.BATCH,
         ClickKind.PLAN_STOP,
+        ClickKind.PLAN_EDIT,
+        ClickKind.PLAN_SAVE,
     ):
         return None
     if text is not None and (read_edit(text) is not None or read_narrowing(text) is not None):
