@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+from relay.asks.plan_door import ScopeChoice
 from relay.gate.decider import Decider, Rulings
 from relay.gate.plan_message import item_key, narrow
 from relay.grants import MemoryGrants
@@ -15,7 +16,9 @@ from relay.plans.scope import derive_scope
 from relay.plans.steps import Step
 from relay.seam.plan_review import APPROVE, scoped_plan_question
 from relay.seam.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest, Responder
+from relay.slack.editing.plan_form import SCOPE_BLOCK, plan_scope_view, read_kept
 from relay.store.record import AskRecord, AskStatus, Target, utcnow
+from relay.testing.modal_check import view_errors
 
 PLAN = "# Docs\n\nRun `make docs` and `ls; rm -rf /`, then edit `docs/index.md`."
 ROOT = "/home/dev/project"
@@ -108,3 +111,15 @@ async def test_the_form_lists_the_scope_and_the_ask_each_time_items_apart() -> N
     refusal = await _decider(grants).narrowing_refusal(_review(AskStatus.PENDING), ["f" * 16])
     assert refusal is not None
     assert "not in the scope relay derived" in refusal
+
+
+def test_the_scope_form_is_a_view_slack_accepts_with_few_items_or_many() -> None:
+    for count in (1, 10, 11, 100, 130):
+        free = [ScopeChoice(f"k{i}", f"runs `make target-{i}` " + "x" * 90) for i in range(count)]
+        asked = ScopeChoice("asked-0", "runs `ls; rm -rf /`", "it holds shell operators")
+        choices = (*free, asked)
+        view = plan_scope_view(choices, ask_id="ask-1", index=0, channel="C0PLANS", ts="1.2")
+        assert view_errors(view) == [], count
+        assert read_kept({}) is None
+        assert read_kept({SCOPE_BLOCK: {"keep": {"selected_options": None}}}) == ()
+        assert read_kept({SCOPE_BLOCK: {"keep": {"selected_options": [{"value": 3}]}}}) is None
