@@ -140,6 +140,7 @@ async def test_a_reviewer_narrows_the_scope_in_the_edit_form_before_approving(
             ["write tests/billing/", "run npm run build"],
         )
         await slack.wait_until(lambda: "Scope narrowed by" in str(message.blocks), timeout=15)
+        assert "Stop the plan" in str(message.blocks)
         assert "taken out" in str(message.blocks)
         assert "npm run build" in str(message.blocks)
         status, inside = await relay.request(
@@ -151,8 +152,12 @@ async def test_a_reviewer_narrows_the_scope_in_the_edit_form_before_approving(
 
 
 async def test_a_forged_scope_naming_an_item_outside_the_derived_one_is_refused() -> None:
-    async with FakeSlack(signing_secret=SECRET) as slack, relay_server(slack) as relay:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(slack, RELAY_ALLOWED_USERS="U0ALICE") as relay,
+    ):
         slack.add_user("U0ALICE", name="alice")
+        slack.add_user("U0MALLORY", name="mallory")
         plan_id, message = await submitted(relay, slack, plan=SMALL_PLAN)
         await slack.click(message, "Edit…", user="U0ALICE")
         modal = await slack.wait_for_modal(user="U0ALICE", timeout=15)
@@ -166,6 +171,11 @@ async def test_a_forged_scope_naming_an_item_outside_the_derived_one_is_refused(
         result = await slack.post_interaction(payload)
         assert result.status == 200
         assert "not in the scope relay derived" in result.body
+        # The form submitted as someone who may not answer the review is refused too.
+        payload = slack.build_view_submission(modal)
+        payload["user"] = {**payload["user"], "id": "U0MALLORY", "username": "mallory"}
+        result = await slack.post_interaction(payload)
+        assert "not allowed" in result.body
         # Nothing changed: the review is still open, the plan pending, the message as posted.
         _status, body = await relay.request("GET", f"/v1/plans/{plan_id}")
         assert body["status"] == "pending"
