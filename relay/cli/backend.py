@@ -185,7 +185,7 @@ async def _slack_backend(
     from relay.asks.events import Events
     from relay.asks.lifecycle import AskLifecycle
     from relay.config.settings import TeamDefaults
-    from relay.gate.decider import Rulings
+    from relay.gate.decider import Decider, Rulings
     from relay.gate.local import slack_approver
     from relay.grants import MemoryGrants
     from relay.seam.service import UserInteractionService
@@ -202,6 +202,9 @@ async def _slack_backend(
             approvals=team.approvals_required,
         )
     rulings = Rulings(rules=lambda _: rules, source=rules.source if rules else "the rules")
+    # Asking Slack directly, this process is the relay: its grants and plans live (only) here,
+    # and a plan's message reaches them (Stop the plan, the narrowed scope).
+    grants = MemoryGrants()
     settings = SlackSettings(
         client=AsyncWebClient(
             token=bot, base_url=env.get("SLACK_API_URL") or AsyncWebClient.BASE_URL
@@ -211,6 +214,7 @@ async def _slack_backend(
         allowed_users=users,
         allowed_groups=groups,
         edit_review=rulings.edit_terms,
+        plans=Decider(rulings=rulings, grants=grants),
         **team.provider_kwargs(),
     )
     # This process is the composition root: its asks live in its memory, shown in Slack.
@@ -223,8 +227,7 @@ async def _slack_backend(
         raise
     service = UserInteractionService()
     service.register_provider(slack)
-    # Asking Slack directly, this process is the relay: its grants live (only) here.
-    approver = slack_approver(slack, MemoryGrants(), owner="local", rules=rules)
+    approver = slack_approver(slack, grants, owner="local", rules=rules)
     # Its approvals are built knowing the quorum (then no grants), as a hosted relay's are.
     return Backend(
         "slack", service, approver, slack.aclose, channel, users, groups, team.approvals_required

@@ -47,6 +47,7 @@ from relay.gate.approval import (
     offer_for,
 )
 from relay.gate.core import grant_scope
+from relay.gate.plan_message import PlanMessages
 from relay.gate.planning import PLAN_TOOL, PLAN_TTL, PlanDecisions, PlanProposal, PlanReview
 from relay.gate.policy import combine
 from relay.gate.proposal import OFFER_GRACE, Channel, Proposal
@@ -197,7 +198,7 @@ class Rulings:
         )
 
 
-class Decider(PlanDecisions):
+class Decider(PlanDecisions, PlanMessages):
     """Decides proposals by ``rulings``, the grants in ``grants``, and people asked through
     ``channel``: the one decision behind every door."""
 

@@ -81,13 +81,19 @@ class ChannelAsks:
         return await self.ask_at(request, self._target)
 
     async def ask_at(
-        self, request: AskUserQuestionRequest, target: AskTarget | None
+        self,
+        request: AskUserQuestionRequest,
+        target: AskTarget | None,
+        started: Callable[[str], Awaitable[None]] | None = None,
     ) -> AskUserQuestionAnswer:
-        """Post the questions to ``target``, wait, and withdraw them if aborted or cancelled."""
+        """Post the questions to ``target``, wait, and withdraw them if aborted or cancelled;
+        ``started`` is told the ask's id once posted."""
         signal = request.signal
         if signal is not None and signal.aborted:
             raise ask_aborted()
         record = await self._provider.start(request, target=target, owner=self._owner)
+        if started is not None:
+            await started(record.id)
         waiting = asyncio.ensure_future(self._provider.wait(record.id))
         aborted = asyncio.ensure_future(signal.wait()) if signal is not None else None
         try:
@@ -123,11 +129,16 @@ class PostingChannel:
         self._provider = provider
 
     async def ask(
-        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
+        self,
+        question: AskUserQuestionRequest,
+        proposal: Proposal,
+        request: ApprovalRequest,
+        *,
+        started: Callable[[str], Awaitable[None]] | None = None,
     ) -> AskUserQuestionAnswer:
         """Post, wait, withdraw if aborted (``ChannelAsks``)."""
         asks = ChannelAsks(self._provider, owner=proposal.owner)
-        return await asks.ask_at(question, target_for(request, proposal.target))
+        return await asks.ask_at(question, target_for(request, proposal.target), started)
 
     async def start(
         self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
@@ -145,9 +156,14 @@ class SeamChannel:
         self._ask = ask
 
     async def ask(
-        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
+        self,
+        question: AskUserQuestionRequest,
+        proposal: Proposal,
+        request: ApprovalRequest,
+        *,
+        started: Callable[[str], Awaitable[None]] | None = None,
     ) -> AskUserQuestionAnswer:
-        """Ask through the seam."""
+        """Ask through the seam (which names no ask: ``started`` is never told)."""
         return await self._ask(question)
 
     async def start(

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from relay.canonical.match import Subject
 from relay.errors import HarnessError
 from relay.gate.approval import ApprovalRequest, Approver, Decision, decide_error
+from relay.gate.plan_message import narrow
 from relay.gate.proposal import OFFER_GRACE, Channel, Proposal
 from relay.grants.base import GrantStore
 from relay.grants.record import Offer
@@ -28,6 +29,7 @@ from relay.plans.steps import Step
 from relay.seam.abort import AbortSignal
 from relay.seam.plan_review import (
     PlanVerdict,
+    plan_narrowing,
     plan_review_question,
     plan_verdict,
     scoped_plan_question,
@@ -269,12 +271,22 @@ class PlanDecisions:
         if isinstance(request, Decision):
             return PlanReview(plan=None, denied=request)
         asked = AskUserQuestionRequest(question.questions, agent=question.agent, signal=signal)
-        plan = _pending(proposal, scope, request, secrets.token_urlsafe(12), request.timeout)
-        await self.grants.add_plan(plan=plan)
+        added: list[Plan] = []
+
+        async def named(ask_id: str) -> None:  # the plan is named by its review, as a POST's
+            plan = _pending(proposal, scope, request, ask_id, request.timeout)
+            if await self.grants.add_plan(plan=plan):
+                added.append(plan)
+
         answer = await self._channel_or_fail().ask(
-            asked, Proposal(request, owner=proposal.owner, target=proposal.target), request
+            asked,
+            Proposal(request, owner=proposal.owner, target=proposal.target),
+            request,
+            started=named,
         )
-        return await self._plan_answered(plan, tuple(answer.answers))
+        if not added:  # a channel that names no ask (the seam's)
+            await named(secrets.token_urlsafe(12))
+        return await self._plan_answered(added[0], tuple(answer.answers))
 
     def _plan_ask(
         self, proposal: PlanProposal
@@ -317,6 +329,7 @@ class PlanDecisions:
         self, plan: Plan, answers: tuple[AskUserQuestionAnswerItem, ...]
     ) -> PlanReview:
         verdict = plan_verdict(answers)
+        stored = plan
         item = next((a for a in answers if a.answered_by is not None), None)
         by = item.answered_by if item is not None else None
         if not verdict.approved or by is None:
@@ -324,6 +337,14 @@ class PlanDecisions:
             review = await self._plan_set(plan, plan.ended("rejected", who))
             return replace(review, feedback=verdict.feedback)
         at = item.answered_at if item is not None and item.answered_at else utcnow()
+        narrowing = plan_narrowing(answers)
+        if narrowing is not None:  # narrowed in the Edit form: decided again here
+            narrowed = narrow(plan.scope, narrowing.keep)
+            if isinstance(narrowed, str):
+                _log.warning("plan %s: a narrowing was refused (%s)", plan.id, narrowed)
+                return await self._plan_set(plan, plan.ended("rejected", by.display_name))
+            scope, dropped = narrowed
+            plan = replace(plan, scope=scope, narrowed_by=narrowing.by, dropped=dropped)
         approved = replace(
             plan,
             status="active",
@@ -331,7 +352,7 @@ class PlanDecisions:
             approved_at=at,
             expires_at=at + timedelta(seconds=self.plan_ttl),
         )
-        review = await self._plan_set(plan, approved)
+        review = await self._plan_set(stored, approved)
         if review.plan is not None and review.plan.status == "active":
             _log.info("plan %s approved by %s for agent %s", plan.id, by.id, plan.agent)
         return review

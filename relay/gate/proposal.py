@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -23,10 +24,16 @@ class Channel(Protocol):
     over an ``AskChannel``, ``SeamChannel`` over any seam provider."""
 
     async def ask(
-        self, question: AskUserQuestionRequest, proposal: Proposal, request: ApprovalRequest
+        self,
+        question: AskUserQuestionRequest,
+        proposal: Proposal,
+        request: ApprovalRequest,
+        *,
+        started: Callable[[str], Awaitable[None]] | None = None,
     ) -> AskUserQuestionAnswer:
         """Ask ``question`` (for ``request``, the approval as decided) and wait for the
-        answer; withdraw it if ``question.signal`` aborts."""
+        answer; withdraw it if ``question.signal`` aborts. ``started`` is told the ask's id
+        once it is posted, where the channel has one (a plan is named by its review's)."""
         ...
 
     async def start(

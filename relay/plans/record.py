@@ -66,6 +66,9 @@ class Plan:
     ended_by: str | None = None
     covered: tuple[Covered, ...] = ()
     covered_count: int = 0
+    # A reviewer's narrowing in the Edit form: who (a Slack id), and the items taken out.
+    narrowed_by: str | None = None
+    dropped: tuple[str, ...] = ()
 
     def covers(self, *, owner: str, agent: str, use: Subject, now: datetime) -> bool:
         """Whether this plan, approved and live, covers ``use`` by ``agent`` of ``owner``."""
@@ -119,6 +122,8 @@ class Plan:
             "ended_by": self.ended_by,
             "covered": [c.to_json() for c in self.covered],
             "covered_count": self.covered_count,
+            "narrowed_by": self.narrowed_by,
+            "dropped": list(self.dropped),
         }
 
     @classmethod
@@ -146,4 +151,6 @@ class Plan:
             ended_by=data["ended_by"] if isinstance(data.get("ended_by"), str) else None,
             covered=tuple(Covered.from_json(c) for c in data.get("covered", [])),
             covered_count=int(data.get("covered_count", 0)),
+            narrowed_by=data["narrowed_by"] if isinstance(data.get("narrowed_by"), str) else None,
+            dropped=tuple(str(d) for d in data.get("dropped") or ()),
         )

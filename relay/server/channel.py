@@ -20,6 +20,7 @@ from relay.errors import RelayConfigError
 if TYPE_CHECKING:
     from relay.asks.edit_review import EditReview
     from relay.asks.lifecycle import AskLifecycle
+    from relay.asks.plan_door import PlanDoor
     from relay.config.settings import Settings
 
 __all__ = ["ChannelFactory", "ServedChannel"]
@@ -55,6 +56,9 @@ class ServedChannel(AskChannel, Protocol):
         ...
 
 
-ChannelFactory = Callable[["Settings", "AskLifecycle", "EditReview | None"], ServedChannel]
+ChannelFactory = Callable[
+    ["Settings", "AskLifecycle", "EditReview | None", "PlanDoor | None"], ServedChannel
+]
 """Builds the served channel from the settings, over the lifecycle the server built, with
-the operator's terms for an edit (``Rulings.edit_terms``)."""
+the operator's terms for an edit (``Rulings.edit_terms``) and the Decider's plan decisions
+a plan's message reaches (``PlanDoor``)."""

@@ -21,7 +21,7 @@ from relay.asks.lifecycle import AskLifecycle
 from relay.config.settings import Settings
 from relay.config.tuning import freeze_startup, tune_gc
 from relay.errors import RelayConfigError
-from relay.gate.decider import Rulings
+from relay.gate.decider import Decider, Rulings
 from relay.gate.policy import Policy, load_policy
 from relay.gate.rules import RulesError
 from relay.grants import GrantStore, MemoryGrants
@@ -264,8 +264,11 @@ async def _compose(
     lifecycle = AskLifecycle(
         store=store, events=Events(), sweep_interval=1.0 if store.durable else None
     )
-    served = channel(settings, lifecycle, rulings.edit_terms)
     grants = _grants(settings)
+    # A plan's message reaches the Decider's plan decisions over the same rules and grants
+    # as the Decider behind /v1 (which posts through this channel, so is built after it).
+    plans = Decider(rulings=rulings, grants=grants, plan_ttl=settings.plan_ttl)
+    served = channel(settings, lifecycle, rulings.edit_terms, plans)
     receipts = _receipts(settings, store, receipt_key)
     if receipts is not None:
         served.events.subscribe(receipts.observe)

@@ -117,6 +117,17 @@ def plan_schemas() -> dict[str, Any]:
                 "approved_by": {"$ref": "#/components/schemas/Person"},
                 "approved_at": {"type": "string", "format": "date-time"},
                 "ended_by": {"type": "string"},
+                "narrowed_by": {
+                    "type": "string",
+                    "description": "The Slack user id of the reviewer who narrowed the scope"
+                    " in the Edit form before approving (only then).",
+                },
+                "dropped": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": 'The scope items the reviewer took out ("run npm run'
+                    ' build", "write tests/"), when narrowed.',
+                },
                 "covered": {
                     "type": "array",
                     "description": "The latest calls allowed under the plan without a post"

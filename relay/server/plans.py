@@ -57,6 +57,9 @@ def plan_json(review: PlanReview, record: AskRecord | None = None) -> dict[str, 
         out["approved_at"] = plan.approved_at.isoformat()
     if plan.ended_by is not None:
         out["ended_by"] = plan.ended_by
+    if plan.narrowed_by is not None:
+        out["narrowed_by"] = plan.narrowed_by
+        out["dropped"] = list(plan.dropped)
     out["covered"] = [c.to_json() for c in plan.covered]
     out["covered_count"] = plan.covered_count
     if review.feedback is not None:

@@ -112,6 +112,7 @@ class SlackProvider:
             installation=self.installation,
             edit_review=settings.edit_review,
             batches=self._batch_show,
+            plans=settings.plans,
         )
         self._poster = AskPoster(life=self._life, messages=self._messages)
         self._batcher: Batcher | None = None

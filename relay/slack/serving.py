@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from relay.asks.edit_review import EditReview
     from relay.asks.events import Events
     from relay.asks.lifecycle import AskLifecycle
+    from relay.asks.plan_door import PlanDoor
     from relay.config.settings import Settings
     from relay.seam.questions import AskUserQuestionRequest
     from relay.store import AskRecord, AskStore
@@ -149,7 +150,9 @@ class SlackServing:
         return {}
 
 
-def slack_settings(settings: Settings, edit_review: EditReview | None = None) -> SlackSettings:
+def slack_settings(
+    settings: Settings, edit_review: EditReview | None = None, plans: PlanDoor | None = None
+) -> SlackSettings:
     """``relay serve``'s ``SlackSettings`` from its ``Settings``."""
     channels = settings.allowed_channels or frozenset()
     return SlackSettings(
@@ -172,17 +175,21 @@ def slack_settings(settings: Settings, edit_review: EditReview | None = None) ->
         ),
         max_timeout=settings.max_timeout,
         edit_review=edit_review,
+        plans=plans,
         batch_window=settings.batch_window,
         **settings.team.provider_kwargs(),
     )
 
 
 def slack_channel(
-    settings: Settings, lifecycle: AskLifecycle, edit_review: EditReview | None = None
+    settings: Settings,
+    lifecycle: AskLifecycle,
+    edit_review: EditReview | None = None,
+    plans: PlanDoor | None = None,
 ) -> SlackServing:
     """Slack as ``relay serve``'s channel, over the server's ``lifecycle`` (a
     ``ChannelFactory``)."""
-    provider = SlackProvider(slack_settings(settings, edit_review), lifecycle=lifecycle)
+    provider = SlackProvider(slack_settings(settings, edit_review, plans), lifecycle=lifecycle)
     return SlackServing(
         provider, app_token=settings.app_token, serve_events=not settings.socket_mode
     )

@@ -19,6 +19,7 @@ from relay.asks.edit_review import EditReview
 from relay.asks.events import Events
 from relay.asks.lifecycle import AskLifecycle
 from relay.asks.names import NamePolicy
+from relay.asks.plan_door import PlanDoor
 from relay.asks.target import Route, TargetDefaults, check_reminders, ids
 from relay.asks.terms import QuestionDefaults, capped, check_timeout
 from relay.errors import RelayConfigError
@@ -51,7 +52,8 @@ class SlackSettings:
     ask's (a longer one, or none, becomes it). ``remind_after``/``reminders`` and
     ``escalate_*``: each ask's default reminders and escalation (see ``SlackTarget``).
     ``default_option``, ``approvals_required`` and ``veto``: each question's, where it sets
-    none. ``names``: what a client's ``target`` may name; ``edit_review``: rules for an edit.
+    none. ``names``: what a client's ``target`` may name; ``edit_review``: rules for an edit;
+    ``plans``: the Decider's plan decisions a plan's message reaches (stop, narrow).
     ``batch_window``: seconds a tool approval waits for others of its agent session to share
     its message (``relay.slack.webapi.batch``); 0 (the default here) posts each alone.
     """
@@ -80,6 +82,7 @@ class SlackSettings:
     veto: Collection[str] | None = None
     names: NamePolicy | None = None
     edit_review: EditReview | None = None
+    plans: PlanDoor | None = None
     batch_window: float = 0.0
 
     def checked(self) -> None:
@@ -164,6 +167,7 @@ class SlackOptions(TypedDict, total=False):
     veto: Collection[str] | None
     names: NamePolicy | None
     edit_review: EditReview | None
+    plans: PlanDoor | None
     batch_window: float
     store: AskStore | None
     events: Events | None

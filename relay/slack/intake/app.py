@@ -223,7 +223,7 @@ def _bolt_app(provider: ClickTaker, signing_secret: str | None) -> AsyncApp:
     @app.action(re.compile("^" + re.escape(ACTION_PREFIX)))
     async def on_relay_action(ack: AsyncAck, body: dict[str, Any]) -> None:
         click = parse_click(body)
-        if click is not None and click.kind is ClickKind.EDIT:
+        if click is not None and click.kind in (ClickKind.EDIT, ClickKind.PLAN_EDIT):
             # With process_before_response the ack leaves once this returns: opening the
             # form (membership, views.open) runs in the background (EditIntake.open).
             await ack()

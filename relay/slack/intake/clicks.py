@@ -20,14 +20,17 @@ from datetime import timedelta
 
 from relay.asks.edit_review import EditReview
 from relay.asks.lifecycle import AskLifecycle
+from relay.asks.plan_door import PlanDoor
 from relay.asks.terms import REPAIR_AFTER, needs_repair, widened
 from relay.errors import UserInteractionError
 from relay.seam.questions import AskUserQuestionAnswerItem
 from relay.slack.editing.flow import EditIntake
+from relay.slack.editing.plan_flow import PlanScopeIntake
 from relay.slack.intake.batch_clicks import BatchClicks
 from relay.slack.intake.installation import Installation
 from relay.slack.intake.parse import Click, ClickKind, Notice, decide
 from relay.slack.intake.people import Gatekeeper
+from relay.slack.intake.plan_stop import PlanStops
 from relay.slack.intake.voting import VoteIntake
 from relay.slack.rendering import notices
 from relay.slack.rendering.final import answered_of, final_of
@@ -58,6 +61,7 @@ class ClickIntake:
         installation: Callable[[], Awaitable[Installation]],
         edit_review: EditReview | None = None,
         batches: BatchShow | None = None,
+        plans: PlanDoor | None = None,
     ) -> None:
         self._life = life
         self._messages = messages
@@ -72,6 +76,17 @@ class ClickIntake:
             judge=self.judge,
             review=edit_review,
             gatekeeper=gatekeeper,
+        )
+        self._plan_stops = PlanStops(
+            life=life, messages=messages, background=background, judge=self.judge, plans=plans
+        )
+        self._plan_scopes = PlanScopeIntake(
+            life=life,
+            messages=messages,
+            background=background,
+            judge=self.judge,
+            gatekeeper=gatekeeper,
+            plans=plans,
         )
         self._votes = VoteIntake(life=life, messages=messages, background=background)
         self._batches = (
@@ -96,6 +111,14 @@ class ClickIntake:
             return None
         if click.kind is ClickKind.SAVE:
             return await self._edits.submit(click)
+        if click.kind is ClickKind.PLAN_EDIT:
+            self._plan_scopes.open(click)
+            return None
+        if click.kind is ClickKind.PLAN_SAVE:
+            return await self._plan_scopes.submit(click)
+        if click.kind is ClickKind.PLAN_STOP:
+            self._plan_stops.handle(click)
+            return None
         if click.kind is ClickKind.BATCH:
             # Allow all / Deny all: one click of this person's per call (see BatchClicks).
             if self._batches is not None:

@@ -17,9 +17,10 @@ from enum import StrEnum
 from typing import Any
 
 from relay.seam.edits import read_edit
+from relay.seam.plan_review import read_narrowing
 from relay.seam.questions import AskUserQuestionAnswerItem, AskUserQuestionItem, Responder
 from relay.slack.rendering.batch_view import ACTION_BATCH
-from relay.slack.rendering.inputs import ACTION_EDIT
+from relay.slack.rendering.inputs import ACTION_EDIT, ACTION_PLAN_EDIT, ACTION_PLAN_STOP
 from relay.slack.rendering.render import (
     ACTION_CHECKS,
     ACTION_MULTI,
@@ -64,6 +65,9 @@ class ClickKind(StrEnum):
     EDIT = "edit"  # a tool approval's "Edit…": opens the edit modal, answers nothing yet
     SAVE = "save"  # the edit modal submitted (``view_submission``): the edited call allowed
     BATCH = "batch"  # a batch message's own button (``batch_action``, page in ``option``)
+    PLAN_STOP = "plan_stop"  # an approved plan's "Stop the plan": ends the plan
+    PLAN_EDIT = "plan_edit"  # a plan review's "Edit…": opens the scope form
+    PLAN_SAVE = "plan_save"  # the scope form submitted: the plan approved, narrowed
 
 
 class Notice(StrEnum):
@@ -190,13 +194,15 @@ def _object(value: object) -> Mapping[str, Any]:
 
 def parse_edit_submission(payload: Mapping[str, Any]) -> Click | None:
     """The edit form's ``view_submission`` as a ``SAVE`` click on the question the form
-    edits (named in its ``private_metadata``), or ``None`` if it is no form of ours."""
+    edits (named in its ``private_metadata``; a plan's scope form, ``"p": 1``, is a
+    ``PLAN_SAVE``), or ``None`` if it is no form of ours."""
     view, user = _object(payload.get("view")), _object(payload.get("user"))
     try:
         meta = json.loads(view.get("private_metadata") or "")
         ask_id, index = str(meta["a"]), int(meta["i"])
         channel, ts, version = meta.get("c"), meta.get("t"), int(meta.get("v", 1))
-    except (ValueError, KeyError, TypeError):
+        kind = ClickKind.PLAN_SAVE if meta.get("p") == 1 else ClickKind.SAVE
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
     user_id, team = _str(user.get("id")), _object(payload.get("team"))
     if not user_id:
@@ -205,7 +211,7 @@ def parse_edit_submission(payload: Mapping[str, Any]) -> Click | None:
     return Click(
         ask_id=ask_id,
         index=index,
-        kind=ClickKind.SAVE,
+        kind=kind,
         user_id=user_id,
         user_name=_str(user.get("name")) or _str(user.get("username")),
         channel_id=_str(channel),
@@ -257,6 +263,10 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         kind = ClickKind.SKIP
     elif action_id == ACTION_EDIT:
         kind = ClickKind.EDIT
+    elif action_id == ACTION_PLAN_STOP:
+        kind = ClickKind.PLAN_STOP
+    elif action_id == ACTION_PLAN_EDIT:
+        kind = ClickKind.PLAN_EDIT
     elif action_id.startswith(ACTION_BATCH + "."):
         kind, option = ClickKind.BATCH, _index(action.get("value"))
         batch_action = action_id[len(ACTION_BATCH) + 1 :]
@@ -319,9 +329,17 @@ def decide(
             id=question.id, selected=selected, custom=custom, answered_by=by, answered_at=at
         )
 
-    if click.kind in (ClickKind.TOGGLE, ClickKind.EDIT, ClickKind.SAVE, ClickKind.BATCH):
+    if click.kind in (
+        ClickKind.TOGGLE,
+        ClickKind.EDIT,
+        ClickKind.SAVE,
+        ClickKind.BATCH,
+        ClickKind.PLAN_STOP,
+        ClickKind.PLAN_EDIT,
+        ClickKind.PLAN_SAVE,
+    ):
         return None
-    if text is not None and read_edit(text) is not None:
+    if text is not None and (read_edit(text) is not None or read_narrowing(text) is not None):
         # An edit is made in its form, where the message then shows it; typed, it would run
         # an input the other reviewers never saw.
         return Notice.EDIT_TYPED

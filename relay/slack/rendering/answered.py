@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from relay.seam.edits import read_edit
+from relay.seam.plan_review import APPROVE, read_narrowing
 from relay.seam.questions import AskUserQuestionAnswerItem, AskUserQuestionItem
 from relay.slack.rendering.team import votes_text
 from relay.slack.rendering.text import chunks, escape, mention, units, within
@@ -48,6 +49,22 @@ def _edited(
     return replace(item, selected=(edit.choice,), custom=None), shown
 
 
+def _narrowed(
+    question: AskUserQuestionItem | None, item: AskUserQuestionAnswerItem
+) -> tuple[AskUserQuestionAnswerItem, str]:
+    """For a plan approved with a narrower scope (its Edit form), the answer read as
+    *Approve*, and the line that shows the narrowing: who, and what was taken out."""
+    intent = question.intent if question is not None else None
+    narrowing = read_narrowing(item.custom) if item.custom is not None else None
+    if intent is None or intent.kind != "plan-review" or narrowing is None or item.selected:
+        return item, ""
+    out = ", ".join(f"`{escape(d)}`" for d in narrowing.dropped) or "nothing"
+    shown = (
+        f"\n:scissors: Scope narrowed by {mention(narrowing.by)} before approving; taken out: {out}"
+    )
+    return replace(item, selected=(APPROVE,), custom=None), shown
+
+
 def _verdict_head(question: AskUserQuestionItem | None, item: AskUserQuestionAnswerItem) -> str:
     """For a tool approval, the outcome as a verdict: who denied, or who allowed what."""
     if question is None or question.id != _APPROVAL_ID:
@@ -64,6 +81,8 @@ def answered_line(
     denied and why, or who allowed what), shortened to ``OUTCOME_LINE_CHARS``."""
     who = _who(item)
     item, edited = _edited(question, item)
+    if not edited:
+        item, edited = _narrowed(question, item)
     when = ""
     if item.answered_at is not None:
         when = f" · {slack_date(item.answered_at.timestamp(), item.answered_at.isoformat())}"
@@ -103,6 +122,8 @@ def answered_summary(
     """What happened, in the words ``answered_line`` leads with, for the message's fallback
     text (notifications, screen readers): "denied", "allowed", "edited, then allowed"..."""
     item, edited = _edited(question, item)
+    if not edited and _narrowed(question, item)[1]:
+        return "approved with a narrower scope"
     if not item.selected and item.custom is None:
         return "skipped"
     if edited:

@@ -15,6 +15,7 @@ from typing import Any
 
 from relay.errors import bad_request
 from relay.seam.edits import Edit
+from relay.seam.plan_review import SCOPED_QUESTION
 from relay.seam.questions import AskUserQuestionItem
 from relay.slack.editing.fields import unavailable
 from relay.slack.rendering import kit
@@ -62,6 +63,8 @@ ACTION_SUBMIT = "relay.submit"
 ACTION_SKIP = "relay.skip"
 ACTION_TEXT = "relay.text"
 ACTION_EDIT = "relay.edit"  # a tool approval's "Edit…": opens the edit modal
+ACTION_PLAN_STOP = "relay.plan_stop"  # an approved plan's "Stop the plan"
+ACTION_PLAN_EDIT = "relay.plan_edit"  # a plan review's "Edit…": narrows the scope
 
 
 def block_id(ask_id: str, index: int, part: str, version: int = 1) -> str:
@@ -154,9 +157,23 @@ def _elements(
             elements.append(kit.button("Submit", ACTION_SUBMIT, "submit", "primary"))
     if editable:
         elements.append(kit.button("Edit…", ACTION_EDIT, "edit"))
+    elif _scope_narrowable(question):
+        elements.append(kit.button("Edit…", ACTION_PLAN_EDIT, "edit"))
     if batch:
         elements.append(kit.button("Skip", ACTION_SKIP, "skip"))
     return elements
+
+
+def _scope_narrowable(question: AskUserQuestionItem) -> bool:
+    """Whether ``question`` reviews a plan with a scope its reviewer may narrow (one reviewer
+    decides it: a narrowing is no vote)."""
+    intent = question.intent
+    return (
+        intent is not None
+        and intent.kind == "plan-review"
+        and question.question == SCOPED_QUESTION
+        and question.quorum <= 1
+    )
 
 
 def _field_label(question: AskUserQuestionItem) -> str:

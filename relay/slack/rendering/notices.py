@@ -39,8 +39,8 @@ def notice_text(notice: Notice, question: AskUserQuestionItem, *, batch: bool) -
         )
     if notice is Notice.EDIT_TYPED:
         return (
-            "That text reads as an edited tool call, which is made with *Edit…* (so the"
-            " message shows it), never typed. Nothing was recorded."
+            "That text reads as an edited tool call or a narrowed plan, which is made with"
+            " *Edit…* (so the message shows it), never typed. Nothing was recorded."
         )
     return "This message is out of date; reload it and answer again. Nothing was recorded."
 
