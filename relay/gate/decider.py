@@ -245,6 +245,13 @@ class Decider(PlanDecisions, PlanMessages):
             return granted
         return await self._planned(proposal, judged)
 
+    def post_through(self, channel: Channel) -> None:
+        """Ask people through ``channel`` from now on: for a Decider made before its channel
+        (``relay serve``'s, whose Slack channel needs the Decider's plan decisions first)."""
+        if self._channel is not None and self._channel is not channel:
+            raise RuntimeError("this Decider already asks people through another channel")
+        self._channel = channel
+
     def _channel_or_fail(self) -> Channel:
         if self._channel is None:
             raise RuntimeError("this Decider has no channel to ask people through")

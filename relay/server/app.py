@@ -141,6 +141,7 @@ def build_app(
     policy: Policy | None = None,
     rulings: Rulings | None = None,
     plan_ttl: float = PLAN_TTL,
+    decider: Decider | None = None,
 ) -> web.Application:
     """The server's application: the channel's routes (``/slack/events``; left out when not
     ``serve_channel_routes``), ``/v1/…``, ``/mcp``, health, metrics, OpenAPI. ``channel``
@@ -154,6 +155,8 @@ def build_app(
     ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals, or
     ``rulings`` when the channel's Edit form holds edits to them (``operator_rulings``).
     ``plan_ttl`` (``RELAY_PLAN_TTL``) is how long an approved plan holds (``/v1/plans``).
+    ``decider``: the one Decider, when the channel was built with it (its rulings, grants and
+    plan time then hold; it asks through ``channel`` from here on); else one is made here.
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -177,9 +180,13 @@ def build_app(
         idempotency_window=idempotency_window,
         webhooks=webhooks,
     )
-    grant_store = grants if grants is not None else MemoryGrants()
-    rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
-    decider = _decider(channel, rulings, grant_store, plan_ttl)
+    if decider is None:
+        grant_store = grants if grants is not None else MemoryGrants()
+        rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
+        decider = _decider(channel, rulings, grant_store, plan_ttl)
+    else:
+        grant_store = decider.grants
+        decider.post_through(PostingChannel(channel))
     app = web.Application(
         client_max_size=max(max_body, _CHANNEL_MAX_BODY),
         middlewares=[_errors(auth, limiter, metrics, connections)],

@@ -21,7 +21,7 @@ from relay.asks.lifecycle import AskLifecycle
 from relay.config.settings import Settings
 from relay.config.tuning import freeze_startup, tune_gc
 from relay.errors import RelayConfigError
-from relay.gate.decider import Decider, Rulings
+from relay.gate.decider import Decider
 from relay.gate.policy import Policy, load_policy
 from relay.gate.rules import RulesError
 from relay.grants import GrantStore, MemoryGrants
@@ -198,10 +198,10 @@ class _Relay:
     store: AskStore
     grants: GrantStore
     channel: ServedChannel
-    rulings: Rulings
     receipts: ReceiptWriter | None
     checkpoints: Checkpointer | None
     webhooks: Webhooks | None
+    decider: Decider
 
 
 async def serve(
@@ -265,10 +265,10 @@ async def _compose(
         store=store, events=Events(), sweep_interval=1.0 if store.durable else None
     )
     grants = _grants(settings)
-    # A plan's message reaches the Decider's plan decisions over the same rules and grants
-    # as the Decider behind /v1 (which posts through this channel, so is built after it).
-    plans = Decider(rulings=rulings, grants=grants, plan_ttl=settings.plan_ttl)
-    served = channel(settings, lifecycle, rulings.edit_terms, plans)
+    # The one Decider: a plan's message reaches its plan decisions, and /v1 and /mcp (built
+    # after the channel) have it ask people through the channel.
+    decider = Decider(rulings=rulings, grants=grants, plan_ttl=settings.plan_ttl)
+    served = channel(settings, lifecycle, rulings.edit_terms, decider)
     receipts = _receipts(settings, store, receipt_key)
     if receipts is not None:
         served.events.subscribe(receipts.observe)
@@ -277,26 +277,24 @@ async def _compose(
     if webhooks is not None:
         webhooks.receipts = receipts
         served.events.subscribe(webhooks.observe)
-    return _Relay(store, grants, served, rulings, receipts, checkpoints, webhooks)
+    return _Relay(store, grants, served, receipts, checkpoints, webhooks, decider)
 
 
 def _application(settings: Settings, relay: _Relay) -> web.Application:
     """The server's application over what ``_compose`` built."""
     return build_app(
         channel=relay.channel,
-        grants=relay.grants,
+        decider=relay.decider,
         mcp_progress_interval=settings.mcp_progress_interval,
         mcp=settings.mcp,
         api_tokens=settings.api_tokens,
         operator_tokens=settings.operator_tokens,
         max_wait=settings.max_wait,
-        plan_ttl=settings.plan_ttl,
         max_body=settings.max_body,
         idempotency_window=settings.idempotency_window,
         webhooks=relay.webhooks,
         receipts=relay.receipts,
         checkpoints=relay.checkpoints,
-        rulings=relay.rulings,
         **limits_of(settings),
     )
 
