@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from bench.decision_log import CI, DEV, Call, LogFiles, Plan, write_log
-from relay.cli.verify import check_bundle, receipt_lines
 from relay.gate.approval import ApprovalRequest, Decision
 from relay.gate.decider import Proposal, Rulings
 from relay.gate.policy import load_policy
 from relay.learn import DecisionLog, Thresholds, read_log, suggest
 from relay.learn.suggest import Candidate, candidate_of
+from relay.receipts.bundle import check_bundle, receipt_lines
 from relay.receipts.keys import public_keys_from
 from relay.seam.parties import AgentRef
 
@@ -36,7 +36,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> LogFiles:
 def log(files: LogFiles) -> DecisionLog:
     text = files.receipts.read_text()
     keys = public_keys_from(files.keys.read_bytes())
-    failures, _ = check_bundle(text, str(files.receipts), keys)
+    failures = check_bundle(text, str(files.receipts), keys).failures
     assert failures == []
     asks = [json.loads(line) for line in files.asks.read_text().splitlines()]
     return read_log(receipt_lines(text), asks)
@@ -317,3 +317,4 @@ async def test_from_a_running_relay_export_to_a_suggestion_and_a_refused_replay(
     assert refused.returncode == 1, refused.stderr
     assert "rule 1 would allow rcpt_" in refused.stdout
     assert "Bash `rm -rf build` in /srv/app by agent ci-7, denied" in refused.stdout
+

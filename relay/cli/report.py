@@ -1,8 +1,9 @@
 """``relay report``: the approvals report, made from the signed receipts once they verify.
 
 Shows approvals per day, time to decide (p50, p90), who decided, how approvals ended
-(allowed, denied, edited, timed out), what ended with nobody's answer, and the calls asked
-about again and again.
+(allowed, denied, edited, timed out), what ended with nobody's answer, what the rules, a
+grant or a plan decided at once without a person (each by what decided it), and the calls
+asked about again and again.
 
 From a running relay: ``RELAY_URL`` (or ``--relay-url``) and ``RELAY_TOKEN`` set to an
 operator token (``RELAY_OPERATOR_TOKENS``), which reads the whole chain; the receipts are
@@ -84,6 +85,7 @@ def add_report(commands: Commands) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    from relay.cli.verify import read_keys
     from relay.receipts.keys import ReceiptKeyError, public_keys_from
     from relay.report import figures, read_bundle, verified
 
@@ -111,7 +113,7 @@ def _run_report(args: argparse.Namespace) -> int:
     if where is None:
         raise CommandError(USAGE, "say which keys: --keys FILE|URL (or set RELAY_URL)")
     try:
-        keys = public_keys_from(_read(where))
+        keys = public_keys_from(read_keys(where))
     except ReceiptKeyError as exc:
         raise CommandError(USAGE, f"--keys {where}: {exc}") from None
     evidence = verified(receipts, checkpoints, keys)
@@ -221,17 +223,3 @@ def _get_json(url: str, token: str) -> dict[str, Any]:
             ErrorCode.PROVIDER_FAILED, f"{url.split('?')[0]} answered no JSON object"
         )
     return body
-
-
-def _read(source: str) -> bytes:
-    if source.startswith(("http://", "https://")):
-        import urllib.error
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(source, timeout=30) as response:  # noqa: S310
-                data: bytes = response.read(1024 * 1024)
-                return data
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise CommandError(CANNOT_READ, f"cannot fetch {source} ({exc})") from None
-    return read_text(source).encode()
