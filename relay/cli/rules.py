@@ -276,6 +276,12 @@ def _summary(log: DecisionLog, result: Replay) -> str:
             " showed the call as text only (no edit offered) or are missing from the asks,"
             " so the replay cannot speak for them"
         )
+    if log.at_once:
+        # The rules' own decisions: a rule learned from them would be learned from itself.
+        text += (
+            f"; {_count(log.at_once, 'call')} decided at once by the rules, a grant or a plan"
+            " (no person) are not counted"
+        )
     return text
 
 
