@@ -16,6 +16,7 @@ from relay.report import Ending, figures, read_bundle, verified
 from relay.report.figures import percentile
 from relay.report.page import render_page
 from relay.report.sample import sample_log
+from relay.report.suggested import learned_rules
 from relay.report.table import render_table
 from relay.seam.edits import Edit, edit_custom
 from relay.seam.parties import AgentRef, Responder, Vote
@@ -377,3 +378,25 @@ async def test_what_the_rules_decided_without_a_person_is_counted_by_rule_grant_
     assert 'id="at-once"' in page
     assert "4</b>allowed at once by rules, grants, plans" in page
 
+
+async def test_a_repeated_call_shows_the_rule_relay_rules_suggest_offers_for_it() -> None:
+    log = await sample_log(end=datetime(2026, 12, 1, tzinfo=UTC))
+    payloads = verified(*read_bundle(log.bundle), log.keys).payloads
+    got = figures(payloads, labels=log.labels, rule_for=learned_rules(payloads, log.asks))
+    rules = {c.label: c.rule for c in got.repeated}
+    # Allowed every time, by several people: offered, in the rules file's own form.
+    assert rules["Bash: npm test  (in /srv/app)"] == (
+        '{ action = "allow", tools = ["Bash"], commands = ["npm test"] }'
+    )
+    # Denied or edited even once: its rule's replay would allow that call, so none is shown.
+    for label in (
+        "Bash: rm -rf build/",
+        "Bash: git push origin main",
+        "Edit: /srv/app/src/index.ts",
+    ):
+        assert rules[label] is None
+    # The asks must be what the receipts signed: any other asks teach nothing.
+    forged = [{**a, "questions": [{**a["questions"][0], "question": "x"}]} for a in log.asks]
+    assert all(
+        c.rule is None for c in figures(payloads, rule_for=learned_rules(payloads, forged)).repeated
+    )

@@ -14,7 +14,9 @@ not verify (a bad signature, a gap, a cut head or tail) give no report at all.
 
 A receipt holds only the digest of what people were shown: ``--asks FILE`` (an export of
 ``relay audit`` with an agent's token) names each repeated call, from an ask whose questions
-hash to that digest. ``--format html`` writes the page ``GET /report`` serves,
+hash to that digest, and the rule ``relay rules suggest`` offers for each (learned from the
+same receipts and asks, and only where its replay allows no call people denied or edited).
+``--format html`` writes the page ``GET /report`` serves,
 self-contained, to open offline.
 """
 
@@ -66,7 +68,8 @@ def add_report(commands: Commands) -> None:
         default=[],
         metavar="FILE",
         help="an asks export (relay audit, with an agent's token) naming the repeated calls"
-        " (repeat for more tokens; default: calls are shown by digest)",
+        " and suggesting their rules (repeat for more tokens; default: calls are shown by"
+        " digest)",
     )
     parser.add_argument(
         "--relay-url", metavar="URL", help="the running relay (default: RELAY_URL, if set)"
@@ -128,9 +131,14 @@ def _run_report(args: argparse.Namespace) -> int:
     got = figures(evidence.payloads, top=args.top)
     if args.asks:
         from relay.report.labels import labels_from_asks
+        from relay.report.suggested import learned_rules
 
-        named = labels_from_asks(_asks(args.asks), (c.shown for c in got.repeated))
-        got = figures(evidence.payloads, top=args.top, labels=named)
+        asks = _asks(args.asks)
+        named = labels_from_asks(asks, (c.shown for c in got.repeated))
+        # The suggested rule beside each call: relay rules suggest's, offered only when its
+        # replay on every receipted call allows none that people denied or edited.
+        rule_for = learned_rules(evidence.payloads, asks)
+        got = figures(evidence.payloads, top=args.top, labels=named, rule_for=rule_for)
     if args.format == "html":
         from relay.report.page import render_page
 
