@@ -24,6 +24,7 @@ from relay.receipts.jcs import canonical
 from relay.receipts.verify import verify_all
 from relay.store import MemoryStore
 from relay.testing import FakeSlack
+from tests.mcp_env import http_client, result_text
 from tests.server_env import SECRET, Relay, free_port, relay_env, relay_server, start_relay
 from tests.test_plans_api import AGENT, approved_plan, bash
 from tests.test_receipts_serve import chain_of, key_file, payload_of, relay_verify
@@ -201,3 +202,24 @@ async def test_a_relay_stopped_right_after_deciding_at_once_still_writes_the_rec
             await second.stop()
         assert len(items) == 20
         assert all(payload_of(i["receipt"])["kind"] == "at_once" for i in items)
+
+
+async def test_a_call_the_rules_deny_on_mcp_has_its_receipt_too(tmp_path: Path) -> None:
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(
+            slack,
+            RELAY_RECEIPT_KEY_FILE=key_file(tmp_path),
+            RELAY_RULES_FILE=rules_file(tmp_path),
+        ) as relay,
+        http_client(relay, mode="legacy") as client,
+    ):
+        use = {"tool_name": "Bash", "input": {"command": "rm -rf build"}}
+        result = await client.call_tool("approve_tool_use", use)
+        assert json.loads(result_text(result))["behavior"] == "deny"
+        assert slack.messages == []  # nobody asked
+        [item] = await chain_of(relay, 1)
+        payload = payload_of(item["receipt"])
+        assert (payload["kind"], payload["decision"]) == ("at_once", "deny")
+        assert payload["by"]["rule"]["number"] == 1
+        assert payload["call"]["digest"] == fingerprint("Bash", {"command": "rm -rf build"})
