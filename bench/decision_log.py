@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from relay.audit.trail import audit_json
+from relay.canonical.match import fingerprint
 from relay.gate.approval import ALLOW_ONCE, ALLOW_SESSION, DENY, ApprovalRequest, approval_question
 from relay.receipts import ReceiptWriter, SigningKey
+from relay.receipts.at_once import AtOnce
 from relay.receipts.payload import digest
 from relay.seam.edits import Edit, edit_custom
 from relay.seam.parties import AgentRef, Responder, Vote
@@ -100,6 +102,8 @@ class Plan:
     plain_asks: float = 0.02
     uneditable: float = 0.02
     seed: int = 7
+    # After every Nth approval, a call the rules allowed at once, without a person (0: none).
+    at_once_every: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +145,8 @@ async def write_log(folder: Path, plan: Plan | None = None) -> LogFiles:
         ended = await _decide(store, record, rng, plan, asked, seen.get(id(asked), 0))
         await writer.write(ended)
         asks.append(audit_json(ended))
+        if plan.at_once_every and n % plan.at_once_every == 0:
+            await writer.write_at_once(_allowed_at_once(n, at))
     tokens: list[str] = []
     while page := await store.receipt_range(start=len(tokens) + 1):
         tokens += page
@@ -149,11 +155,26 @@ async def write_log(folder: Path, plan: Plan | None = None) -> LogFiles:
     lines = []
     for seq, token in enumerate(tokens, 1):
         claims = _claims(token)
-        lines.append({"seq": seq, "id": claims["jti"], "ask": claims["ask"], "receipt": token})
+        lines.append({"seq": seq, "id": claims["jti"], "ask": claims.get("ask"), "receipt": token})
     files.receipts.write_text("".join(json.dumps(line) + "\n" for line in lines))
     files.asks.write_text("".join(json.dumps(a, ensure_ascii=False) + "\n" for a in asks))
     files.keys.write_text(json.dumps(writer.published.jwks()))
     return LogFiles(files.receipts, files.asks, files.keys, len(tokens))
+
+
+def _allowed_at_once(n: int, at: datetime) -> AtOnce:
+    """``npm publish`` (which people deny every time) allowed by an operator's rule at once."""
+    rule = {"file": "rules.toml", "number": 1, "action": "allow", "pattern": {"tools": ["Bash"]}}
+    return AtOnce(
+        owner=DEV,
+        agent="dev-2",
+        tool="Bash",
+        call=fingerprint("Bash", {"command": "npm publish"}),
+        decision="allow",
+        by={"rule": rule},
+        at=at + timedelta(seconds=30),
+        id=f"once{n:06d}",
+    )
 
 
 def _claims(token: str) -> dict[str, Any]:

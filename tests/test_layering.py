@@ -87,7 +87,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     },
     "relay.report": {
         *("relay.canonical", "relay.errors", "relay.gate", "relay.receipts", "relay.seam"),
-        "relay.store",
+        # the suggested rule beside a repeated call is relay rules suggest's (relay.learn)
+        *("relay.learn", "relay.store"),
     },
     "relay.server": {
         *("relay", "relay.asks", "relay.audit", "relay.canonical", "relay.config"),

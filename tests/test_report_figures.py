@@ -5,15 +5,18 @@ from a log that does not verify."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
 from relay.gate.approval import ALLOW_ONCE, ALLOW_SESSION, DENY, ApprovalRequest, approval_question
 from relay.receipts import ReceiptWriter, SigningKey
+from relay.receipts.at_once import AtOnce
 from relay.receipts.payload import subject_digest
 from relay.report import Ending, figures, read_bundle, verified
 from relay.report.figures import percentile
 from relay.report.page import render_page
 from relay.report.sample import sample_log
+from relay.report.suggested import learned_rules
 from relay.report.table import render_table
 from relay.seam.edits import Edit, edit_custom
 from relay.seam.parties import AgentRef, Responder, Vote
@@ -167,7 +170,11 @@ async def test_a_generated_log_of_thousands_adds_up() -> None:
     receipts, checkpoints = read_bundle(log.bundle)
     assert len(receipts) > 2_000
     got = figures(verified(receipts, checkpoints, log.keys).payloads, labels=log.labels)
-    assert got.approvals == len(receipts)
+    # Every receipt is an approval or a call decided at once (the rules, a grant, a plan).
+    assert got.at_once_allowed > 0
+    assert got.at_once_denied > 0
+    assert got.approvals + got.at_once_allowed + got.at_once_denied == len(receipts)
+    assert {t.kind for t in got.at_once} == {"rule", "grant", "plan"}
     assert sum(got.endings.values()) == got.approvals
     assert sum(sum(c.values()) for _, c in got.days) == got.approvals
     assert got.without_person == got.endings[Ending.TIMED_OUT]
@@ -308,3 +315,88 @@ def test_an_asks_export_names_a_call_only_where_its_questions_hash_to_the_digest
     altered = [{**questions[0], "question": "something else"}]
     assert labels_from_asks([{"id": "x", "questions": altered}], [shown]) == {}
     assert labels_from_asks([{"id": "y", "questions": "no"}, {"id": "z"}], [shown]) == {}
+
+
+def at_once(decision: str, by: dict[str, object], number: int) -> AtOnce:
+    return AtOnce(
+        owner="fp",
+        agent="ci-7",
+        tool="Bash",
+        call=f"{number:064x}",
+        decision=decision,
+        by=by,
+        at=DAY + timedelta(minutes=number),
+        id=f"now{number}",
+    )
+
+
+RULE_2 = {
+    "rule": {
+        "file": "rules.toml",
+        "number": 2,
+        "action": "allow",
+        "pattern": {"tools": ["Bash"], "commands": ["npm test"]},
+    }
+}
+
+
+async def test_what_the_rules_decided_without_a_person_is_counted_by_rule_grant_and_plan() -> None:
+    text, writer = await bundle_of(small_log())
+    lines = text.splitlines()
+    grant = {"grant": {"id": "g1", "kind": "session", "granted_by": {"team": "T1", "user": "U1"}}}
+    default = {"rule": {"file": "rules.toml", "number": None, "action": "deny"}}
+    for number, (decision, by) in enumerate(
+        [
+            ("allow", RULE_2),
+            ("allow", RULE_2),
+            ("allow", grant),
+            ("allow", {"plan": {"id": "plan1"}}),
+            ("deny", default),
+        ],
+        len(lines) + 1,
+    ):
+        token = await writer.write_at_once(at_once(decision, by, number))
+        lines.append(json.dumps({"seq": number, "receipt": token}))
+    evidence = verified(*read_bundle("\n".join(lines)), writer.published)
+    assert evidence.refusal is None
+    got = figures(evidence.payloads)
+    # The approvals' figures are those of the asks alone.
+    assert (got.approvals, got.other_asks, got.without_person) == (7, 1, 1)
+    assert (got.at_once_allowed, got.at_once_denied) == (4, 1)
+    assert [(t.kind, t.name, t.allowed, t.denied) for t in got.at_once] == [
+        ("rule", "rule 2 of rules.toml: allow Bash `npm test`", 2, 0),
+        ("grant", "grant g1 by U1", 1, 0),
+        ("plan", "plan plan1", 1, 0),
+        ("rule", "the default (deny) of rules.toml", 0, 1),
+    ]
+    table = render_table(got, source="test")
+    assert "What the rules decided without a person" in table
+    rows = [re.split(r"\s{2,}", line.strip()) for line in table.splitlines()]
+    assert ["rule 2 of rules.toml: allow Bash `npm test`", "2", "0", "2"] in rows
+    assert ["all", "4", "1", "5"] in rows
+    page = render_page(got, source="test")
+    assert 'id="at-once"' in page
+    assert "4</b>allowed at once by rules, grants, plans" in page
+
+
+async def test_a_repeated_call_shows_the_rule_relay_rules_suggest_offers_for_it() -> None:
+    log = await sample_log(end=datetime(2026, 12, 1, tzinfo=UTC))
+    payloads = verified(*read_bundle(log.bundle), log.keys).payloads
+    got = figures(payloads, labels=log.labels, rule_for=learned_rules(payloads, log.asks))
+    rules = {c.label: c.rule for c in got.repeated}
+    # Allowed every time, by several people: offered, in the rules file's own form.
+    assert rules["Bash: npm test  (in /srv/app)"] == (
+        '{ action = "allow", tools = ["Bash"], commands = ["npm test"] }'
+    )
+    # Denied or edited even once: its rule's replay would allow that call, so none is shown.
+    for label in (
+        "Bash: rm -rf build/",
+        "Bash: git push origin main",
+        "Edit: /srv/app/src/index.ts",
+    ):
+        assert rules[label] is None
+    # The asks must be what the receipts signed: any other asks teach nothing.
+    forged = [{**a, "questions": [{**a["questions"][0], "question": "x"}]} for a in log.asks]
+    assert all(
+        c.rule is None for c in figures(payloads, rule_for=learned_rules(payloads, forged)).repeated
+    )

@@ -176,3 +176,40 @@ async def test_a_relay_that_signs_no_receipts_has_no_report() -> None:
         error = json.loads(text)["error"]
         assert error["code"] == "NOT_FOUND"
         assert "RELAY_RECEIPT_KEY_FILE" in error["message"]
+
+
+async def test_the_page_suggests_the_rule_relay_rules_suggest_offers(tmp_path: Path) -> None:
+    def approval(command: str) -> dict[str, object]:
+        return {
+            "tool": "Bash",
+            "input": {"command": command},
+            "agent": {"id": "ci-7"},
+            "editable": True,  # the call itself is shown (and kept), not text only
+        }
+
+    plays = [("npm test", "Allow once", u) for u in ("U0ALICE", "U0BOB") * 3]
+    plays += [("rm -rf build", "Allow once", "U0BOB"), ("rm -rf build", "Deny", "U0ALICE")]
+    async with (
+        FakeSlack(signing_secret=SECRET) as slack,
+        relay_server(
+            slack, RELAY_RECEIPT_KEY_FILE=key_file(tmp_path), RELAY_OPERATOR_TOKENS=OPERATOR
+        ) as relay,
+    ):
+        for n, (command, label, user) in enumerate(plays, 1):
+            status, created = await relay.request("POST", "/v1/approvals", json=approval(command))
+            assert status == 201, created
+            await slack.click(await slack.wait_for_message(count=n, timeout=15), label, user=user)
+            status, got = await relay.request("GET", f"/v1/approvals/{created['id']}?wait=10")
+            assert got["status"] == "decided", got
+            status, _ = await relay.request("GET", f"/v1/approvals/{created['id']}/receipt")
+            assert status == 200
+        status, _, page = await fetch(relay, relay.headers(OPERATOR))
+        assert status == 200, page
+        table = page[
+            page.index('id="repeated"') : page.index("</table>", page.index('id="repeated"'))
+        ]
+        npm, rm = (next(r for r in table.split("<tr>") if c in r) for c in ("npm test", "rm -rf"))
+        # Allowed six times by two people, never denied: relay rules suggest offers it.
+        assert "commands = [&quot;npm test&quot;]" in npm
+        # Denied once: its rule's replay would allow that call, so no rule is shown.
+        assert "none yet" in rm

@@ -10,17 +10,18 @@ import asyncio
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bench.decision_log import CI, DEV, Call, LogFiles, Plan, write_log
-from relay.cli.verify import check_bundle, receipt_lines
 from relay.gate.approval import ApprovalRequest, Decision
 from relay.gate.decider import Proposal, Rulings
 from relay.gate.policy import load_policy
 from relay.learn import DecisionLog, Thresholds, read_log, suggest
 from relay.learn.suggest import Candidate, candidate_of
+from relay.receipts.bundle import check_bundle, receipt_lines
 from relay.receipts.keys import public_keys_from
 from relay.seam.parties import AgentRef
 
@@ -36,7 +37,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> LogFiles:
 def log(files: LogFiles) -> DecisionLog:
     text = files.receipts.read_text()
     keys = public_keys_from(files.keys.read_bytes())
-    failures, _ = check_bundle(text, str(files.receipts), keys)
+    failures = check_bundle(text, str(files.receipts), keys).failures
     assert failures == []
     asks = [json.loads(line) for line in files.asks.read_text().splitlines()]
     return read_log(receipt_lines(text), asks)
@@ -317,3 +318,38 @@ async def test_from_a_running_relay_export_to_a_suggestion_and_a_refused_replay(
     assert refused.returncode == 1, refused.stderr
     assert "rule 1 would allow rcpt_" in refused.stdout
     assert "Bash `rm -rf build` in /srv/app by agent ci-7, denied" in refused.stdout
+
+
+async def test_calls_the_rules_decided_without_a_person_are_never_read_as_peoples(
+    tmp_path: Path,
+) -> None:
+    # The same log, with and without receipts of `npm publish` allowed at once by a rule
+    # (people deny it every time): a rule learned from the rules' own decisions would be
+    # circular, so they are counted apart and change nothing that is learned or replayed.
+    plan = Plan(approvals=400)
+    plain = await write_log(tmp_path / "plain", plan)
+    mixed = await write_log(tmp_path / "mixed", replace(plan, at_once_every=4))
+
+    def read(files: LogFiles) -> DecisionLog:
+        text = files.receipts.read_text()
+        keys = public_keys_from(files.keys.read_bytes())
+        assert check_bundle(text, str(files.receipts), keys).failures == []
+        asks = [json.loads(line) for line in files.asks.read_text().splitlines()]
+        return read_log(receipt_lines(text), asks)
+
+    without, with_them = read(plain), read(mixed)
+    assert (without.at_once, with_them.at_once) == (0, 100)
+    assert mixed.count == plain.count + 100
+    assert [(c.kind, c.tool, c.input, c.people) for c in with_them.calls] == [
+        (c.kind, c.tool, c.input, c.people) for c in without.calls
+    ]
+    assert len(with_them.unreadable) == len(without.unreadable)
+    assert with_them.other == without.other
+    learned = suggest(with_them, thresholds=Thresholds(min_count=5, min_people=1))
+    alone = suggest(without, thresholds=Thresholds(min_count=5, min_people=1))
+    assert [o.candidate for o in learned.offered] == [o.candidate for o in alone.offered]
+    assert all(o.candidate.commands != ("npm publish",) for o in learned.offered)
+    # The command line says so.
+    done = relay("suggest", *log_flags(mixed))
+    assert done.returncode == 0, done.stderr
+    assert "100 calls decided at once by the rules, a grant or a plan (no person)" in done.stderr

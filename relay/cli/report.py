@@ -1,8 +1,9 @@
 """``relay report``: the approvals report, made from the signed receipts once they verify.
 
 Shows approvals per day, time to decide (p50, p90), who decided, how approvals ended
-(allowed, denied, edited, timed out), what ended with nobody's answer, and the calls asked
-about again and again.
+(allowed, denied, edited, timed out), what ended with nobody's answer, what the rules, a
+grant or a plan decided at once without a person (each by what decided it), and the calls
+asked about again and again.
 
 From a running relay: ``RELAY_URL`` (or ``--relay-url``) and ``RELAY_TOKEN`` set to an
 operator token (``RELAY_OPERATOR_TOKENS``), which reads the whole chain; the receipts are
@@ -13,7 +14,9 @@ not verify (a bad signature, a gap, a cut head or tail) give no report at all.
 
 A receipt holds only the digest of what people were shown: ``--asks FILE`` (an export of
 ``relay audit`` with an agent's token) names each repeated call, from an ask whose questions
-hash to that digest. ``--format html`` writes the page ``GET /report`` serves,
+hash to that digest, and the rule ``relay rules suggest`` offers for each (learned from the
+same receipts and asks, and only where its replay allows no call people denied or edited).
+``--format html`` writes the page ``GET /report`` serves,
 self-contained, to open offline.
 """
 
@@ -65,7 +68,8 @@ def add_report(commands: Commands) -> None:
         default=[],
         metavar="FILE",
         help="an asks export (relay audit, with an agent's token) naming the repeated calls"
-        " (repeat for more tokens; default: calls are shown by digest)",
+        " and suggesting their rules (repeat for more tokens; default: calls are shown by"
+        " digest)",
     )
     parser.add_argument(
         "--relay-url", metavar="URL", help="the running relay (default: RELAY_URL, if set)"
@@ -84,6 +88,7 @@ def add_report(commands: Commands) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    from relay.cli.verify import read_keys
     from relay.receipts.keys import ReceiptKeyError, public_keys_from
     from relay.report import figures, read_bundle, verified
 
@@ -111,7 +116,7 @@ def _run_report(args: argparse.Namespace) -> int:
     if where is None:
         raise CommandError(USAGE, "say which keys: --keys FILE|URL (or set RELAY_URL)")
     try:
-        keys = public_keys_from(_read(where))
+        keys = public_keys_from(read_keys(where))
     except ReceiptKeyError as exc:
         raise CommandError(USAGE, f"--keys {where}: {exc}") from None
     evidence = verified(receipts, checkpoints, keys)
@@ -126,9 +131,14 @@ def _run_report(args: argparse.Namespace) -> int:
     got = figures(evidence.payloads, top=args.top)
     if args.asks:
         from relay.report.labels import labels_from_asks
+        from relay.report.suggested import learned_rules
 
-        named = labels_from_asks(_asks(args.asks), (c.shown for c in got.repeated))
-        got = figures(evidence.payloads, top=args.top, labels=named)
+        asks = _asks(args.asks)
+        named = labels_from_asks(asks, (c.shown for c in got.repeated))
+        # The suggested rule beside each call: relay rules suggest's, offered only when its
+        # replay on every receipted call allows none that people denied or edited.
+        rule_for = learned_rules(evidence.payloads, asks)
+        got = figures(evidence.payloads, top=args.top, labels=named, rule_for=rule_for)
     if args.format == "html":
         from relay.report.page import render_page
 
@@ -221,17 +231,3 @@ def _get_json(url: str, token: str) -> dict[str, Any]:
             ErrorCode.PROVIDER_FAILED, f"{url.split('?')[0]} answered no JSON object"
         )
     return body
-
-
-def _read(source: str) -> bytes:
-    if source.startswith(("http://", "https://")):
-        import urllib.error
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(source, timeout=30) as response:  # noqa: S310
-                data: bytes = response.read(1024 * 1024)
-                return data
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise CommandError(CANNOT_READ, f"cannot fetch {source} ({exc})") from None
-    return read_text(source).encode()

@@ -191,8 +191,9 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 
 def _read_log(args: argparse.Namespace) -> DecisionLog:
-    from relay.cli.verify import check_bundle, read_keys, receipt_lines
+    from relay.cli.verify import read_keys
     from relay.learn import LogMismatch, read_log
+    from relay.receipts.bundle import check_bundle, receipt_lines
     from relay.receipts.keys import ReceiptKeyError, public_keys_from
 
     source = args.keys or _default_keys()
@@ -205,7 +206,7 @@ def _read_log(args: argparse.Namespace) -> DecisionLog:
     if not tokens:
         raise CommandError(USAGE, f"{args.receipts} holds no receipt")
     stored = [(f"checkpoint {c}", read_keys(c).decode("utf-8", "replace")) for c in args.checkpoint]
-    failures, _ = check_bundle(text, args.receipts, keys, chain=True, stored=stored)
+    failures = check_bundle(text, args.receipts, keys, chain=True, stored=stored).failures
     if failures:
         raise CommandError(
             ErrorCode.RECEIPTS_UNVERIFIED,
@@ -274,6 +275,12 @@ def _summary(log: DecisionLog, result: Replay) -> str:
             f"; {_count(len(log.unreadable), 'approval')} ({stopped} of them denied or edited)"
             " showed the call as text only (no edit offered) or are missing from the asks,"
             " so the replay cannot speak for them"
+        )
+    if log.at_once:
+        # The rules' own decisions: a rule learned from them would be learned from itself.
+        text += (
+            f"; {_count(log.at_once, 'call')} decided at once by the rules, a grant or a plan"
+            " (no person) are not counted"
         )
     return text
 

@@ -22,7 +22,6 @@ signed in its place) hold and link like any other; each is listed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -32,10 +31,8 @@ from relay.cli.common import CANNOT_READ, USAGE, CommandError, Commands, plain, 
 if TYPE_CHECKING:
     from cryptography import x509
 
-    from relay.receipts.keys import PublicKeys
-    from relay.receipts.verify import Failure, Mark
 
-__all__ = ["add_verify", "check_bundle", "read_keys", "receipt_lines"]
+__all__ = ["add_verify", "read_keys"]
 
 
 def add_verify(commands: Commands) -> None:
@@ -68,6 +65,7 @@ def add_verify(commands: Commands) -> None:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
+    from relay.receipts.bundle import check_bundle, receipt_lines
     from relay.receipts.keys import ReceiptKeyError, public_keys_from
     from relay.receipts.verify import quarantined
 
@@ -82,9 +80,8 @@ def _run_verify(args: argparse.Namespace) -> int:
         raise CommandError(USAGE, f"{args.file} holds no receipt")
     stored = [(f"checkpoint {source}", _fetch(source)) for source in args.checkpoint]
     roots = _roots(args.tsa_ca) if args.tsa_ca else None
-    failures, marks = check_bundle(
-        text, args.file, keys, chain=args.chain, stored=stored, roots=roots
-    )
+    checked = check_bundle(text, args.file, keys, chain=args.chain, stored=stored, roots=roots)
+    failures, marks = checked.failures, checked.marks
     for failure in failures:
         sys.stdout.write(f"{failure}\n")
     counted = _count(len(tokens), "receipt")
@@ -104,58 +101,6 @@ def _run_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_bundle(
-    text: str,
-    file: str,
-    keys: PublicKeys,
-    *,
-    chain: bool = True,
-    stored: list[tuple[str, str]] | None = None,
-    roots: list[x509.Certificate] | None = None,
-) -> tuple[list[Failure], list[Mark]]:
-    """Every failure of the export ``text`` (read from ``file``): its receipts, with ``chain``
-    their links, and its checkpoints (its own lines and ``stored``); and the checkpoints that
-    held. The one check ``relay verify`` and ``relay rules`` run."""
-    from relay.receipts.verify import verify_all
-
-    failures, marks = _check_checkpoints(
-        [*(stored or []), *_checkpoint_lines(text, file)], keys, roots
-    )
-    failures += verify_all(receipt_lines(text), keys, chain=chain, marks=marks)
-    return failures, marks
-
-
-def _check_checkpoints(
-    stored: list[tuple[str, str]], keys: PublicKeys, roots: list[x509.Certificate] | None
-) -> tuple[list[Failure], list[Mark]]:
-    from relay.receipts.checkpoint import Stored
-    from relay.receipts.verify import Failure as Failed
-    from relay.receipts.verify import check_checkpoint, check_timestamp
-
-    failures: list[Failure] = []
-    marks: list[Mark] = []
-    for name, raw in stored:
-        try:
-            entry = Stored.read(raw)
-        except ValueError as exc:
-            failures.append(Failed(name, f"not a checkpoint ({exc})"))
-            continue
-        mark = check_checkpoint(entry.checkpoint, keys, name=name)
-        if isinstance(mark, Failed):
-            failures.append(mark)
-            continue
-        marks.append(mark)
-        if roots is None:
-            continue
-        if entry.timestamp is None:
-            failures.append(Failed(name, "carries no timestamp (the relay has no TSA set)"))
-            continue
-        problem = check_timestamp(mark, entry.timestamp, roots)
-        if problem is not None:
-            failures.append(Failed(name, problem))
-    return failures, marks
-
-
 def _roots(path: str) -> list[x509.Certificate]:
     from cryptography import x509
 
@@ -163,14 +108,6 @@ def _roots(path: str) -> list[x509.Certificate]:
         return x509.load_pem_x509_certificates(read_text(path).encode())
     except ValueError:
         raise CommandError(USAGE, f"--tsa-ca {path}: not PEM certificates") from None
-
-
-def _checkpoint_lines(text: str, file: str) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if '"checkpoint"' in line and line.lstrip().startswith("{"):
-            found.append((f"{file} line {number}", line))
-    return found
 
 
 def _count(n: int, noun: str) -> str:
@@ -201,25 +138,3 @@ def read_keys(source: str) -> bytes:
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise CommandError(CANNOT_READ, f"cannot fetch {source} ({exc})") from None
     return read_text(source).encode()
-
-
-def receipt_lines(text: str) -> list[tuple[str, str]]:
-    """``(name, compact JWS)`` per non-blank line; the name is the line until the receipt's
-    own id is read."""
-    found: list[tuple[str, str]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        token = line
-        if line.startswith("{"):
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                item = None
-            if isinstance(item, dict) and "checkpoint" in item and "receipt" not in item:
-                continue  # (a checkpoint line of a bundle: read as one)
-            got = item.get("receipt") if isinstance(item, dict) else None
-            token = got if isinstance(got, str) else ""
-        found.append((f"line {number}", token))
-    return found

@@ -17,7 +17,9 @@ asking Slack themselves, the frameworks, the Edit form) turns its input into a
 6. decides an edit again as a new proposal, as the reviewer who made it: an edit into what
    the rules deny is refused, one needing other approvers or more people cannot be allowed
    by this reviewer alone, a grant is made only where the rules offer one for the edited
-   call, and the outcome carries the edited input whatever the reviewer chose next.
+   call, and the outcome carries the edited input whatever the reviewer chose next;
+7. tells its ``Witness`` (``relay.gate.witness``) of each call it decides at once, without a
+   person, whatever the door (``relay serve``: the call's receipt, written in the background).
 
 The asking itself is behind ``Asks`` (start, wait, abort), not a channel.
 """
@@ -52,6 +54,7 @@ from relay.gate.planning import PLAN_TOOL, PLAN_TTL, PlanDecisions, PlanProposal
 from relay.gate.policy import combine
 from relay.gate.proposal import OFFER_GRACE, Channel, Proposal
 from relay.gate.rules import Rules, RuleVerdict
+from relay.gate.witness import Witness, ruled_by, witness
 from relay.grants.base import GrantStore
 from relay.grants.record import Offer
 from relay.seam.abort import AbortSignal
@@ -102,20 +105,29 @@ class Rulings:
         """A decision the rules make at once, or the approval to put to people (with the
         operator's approvers, quorum, timeout and grant scope); with ``person`` what the
         rules allow is put to people too (a plan review: no scope without a person)."""
+        return self.ruled(proposal, person=person)[0]
+
+    def ruled(
+        self, proposal: Proposal, *, person: bool = False
+    ) -> tuple[Decision | ApprovalRequest, dict[str, Any] | None]:
+        """``judge``'s answer, and what decided when it is a decision at once (the rule,
+        the file's default or the client's rules: ``relay.gate.witness.ruled_by``)."""
         request = proposal.request
         rules = self._rules(proposal.owner)
         verdict = rules.verdict(proposal.subject) if rules is not None else RuleVerdict("pass")
         client = "allow" if request.rules_allow else proposal.client
         action = combine(client, verdict)
         if action == "deny":
-            return Decision.deny(verdict.reason(self._source))
+            return Decision.deny(verdict.reason(self._source)), ruled_by(verdict, rules)
         if action == "allow" and not person:
             if verdict.action == "allow":
                 why = verdict.reason(self._source)
             else:
                 why = "allowed by the client's rules (the relay has no rules for it)"
-            return Decision(behavior="allow", message=why, outcome="allowed")
-        return self._tightened(replace(request, rules_allow=False, pattern=None), rules, verdict)
+            allowed = Decision(behavior="allow", message=why, outcome="allowed")
+            return allowed, ruled_by(verdict, rules)
+        request = replace(request, rules_allow=False, pattern=None)
+        return self._tightened(request, rules, verdict), None
 
     def _tightened(
         self, request: ApprovalRequest, rules: Rules | None, verdict: RuleVerdict
@@ -209,16 +221,26 @@ class Decider(PlanDecisions, PlanMessages):
         grants: GrantStore,
         channel: Channel | None = None,
         plan_ttl: float = PLAN_TTL,
+        witness: Witness | None = None,
     ) -> None:
         self.rulings = rulings
         self.grants = grants
         self._channel = channel
+        self._witness = witness  # told of each call decided at once (its receipt)
         self.plan_ttl = plan_ttl
         """Seconds an approved plan holds (``RELAY_PLAN_TTL``)."""
 
     def judge(self, proposal: Proposal, *, person: bool = False) -> Decision | ApprovalRequest:
         """What the rules decide at once, or the approval to put to people (``Rulings``)."""
         return self.rulings.judge(proposal, person=person)
+
+    def ruled_at_once(self, proposal: Proposal) -> Decision | ApprovalRequest:
+        """``judge`` for a call about to run: a decision at once is told to the witness
+        (its receipt), whichever door asked."""
+        judged, by = self.rulings.ruled(proposal)
+        if isinstance(judged, Decision):
+            return witness(self._witness, proposal, judged, by)
+        return judged
 
     async def _granted(self, proposal: Proposal, request: ApprovalRequest) -> Decision | None:
         """The allow of a live grant covering this use, if one does."""
@@ -260,12 +282,12 @@ class Decider(PlanDecisions, PlanMessages):
     async def open(self, proposal: Proposal) -> Decision | AskRecord:
         """A decision at once (the rules, a grant), or the posted approval ask, for a door
         that reads the decision later (``conclude``). A store that is down raises."""
-        judged = self.judge(proposal)
+        judged = self.ruled_at_once(proposal)
         if isinstance(judged, Decision):
             return judged
         asked = await self._allowed_or_asked(proposal, judged)
         if isinstance(asked, Decision):
-            return asked
+            return witness(self._witness, proposal, asked)
         judged = asked
         question = approval_question(judged)
         record = await self._channel_or_fail().start(question, proposal, judged)
@@ -281,7 +303,7 @@ class Decider(PlanDecisions, PlanMessages):
         plan_text = proposal.request.input.get("plan")
         if proposal.request.tool == PLAN_TOOL and isinstance(plan_text, str):
             return await self._decide_plan(proposal, plan_text, signal)
-        judged = self.judge(proposal)
+        judged = self.ruled_at_once(proposal)
         if isinstance(judged, Decision):
             return judged
         try:
@@ -289,7 +311,7 @@ class Decider(PlanDecisions, PlanMessages):
         except Exception as exc:  # a store that is down must not allow anything
             return decide_error(exc)
         if isinstance(allowed, Decision):
-            return allowed
+            return witness(self._witness, proposal, allowed)
         judged = allowed
         asked = approval_question(judged)
         question = AskUserQuestionRequest(asked.questions, agent=asked.agent, signal=signal)
@@ -420,11 +442,7 @@ def _most(a: int | None, b: int | None) -> int:
 
 
 def _least(a: float | None, b: float | None) -> float | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _within(asked: tuple[str, ...] | None, operator: tuple[str, ...] | None) -> Any:

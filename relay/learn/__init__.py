@@ -5,7 +5,7 @@ Decider's rules step under a rules file, and ``suggest`` proposes allow rules wh
 lets through no call people denied or edited. Nothing here changes a rules file.
 """
 
-from relay.learn.log import DecisionLog, LogMismatch, ReceiptedCall, read_log
+from relay.learn.log import DecisionLog, LogMismatch, ReceiptedCall, log_of, read_log
 from relay.learn.replay import Replay, Wrong, replay
 from relay.learn.suggest import Candidate, Suggestions, Thresholds, suggest
 
@@ -18,6 +18,7 @@ __all__ = [
     "Suggestions",
     "Thresholds",
     "Wrong",
+    "log_of",
     "read_log",
     "replay",
     "suggest",

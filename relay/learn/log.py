@@ -10,6 +10,11 @@ and its input, as shown); an approval whose question offered no edit shows the c
 only, so it is counted as *unreadable*, never guessed at. The directory a client names
 (``*Directory:*`` in the question) is kept for the evidence only: the hosted relay decides
 without a working directory (a path in the input is read as it stands), and so does a replay.
+
+A receipt of a call decided at once, without a person (``relay.receipts.at_once``: the
+rules, a grant or an approved plan decided it) is no one's decision: learning a rule from it
+would be learning the rules from themselves. It is counted (``DecisionLog.at_once``) and
+never read as a call people allowed or denied.
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from typing import Any, Literal
 
 from relay.errors import RelayException
 from relay.gate.approval import DENY
+from relay.receipts.at_once import is_at_once
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import BadJWS, parse
 from relay.receipts.payload import ERROR_CODE, digest
 
-__all__ = ["DecisionLog", "LogMismatch", "ReceiptedCall", "read_log"]
+__all__ = ["DecisionLog", "LogMismatch", "ReceiptedCall", "log_of", "read_log"]
 
 Kind = Literal["allowed", "denied", "edited", "undecided"]
 """What people did with a call: allowed it, denied it (a *Deny*, a typed reason), allowed
@@ -80,11 +86,13 @@ class ReceiptedCall:
 @dataclass(frozen=True, slots=True)
 class DecisionLog:
     """The receipted approvals of a verified export (``calls``), and how many receipts were
-    ordinary asks or error receipts (``other``)."""
+    ordinary asks or error receipts (``other``), or calls decided without a person
+    (``at_once``: never evidence of what people do)."""
 
     calls: tuple[ReceiptedCall, ...]
     other: int = 0
     unreadable: tuple[ReceiptedCall, ...] = field(default=())
+    at_once: int = 0
 
     @property
     def readable(self) -> tuple[ReceiptedCall, ...]:
@@ -95,13 +103,22 @@ class DecisionLog:
 def read_log(tokens: Iterable[tuple[str, str]], asks: Iterable[Mapping[str, Any]]) -> DecisionLog:
     """The decision log of verified receipts ``tokens`` (``(name, compact JWS)``) and the
     asks export's items ``asks``; ``LogMismatch`` if an ask is not what its receipt says."""
+    return log_of((_payload(token) for _, token in tokens), asks)
+
+
+def log_of(
+    payloads: Iterable[Mapping[str, Any] | None], asks: Iterable[Mapping[str, Any]]
+) -> DecisionLog:
+    """``read_log`` of verified receipts' payloads (``None``: one that cannot be read)."""
     by_id = {str(item.get("id")): item for item in asks}
     calls: list[ReceiptedCall] = []
-    other = 0
-    for _, token in tokens:
-        payload = _payload(token)
+    other = at_once = 0
+    for payload in payloads:
         if payload is None or isinstance(payload.get("error"), Mapping):
             other += 1  # an error receipt (ERROR_CODE) decides nothing anyone can learn from
+            continue
+        if is_at_once(payload):
+            at_once += 1  # the rules' own decision (or a grant's, a plan's): not a person's
             continue
         item = by_id.get(str(payload.get("ask")))
         questions = item.get("questions") if item is not None else None
@@ -116,7 +133,7 @@ def read_log(tokens: Iterable[tuple[str, str]], asks: Iterable[Mapping[str, Any]
             continue
         calls.append(_decided(payload, intent))
     unreadable = tuple(c for c in calls if not c.readable)
-    return DecisionLog(calls=tuple(calls), other=other, unreadable=unreadable)
+    return DecisionLog(calls=tuple(calls), other=other, unreadable=unreadable, at_once=at_once)
 
 
 def _payload(token: str) -> dict[str, Any] | None:

@@ -69,6 +69,10 @@ class Candidate:
             lines.append(f"paths = [{', '.join(json.dumps(p) for p in self.paths)}]")
         return "\n".join(lines) + "\n"
 
+    def inline(self) -> str:
+        """The rule in one line, as a TOML inline table (for the report's column)."""
+        return "{ " + ", ".join(self.toml().splitlines()[1:]) + " }"
+
     def describe(self) -> str:
         """In words: what it allows, for whom."""
         what = (

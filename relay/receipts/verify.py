@@ -40,10 +40,10 @@ __all__ = [
     "Checked",
     "Failure",
     "Mark",
+    "check_all",
     "check_checkpoint",
     "check_timestamp",
     "quarantined",
-    "verify_all",
 ]
 
 
@@ -176,6 +176,18 @@ def verify_all(
     """Every failure among ``tokens`` (``(name, compact JWS)``, in export order); with
     ``chain``, also where they do not link, and where they fall short of the checked
     checkpoints ``marks``. Empty when all hold."""
+    return check_all(tokens, keys, chain=chain, marks=marks)[0]
+
+
+def check_all(
+    tokens: list[tuple[str, str]],
+    keys: PublicKeys,
+    *,
+    chain: bool,
+    marks: list[Mark] | None = None,
+) -> tuple[list[Failure], list[Checked]]:
+    """``verify_all``'s failures, and the receipts whose signatures held (each checked
+    once, its payload kept)."""
     failures: list[Failure] = []
     checked: list[Checked] = []
     for name, token in tokens:
@@ -188,7 +200,7 @@ def verify_all(
         start = max((m.first for m in marks or ()), default=1)
         failures.extend(check_chain(checked, start=start))
         failures.extend(check_marks(checked, marks or []))
-    return failures
+    return failures, checked
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,12 @@ refused such values) is quarantined: its place in the chain gets an *error recei
 like any other, saying which ask it is, how it ended and why its receipt could not be made.
 Building a payload is pure, so retrying would fail forever; the chain has no hole, the ask's
 readers get an answer, and the asks after it are receipted as usual.
+
+A call the Decider decides at once, without a person (``decided_at_once``: the rules, a
+grant, a plan) gets a receipt in the same chain (``relay.receipts.at_once``), written the
+same way: after the decision's answer is on its way, and waited for by ``drain`` (a stopping
+relay's ``aclose``). No ask holds that debt, so a process killed outright (not stopped) in
+those few milliseconds, or a store failing the append, loses it, and says so in the log.
 """
 
 from __future__ import annotations
@@ -24,10 +30,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Mapping
+from datetime import datetime
 from typing import Any, Protocol
 
 from relay.asks.events import AskEvent
+from relay.receipts.at_once import AtOnce
 from relay.receipts.jcs import canonical
 from relay.receipts.jws import sign
 from relay.receipts.keys import PublicKeys, SigningKey
@@ -161,12 +169,32 @@ class ReceiptWriter:
             return await self._append(record)
 
     async def _append(self, record: AskRecord) -> str:
+        quarantined = False
+
+        def body(head: ChainHead) -> bytes:
+            nonlocal quarantined
+            data, quarantined = self._body(record, head)
+            return data
+
+        token, appended = await self._chained(record.id, body)
+        if appended and quarantined:
+            # Once: only the replica whose append landed logs it (no text of the ask).
+            _log.error(
+                "ask %s could not be receipted; an error receipt (%s) took its place",
+                record.id,
+                ERROR_CODE,
+            )
+        return token
+
+    async def _chained(self, key: str, body: Callable[[ChainHead], bytes]) -> tuple[str, bool]:
+        """Sign ``body`` (the JCS payload at the place after a head) after the chain's head
+        and append it as ``key``'s receipt; the receipt, and whether this append landed (not
+        one another replica appended for ``key`` first)."""
         head = self._head or await self._store.receipt_head()
         for _ in range(_ATTEMPTS):
-            body, quarantined = self._body(record, head)
-            token = sign(body, self._key.private, header=self._header)
+            token = sign(body(head), self._key.private, header=self._header)
             result = await self._store.receipt_append(
-                ask_id=record.id,
+                ask_id=key,
                 receipt=token,
                 seq=head.seq + 1,
                 prev=head.digest,
@@ -175,18 +203,61 @@ class ReceiptWriter:
             if result.outcome == "appended":
                 self._head = ChainHead(head.seq + 1, digest(token.encode("ascii")))
                 self.written += 1
-                if quarantined:
-                    # Once: only the replica whose append landed logs it (no text of the ask).
-                    _log.error(
-                        "ask %s could not be receipted; an error receipt (%s) took its place",
-                        record.id,
-                        ERROR_CODE,
-                    )
-                return token
+                return token, True
             if result.outcome == "exists" and result.receipt is not None:
-                return result.receipt
+                return result.receipt, False
             head = result.head or await self._store.receipt_head()
-        raise RuntimeError(f"the receipt chain kept moving: ask {record.id} got no receipt")
+        raise RuntimeError(f"the receipt chain kept moving: {key} got no receipt")
+
+    def decided_at_once(
+        self,
+        *,
+        owner: str,
+        agent: str,
+        tool: str,
+        call: str,
+        decision: str,
+        by: Mapping[str, Any],
+        at: datetime,
+    ) -> None:
+        """Receipt, in the background, a call the Decider decided without a person (the
+        Decider's ``Witness``): ``call`` is the digest of its canonical form, ``by`` what
+        decided (``relay.receipts.at_once``). Started after the decision's answer is on its
+        way; ``drain`` (and so a stopping relay) waits for it."""
+        if self._closed:
+            return
+        note = AtOnce(
+            owner=owner, agent=agent, tool=tool, call=call, decision=decision, by=by, at=at
+        )
+        loop = asyncio.get_running_loop()
+        self._deferred += 1
+        loop.call_soon(loop.call_soon, self._start_at_once, note)
+
+    def _start_at_once(self, note: AtOnce) -> None:
+        self._deferred -= 1
+        self._spawn(self._write_at_once(note))
+
+    async def _write_at_once(self, note: AtOnce) -> None:
+        try:
+            await self.write_at_once(note)
+        except Exception:
+            # No ask holds it for a sweep: the log says which call went unreceipted.
+            _log.error(
+                "could not write the receipt of a %s decided at once", note.tool, exc_info=True
+            )
+
+    async def write_at_once(self, note: AtOnce) -> str:
+        """Sign ``note``'s receipt after the chain's head and append it (one append at a
+        time per process, as ``write``)."""
+
+        def body(head: ChainHead) -> bytes:
+            payload = note.payload(
+                issuer=self.issuer, kid=self._key.kid, seq=head.seq + 1, prev=head.digest
+            )
+            return canonical(payload)
+
+        async with self._lock:
+            return (await self._chained(note.id, body))[0]
 
     def sign(self, record: AskRecord, head: ChainHead) -> str:
         """The compact JWS of ``record``'s receipt at place ``head.seq + 1`` after ``head``;

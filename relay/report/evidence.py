@@ -9,21 +9,12 @@ not hold.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from relay.receipts.checkpoint import Stored
+from relay.receipts.bundle import check_export, read_export
 from relay.receipts.keys import PublicKeys
-from relay.receipts.verify import (
-    Checked,
-    Failure,
-    Mark,
-    check_chain,
-    check_checkpoint,
-    check_marks,
-    check_receipt,
-)
+from relay.receipts.verify import Failure
 
 __all__ = ["Evidence", "read_bundle", "verified"]
 
@@ -52,57 +43,18 @@ class Evidence:
 
 def read_bundle(text: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """The receipts (``(name, compact JWS)``) and checkpoints (``(name, stored entry)``) of a
-    bundle: one JSON object a line (``receipt`` or ``checkpoint``), or bare compact JWS."""
-    receipts: list[tuple[str, str]] = []
-    checkpoints: list[tuple[str, str]] = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        name = f"line {number}"
-        if not line.startswith("{"):
-            receipts.append((name, line))
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            item = None
-        if isinstance(item, dict) and "checkpoint" in item and "receipt" not in item:
-            checkpoints.append((name, line))
-            continue
-        token = item.get("receipt") if isinstance(item, dict) else None
-        receipts.append((name, token if isinstance(token, str) else ""))
-    return receipts, checkpoints
+    bundle, read as ``relay verify`` reads one (``relay.receipts.bundle``)."""
+    return read_export(text)
 
 
 def verified(
     receipts: list[tuple[str, str]], checkpoints: list[tuple[str, str]], keys: PublicKeys
 ) -> Evidence:
     """The payloads of ``receipts`` once every signature holds and they link as one chain
-    (reaching what ``checkpoints`` say); otherwise none, and the failures."""
-    failures: list[Failure] = []
-    marks: list[Mark] = []
-    for name, raw in checkpoints:
-        try:
-            entry = Stored.read(raw)
-        except ValueError as exc:
-            failures.append(Failure(name, f"not a checkpoint ({exc})"))
-            continue
-        mark = check_checkpoint(entry.checkpoint, keys, name=name)
-        if isinstance(mark, Failure):
-            failures.append(mark)
-        else:
-            marks.append(mark)
-    # Each signature checked once (as verify_all does), keeping the payloads it read.
-    checked: list[Checked] = []
-    for name, token in receipts:
-        result = check_receipt(token, keys, name=name)
-        if isinstance(result, Failure):
-            failures.append(result)
-        else:
-            checked.append(result)
-    failures += check_chain(checked, start=max((m.first for m in marks), default=1))
-    failures += check_marks(checked, marks)
-    if failures:
-        return Evidence(failures=tuple(failures))
-    return Evidence(payloads=tuple(c.payload for c in checked), checkpoints=len(marks))
+    (reaching what ``checkpoints`` say), checked as ``relay verify --chain`` checks them;
+    otherwise none, and the failures."""
+    checked = check_export(receipts, checkpoints, keys, chain=True)
+    if checked.failures:
+        return Evidence(failures=tuple(checked.failures))
+    payloads = tuple(c.payload for c in checked.receipts)
+    return Evidence(payloads=payloads, checkpoints=len(checked.marks))

@@ -7,9 +7,11 @@ the call and allowed that), timed out (nobody decided in time, or the default an
 taken), or withdrawn/failed. Time to decide runs from the ask's creation to the deciding
 answer; who decided is every person whose vote (or answer) the receipt names.
 
-Calls the relay's rules or a live grant decide at once are not put to people, so they have
-no receipt of their own yet: ``Figures.without_person`` counts what the receipts show the
-relay decided with nobody's answer (timeouts and defaults), and says so.
+Calls the relay's rules, a live grant or an approved plan decide at once are put to nobody;
+each has a receipt of its own (``relay.receipts.at_once``), counted apart from the
+approvals: ``Figures.at_once`` says what decided them (each rule, grant and plan) and how
+many it allowed and denied. ``Figures.without_person`` counts the approvals that ended with
+nobody's answer (timeouts and defaults).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from enum import StrEnum
 from typing import Any
 
 from relay.gate.approval import ALLOW_ONCE, DENY
+from relay.receipts.at_once import is_at_once
 from relay.receipts.payload import ERROR_CODE
 
 __all__ = ["ENDINGS", "DeciderTally", "Ending", "Figures", "RepeatedCall", "RuleFor", "figures"]
@@ -60,6 +63,23 @@ class DeciderTally:
     def total(self) -> int:
         """Approvals this person decided (or voted on)."""
         return self.allowed + self.denied + self.edited
+
+
+@dataclass(frozen=True, slots=True)
+class AtOnceTally:
+    """What decided calls at once, without a person (``kind``: ``rule``, ``grant``,
+    ``plan`` or ``client``; ``name``: which one, in words), and how many it allowed and
+    denied."""
+
+    kind: str
+    name: str
+    allowed: int = 0
+    denied: int = 0
+
+    @property
+    def total(self) -> int:
+        """Calls it decided."""
+        return self.allowed + self.denied
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +121,17 @@ class Figures:
     first: date | None = None
     last: date | None = None
     notes: tuple[str, ...] = field(default=())
+    at_once: tuple[AtOnceTally, ...] = field(default=())
+
+    @property
+    def at_once_allowed(self) -> int:
+        """Calls the rules, a grant or a plan allowed at once, without a person."""
+        return sum(t.allowed for t in self.at_once)
+
+    @property
+    def at_once_denied(self) -> int:
+        """Calls the rules denied at once, without a person."""
+        return sum(t.denied for t in self.at_once)
 
 
 def percentile(values: list[float], share: float) -> float | None:
@@ -172,11 +203,16 @@ class _Tally:
     waits: list[float] = field(default_factory=list)
     people: dict[str, Counter[str]] = field(default_factory=dict)
     calls: dict[tuple[str, str], tuple[Counter[str], list[str]]] = field(default_factory=dict)
+    at_once: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
     approvals: int = 0
     other: int = 0
     errors: int = 0
 
     def add(self, payload: Mapping[str, Any]) -> None:
+        if is_at_once(payload):
+            verb = "denied" if payload.get("decision") == "deny" else "allowed"
+            self.at_once.setdefault(_decided_by(payload.get("by")), Counter())[verb] += 1
+            return
         outcome = payload.get("outcome") or {}
         if isinstance(outcome.get("error"), dict) and outcome["error"].get("code") == ERROR_CODE:
             self.errors += 1
@@ -243,9 +279,12 @@ def figures(
         key=lambda p: (-p.total, p.user),
     )
     days = _every_day(tally.days)
-    notes = (
-        "Calls the relay's rules or a grant decided at once were put to nobody and have no"
-        " receipt yet: the receipts show what people were asked.",
+    at_once = sorted(
+        (
+            AtOnceTally(kind, name, c["allowed"], c["denied"])
+            for (kind, name), c in tally.at_once.items()
+        ),
+        key=lambda t: (-t.total, t.kind, t.name),
     )
     return Figures(
         approvals=tally.approvals,
@@ -262,7 +301,7 @@ def figures(
         error_receipts=tally.errors,
         first=days[0][0] if days else None,
         last=days[-1][0] if days else None,
-        notes=notes,
+        at_once=tuple(at_once),
     )
 
 
@@ -304,3 +343,35 @@ def _every_day(days: Mapping[date, Counter[str]]) -> tuple[tuple[date, Mapping[s
 
 def _fields(call: RepeatedCall) -> dict[str, Any]:
     return {name: getattr(call, name) for name in RepeatedCall.__slots__}
+
+
+def _decided_by(by: object) -> tuple[str, str]:
+    """What an at-once receipt says decided (its ``by``), as a kind and a name in words."""
+    said = by if isinstance(by, Mapping) else {}
+    rule, grant, plan = said.get("rule"), said.get("grant"), said.get("plan")
+    if isinstance(rule, Mapping):
+        where = str(rule.get("file") or "the rules")
+        number = rule.get("number")
+        if not isinstance(number, int):
+            return "rule", f"the default ({rule.get('action')}) of {where}"
+        return "rule", f"rule {number} of {where}: {rule.get('action')} {_pattern(rule)}"
+    if isinstance(grant, Mapping):
+        who = grant.get("granted_by")
+        user = who.get("user") if isinstance(who, Mapping) else None
+        return "grant", f"grant {grant.get('id')}" + (f" by {user}" if user else "")
+    if isinstance(plan, Mapping):
+        return "plan", f"plan {plan.get('id')}"
+    return "client", "the client's rules (the relay has none for the call)"
+
+
+def _pattern(rule: Mapping[str, Any]) -> str:
+    """A rule's pattern in a few words: its tools, then its commands or paths."""
+    pattern = rule.get("pattern")
+    if not isinstance(pattern, Mapping):
+        return ""
+    tools = ", ".join(str(t) for t in pattern.get("tools") or ()) or "any tool"
+    shown = [f"`{c}`" for c in pattern.get("commands") or ()]
+    shown += [f"/{r}/" for r in pattern.get("command_regex") or ()]
+    shown += [f"`{p}`" for p in pattern.get("paths") or ()]
+    shown += [f"/{r}/" for r in pattern.get("path_regex") or ()]
+    return f"{tools} {' '.join(shown)}".strip()

@@ -85,7 +85,9 @@ def _tiles(f: Figures) -> str:
         ("denied", _n(f.endings[Ending.DENIED])),
         ("time to decide, p50", duration(f.decide_p50)),
         ("time to decide, p90", duration(f.decide_p90)),
-        ("decided without a person", _n(f.without_person)),
+        ("allowed at once by rules, grants, plans", _n(f.at_once_allowed)),
+        ("denied at once by rules", _n(f.at_once_denied)),
+        ("ended with nobody's answer", _n(f.without_person)),
     )
     items = "".join(f"<li><b>{escape(v)}</b>{escape(k)}</li>" for k, v in tiles)
     return f'<ul class="tiles" aria-label="The figures at a glance">{items}</ul>'
@@ -226,6 +228,24 @@ def _people(f: Figures, names: Mapping[str, str]) -> str:
     return f"<figure>{chart}{table}</figure>"
 
 
+def _at_once(f: Figures) -> str:
+    if not f.at_once:
+        return "<p>No call was decided at once yet.</p>"
+    body = "".join(
+        f"<tr><td>{escape(t.kind)}</td><td>{escape(t.name)}</td>"
+        f'<td class="n">{t.allowed}</td><td class="n">{t.denied}</td>'
+        f'<td class="n">{t.total}</td></tr>'
+        for t in f.at_once
+    )
+    return (
+        '<table id="at-once"><thead><tr><th scope="col">by</th><th scope="col">which</th>'
+        '<th class="n" scope="col">allowed</th><th class="n" scope="col">denied</th>'
+        f'<th class="n" scope="col">all</th></tr></thead><tbody>{body}</tbody></table>'
+        f'<p class="note">{f.at_once_allowed} allowed and {f.at_once_denied} denied with'
+        " nobody asked: each has a receipt naming the rule, grant or plan that decided it.</p>"
+    )
+
+
 def _repeated(f: Figures) -> str:
     if not f.repeated:
         return "<p>No call was asked about twice.</p>"
@@ -288,6 +308,8 @@ def render_page(figures: Figures, *, source: str, names: Mapping[str, str] | Non
         f" <b>{duration(f.decide_p90)}</b> ({f.decided} decided by people). With nobody's"
         f" answer the relay ended <b>{f.without_person}</b> (timed out or defaulted).</p>"
         "</div></section>"
+        '<section aria-labelledby="h-at-once"><h2 id="h-at-once">What the rules decided'
+        f" without a person</h2>{_at_once(f)}</section>"
         f'<section aria-labelledby="h-repeated"><h2 id="h-repeated">Top repeated calls</h2>'
         f"{_repeated(f)}</section>"
         f"<footer>{note_html}</footer></main></body></html>"

@@ -7,6 +7,7 @@ asks, answers and times (the signatures differ with the key).
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,6 +15,8 @@ from typing import Any
 
 from relay.gate.approval import ALLOW_ONCE, ALLOW_SESSION, DENY, ApprovalRequest, approval_question
 from relay.receipts import ReceiptWriter, SigningKey
+from relay.receipts.at_once import AtOnce
+from relay.receipts.jws import parse
 from relay.receipts.keys import PublicKeys
 from relay.receipts.payload import digest, subject_digest
 from relay.seam.edits import Edit, edit_custom
@@ -71,6 +74,63 @@ SAMPLE_CALLS: tuple[SampleCall, ...] = (
 )
 """The sample's calls (labels in ``SampleLog.labels``)."""
 
+# Calls decided at once, without a person, and what decided them (``relay.receipts.at_once``):
+# (agent, tool, decision, by, weight).
+_RULES = "relay-rules.toml"
+SAMPLE_AT_ONCE: tuple[tuple[str, str, str, dict[str, Any], int], ...] = (
+    (
+        "claude-code",
+        "Read",
+        "allow",
+        {"rule": {"file": _RULES, "number": 1, "action": "allow", "pattern": {"tools": ["Read"]}}},
+        20,
+    ),
+    (
+        "ci-7",
+        "Bash",
+        "allow",
+        {
+            "rule": {
+                "file": _RULES,
+                "number": 2,
+                "action": "allow",
+                "pattern": {"tools": ["Bash"], "commands": ["git status"]},
+            }
+        },
+        8,
+    ),
+    (
+        "claude-code",
+        "Bash",
+        "deny",
+        {
+            "rule": {
+                "file": _RULES,
+                "number": 3,
+                "action": "deny",
+                "pattern": {"tools": ["Bash"], "commands": ["rm -rf /*"]},
+            }
+        },
+        1,
+    ),
+    ("claude-code", "Edit", "allow", {"plan": {"id": "sampleplan01"}}, 6),
+    (
+        "ci-7",
+        "Bash",
+        "allow",
+        {
+            "grant": {
+                "id": "grant-sample01",
+                "kind": "session",
+                "granted_by": {"team": "T0SANDBOX", "user": "U0SBALICE"},
+                "scope": {"tools": ["Bash"], "commands": ["npm test"]},
+            }
+        },
+        5,
+    ),
+)
+"""The sample's calls decided without a person."""
+
 _PEOPLE = ("U0SBALICE", "U0SBBOB", "U0SBCAROL")
 _PEOPLE_WEIGHTS = (5, 3, 2)
 
@@ -84,6 +144,8 @@ class SampleLog:
     keys: PublicKeys
     labels: dict[str, str]
     tokens: tuple[str, ...]
+    asks: tuple[dict[str, Any], ...] = ()
+    """The asks, as ``relay audit`` exports them (id and questions): what was shown."""
 
 
 def _answer(
@@ -144,6 +206,7 @@ async def sample_log(
     weights = [c.often for c in SAMPLE_CALLS]
     labels = {subject_digest(_shape(c)): c.label for c in SAMPLE_CALLS}
     tokens: list[str] = []
+    asks: list[dict[str, Any]] = []
     number = 0
     for day in range(days, 0, -1):
         start = last - timedelta(days=day)
@@ -155,13 +218,40 @@ async def sample_log(
             call = rng.choices(SAMPLE_CALLS, weights)[0]
             record = _record(rng, call, start + timedelta(seconds=offset), number)
             tokens.append(await writer.write(record))
-    lines = [
-        f'{{"seq":{i},"id":"rcpt_sample{i:05d}","ask":"sample{i:05d}","receipt":"{t}"}}'
-        for i, t in enumerate(tokens, 1)
-    ]
+            shown = [q.to_dict() for q in record.request.questions]
+            asks.append({"id": record.id, "questions": shown})
+            for _ in range(rng.choices((0, 1, 2), (2, 2, 1))[0]):
+                tokens.append(await writer.write_at_once(_at_once(rng, record.created_at)))
+    lines = [_line(i, t) for i, t in enumerate(tokens, 1)]
     return SampleLog(
-        bundle="\n".join(lines) + "\n", keys=writer.published, labels=labels, tokens=tuple(tokens)
+        bundle="\n".join(lines) + "\n",
+        keys=writer.published,
+        labels=labels,
+        tokens=tuple(tokens),
+        asks=tuple(asks),
     )
+
+
+def _at_once(rng: random.Random, near: datetime) -> AtOnce:
+    """A call decided without a person, a few minutes after ``near``."""
+    agent, tool, decision, by, _ = rng.choices(SAMPLE_AT_ONCE, [c[-1] for c in SAMPLE_AT_ONCE])[0]
+    return AtOnce(
+        owner=_OWNER,
+        agent=agent,
+        tool=tool,
+        call=digest(f"{tool}:{rng.random()}".encode()),
+        decision=decision,
+        by=by,
+        at=near + timedelta(seconds=rng.uniform(1, 300)),
+        id=f"sampleonce{rng.getrandbits(40):010x}",
+    )
+
+
+def _line(seq: int, token: str) -> str:
+    """``token``'s line of a ``relay audit --receipts`` export, at place ``seq``."""
+    payload = json.loads(parse(token).payload)
+    item = {"seq": seq, "id": payload["jti"], "ask": payload.get("ask"), "receipt": token}
+    return json.dumps(item, separators=(",", ":"))
 
 
 def _shape(call: SampleCall) -> AskRecord:

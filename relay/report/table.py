@@ -1,5 +1,5 @@
 """The report as plain text for a terminal: a few short tables, no colour, no wider than 100
-columns (pure: ``Figures`` in, text out)."""
+columns but for a suggested rule's (pure: ``Figures`` in, text out)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,19 @@ def render_table(figures: Figures, *, source: str) -> str:
         ("person", "allowed", "denied", "edited", "all"),
         [(p.user, str(p.allowed), str(p.denied), str(p.edited), str(p.total)) for p in f.people]
         or [("(nobody yet)", "0", "0", "0", "0")],
+    )
+    out += ["", "What the rules decided without a person", ""]
+    out += _rows(
+        ("decided by", "allowed", "denied", "all"),
+        [(t.name, str(t.allowed), str(t.denied), str(t.total)) for t in f.at_once]
+        + [
+            (
+                "all",
+                str(f.at_once_allowed),
+                str(f.at_once_denied),
+                str(f.at_once_allowed + f.at_once_denied),
+            )
+        ],
     )
     out += ["", "Approvals per day", ""]
     busiest = max((sum(c.values()) for _, c in f.days), default=0)

@@ -306,12 +306,14 @@ async def _sample_report() -> str:
     """The report page of a sample log: receipted, verified and counted as the relay's own."""
     from relay.report import figures, read_bundle, verified
     from relay.report.sample import sample_log
+    from relay.report.suggested import learned_rules
 
     log = await sample_log()
     evidence = verified(*read_bundle(log.bundle), log.keys)
     names = {person.id: person.real_name for person in PEOPLE}
+    rule_for = learned_rules(evidence.payloads, log.asks)
     return render_report(
-        figures(evidence.payloads, labels=log.labels),
+        figures(evidence.payloads, labels=log.labels, rule_for=rule_for),
         source="the sandbox's sample receipts",
         names=names,
     )

@@ -183,7 +183,7 @@ def build_app(
     if decider is None:
         grant_store = grants if grants is not None else MemoryGrants()
         rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
-        decider = _decider(channel, rulings, grant_store, plan_ttl)
+        decider = _decider(channel, rulings, grant_store, plan_ttl, receipts)
     else:
         grant_store = decider.grants
         decider.post_through(PostingChannel(channel))
@@ -213,12 +213,21 @@ def build_app(
 
 
 def _decider(
-    channel: ServedChannel, rulings: Rulings, grants: GrantStore, plan_ttl: float
+    channel: ServedChannel,
+    rulings: Rulings,
+    grants: GrantStore,
+    plan_ttl: float,
+    receipts: ReceiptWriter | None,
 ) -> Decider:
     """The one Decider behind /v1/approvals, /v1/plans and /mcp (the Edit form holds edits to
-    the same rulings: relay serve gives the channel ``rulings.edit_terms``)."""
+    the same rulings: relay serve gives the channel ``rulings.edit_terms``); with receipts,
+    each call it decides at once, without a person, gets one too."""
     return Decider(
-        rulings=rulings, grants=grants, channel=PostingChannel(channel), plan_ttl=plan_ttl
+        rulings=rulings,
+        grants=grants,
+        channel=PostingChannel(channel),
+        plan_ttl=plan_ttl,
+        witness=receipts,
     )
 
 

@@ -97,7 +97,7 @@ class ApprovalApi:
         body = await self._asks.json_body(request, hint="send less of the tool input")
         approval, target = _read_approval(body)
         proposal = Proposal(approval, owner=owner, target=target)
-        judged = self.decider.judge(proposal)
+        judged = self.decider.ruled_at_once(proposal)
         if isinstance(judged, Decision):
             return web.json_response(approval_json(None, judged))  # nothing was posted
         subscription = self._asks.callback(body)  # checked before anything is posted

@@ -267,9 +267,10 @@ async def _compose(
     grants = _grants(settings)
     # The one Decider: a plan's message reaches its plan decisions, and /v1 and /mcp (built
     # after the channel) have it ask people through the channel.
-    decider = Decider(rulings=rulings, grants=grants, plan_ttl=settings.plan_ttl)
-    served = channel(settings, lifecycle, rulings.edit_terms, decider)
     receipts = _receipts(settings, store, receipt_key)
+    # (with receipts, each call it decides at once, without a person, gets one too)
+    decider = Decider(rulings=rulings, grants=grants, plan_ttl=settings.plan_ttl, witness=receipts)
+    served = channel(settings, lifecycle, rulings.edit_terms, decider)
     if receipts is not None:
         served.events.subscribe(receipts.observe)
     checkpoints = checkpointer_for(settings, store, receipts)

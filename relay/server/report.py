@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+from typing import Any
 
 from aiohttp import web
 
@@ -23,6 +24,7 @@ from relay.receipts import ReceiptWriter
 from relay.report import Evidence, RuleFor, figures, verified
 from relay.report.labels import labels_for
 from relay.report.page import PAGE_POLICY, render_page
+from relay.report.suggested import learned_rules
 from relay.server.auth import Authenticator
 from relay.server.errors import ApiError, error_response
 from relay.store.base import AskStore
@@ -33,6 +35,7 @@ __all__ = ["ReportPage"]
 
 REPORT_PATH = "/report"
 _PAGE = 1000
+_READS = 100  # asks read from the store at once
 _HEADERS = {
     "Content-Security-Policy": PAGE_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -44,8 +47,9 @@ _CHALLENGE = {"WWW-Authenticate": 'Basic realm="relay report", charset="UTF-8"'}
 
 class ReportPage:
     """Serves ``/report`` from ``store``'s receipt chain, signed by ``writer`` (``None``: the
-    relay signs no receipts, and the page says how to turn them on); ``rule_for`` (the seam
-    for ``relay rules suggest``) puts a suggested rule beside a repeated call."""
+    relay signs no receipts, and the page says how to turn them on); a repeated call is shown
+    with the rule ``relay rules suggest`` offers for it, learned from the receipts and the
+    asks the relay still keeps (``rule_for``, when given, suggests instead)."""
 
     def __init__(
         self,
@@ -72,8 +76,12 @@ class ReportPage:
         evidence = await self._evidence()
         got = figures(evidence.payloads)
         labels = await labels_for(got.repeated, self._ask)
-        if labels or self._rule_for is not None:
-            got = figures(evidence.payloads, labels=labels, rule_for=self._rule_for)
+        rule_for = self._rule_for
+        if rule_for is None and got.repeated:
+            asks = await self._asks_of(evidence.payloads)
+            # Learned and replayed on thousands of calls: off the loop, which serves clicks.
+            rule_for = await asyncio.to_thread(learned_rules, evidence.payloads, asks)
+        got = figures(evidence.payloads, labels=labels, rule_for=rule_for)
         html = render_page(got, source=request.host)
         return web.Response(text=html, content_type="text/html", headers=_HEADERS)
 
@@ -96,6 +104,20 @@ class ReportPage:
 
     async def _ask(self, ask_id: str) -> AskRecord | None:
         return await self._store.get(ask_id=ask_id)
+
+    async def _asks_of(self, payloads: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+        """The asks the receipts decided that the relay still keeps (as ``relay audit``
+        exports them: id and questions), for ``relay rules suggest``'s learner."""
+        ids = [p["ask"] for p in payloads if isinstance(p.get("ask"), str)]
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(ids), _READS):
+            records = await asyncio.gather(*(self._ask(i) for i in ids[start : start + _READS]))
+            found += [
+                {"id": r.id, "questions": [q.to_dict() for q in r.request.questions]}
+                for r in records
+                if r is not None
+            ]
+        return found
 
     async def _evidence(self) -> Evidence:
         store = self._store
