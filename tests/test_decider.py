@@ -10,8 +10,9 @@ from typing import Any
 
 from relay.gate.approval import ApprovalRequest, Decision
 from relay.gate.client_gate import ClientGate, ToolUse
-from relay.gate.decider import Proposal, Rulings
+from relay.gate.decider import Proposal
 from relay.gate.rules import parse_rules
+from relay.gate.rulings import Rulings
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AgentRef
 from relay.testing import FakeSlack

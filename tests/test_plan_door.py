@@ -8,8 +8,9 @@ from dataclasses import replace
 from datetime import timedelta
 
 from relay.asks.plan_door import ScopeChoice
-from relay.gate.decider import Decider, Rulings
+from relay.gate.decider import Decider
 from relay.gate.plan_message import item_key, narrow
+from relay.gate.rulings import Rulings
 from relay.grants import MemoryGrants
 from relay.plans.record import Plan
 from relay.plans.scope import derive_scope

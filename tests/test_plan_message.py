@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from relay.gate.approval import ApprovalRequest
-from relay.gate.decider import Decider, Rulings
+from relay.gate.decider import Decider
 from relay.gate.local import slack_approver
+from relay.gate.rulings import Rulings
 from relay.grants import MemoryGrants
 from relay.seam.questions import AgentRef
 from relay.testing import FakeMessage, FakeSlack

@@ -17,8 +17,9 @@ import pytest
 
 from bench.decision_log import CI, DEV, Call, LogFiles, Plan, write_log
 from relay.gate.approval import ApprovalRequest, Decision
-from relay.gate.decider import Proposal, Rulings
+from relay.gate.decider import Proposal
 from relay.gate.policy import load_policy
+from relay.gate.rulings import Rulings
 from relay.learn import DecisionLog, Thresholds, read_log, suggest
 from relay.learn.suggest import Candidate, candidate_of
 from relay.receipts.bundle import check_bundle, receipt_lines

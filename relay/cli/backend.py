@@ -185,8 +185,9 @@ async def _slack_backend(
     from relay.asks.events import Events
     from relay.asks.lifecycle import AskLifecycle
     from relay.config.settings import TeamDefaults
-    from relay.gate.decider import Decider, Rulings
+    from relay.gate.decider import Decider
     from relay.gate.local import slack_approver
+    from relay.gate.rulings import Rulings
     from relay.grants import MemoryGrants
     from relay.seam.service import UserInteractionService
     from relay.slack import SlackProvider, SlackSettings

@@ -20,8 +20,9 @@ from relay.asks.channel import AskChannel
 from relay.asks.target import AskTarget
 from relay.errors import ErrorCode, UserInteractionError, ask_aborted
 from relay.gate.approval import ApprovalRequest, Approver, Decision
-from relay.gate.decider import Decider, Proposal, Rulings
+from relay.gate.decider import Decider, Proposal
 from relay.gate.rules import Rules
+from relay.gate.rulings import Rulings
 from relay.grants.base import GrantStore
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AskUserQuestionAnswer, AskUserQuestionRequest

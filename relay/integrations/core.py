@@ -29,9 +29,10 @@ from typing import Any
 
 from relay.errors import ErrorCode, RelayConfigError, UserInteractionError
 from relay.gate.approval import ApprovalRequest, Approver, Decision, decide_error
-from relay.gate.decider import Decider, Rulings
+from relay.gate.decider import Decider
 from relay.gate.local import LocalApprover, SeamChannel
 from relay.gate.remote import ApprovalsAPI, approval_body
+from relay.gate.rulings import Rulings
 from relay.grants.base import GrantStore
 from relay.grants.memory import MemoryGrants
 from relay.seam.abort import AbortSignal

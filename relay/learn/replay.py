@@ -14,9 +14,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from relay.gate.approval import ApprovalRequest, Decision
-from relay.gate.decider import Proposal, Rulings
+from relay.gate.decider import Proposal
 from relay.gate.policy import Policy
 from relay.gate.rules import Rule
+from relay.gate.rulings import Rulings
 from relay.learn.log import DecisionLog, ReceiptedCall
 from relay.seam.questions import AgentRef
 

@@ -13,10 +13,11 @@ from aiohttp.typedefs import Middleware
 
 from relay.config.mcp import McpSettings
 from relay.errors import ErrorCode
-from relay.gate.decider import PLAN_TTL, Decider, Rulings
+from relay.gate.decider import PLAN_TTL, Decider
 from relay.gate.local import PostingChannel
 from relay.gate.policy import Policy
 from relay.gate.rules import Rules
+from relay.gate.rulings import Rulings
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter
 from relay.receipts.checkpoint import Checkpointer
