@@ -29,7 +29,7 @@ from relay.seam.questions import (
 )
 from relay.store.record import AskRecord
 
-__all__ = ["RulesFor", "Rulings"]
+__all__ = ["Rulings"]
 
 _OPERATOR = "the relay's rules (RELAY_RULES_FILE)"
 
