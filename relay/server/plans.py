@@ -24,13 +24,11 @@ from relay.seam.questions import AgentRef
 from relay.server.api import OWNER, AskApi
 from relay.server.errors import ApiError
 from relay.server.limits import pending_refused
+from relay.server.shapes import check_body
 from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
 
 __all__ = ["PlanApi", "plan_json"]
-
-_KEYS = frozenset({"plan", "agent", "steps", "cwd"})
-MAX_PLAN_CHARS = 20_000
 
 
 def plan_json(review: PlanReview, record: AskRecord | None = None) -> dict[str, Any]:
@@ -145,36 +143,15 @@ def _missing(plan_id: str) -> ApiError:
     )
 
 
-def _bad(message: str) -> ApiError:
-    return ApiError(ErrorCode.BAD_REQUEST, message)
-
-
 def _read_plan(body: object, owner: str) -> PlanProposal:
-    """Read the strict ``PlanRequest`` body."""
-    if not isinstance(body, Mapping):
-        raise _bad("the body must be a JSON object with plan and agent")
-    for key in body:
-        if key not in _KEYS:
-            raise _bad(f"{key} is not a known field (plan, agent, steps, cwd)")
-    text = body.get("plan")
-    if not isinstance(text, str) or not text.strip():
-        raise _bad("plan is required: the plan as markdown starting with a '# ' heading")
-    if len(text) > MAX_PLAN_CHARS:
-        raise _bad(f"plan may be at most {MAX_PLAN_CHARS} characters; send a shorter plan")
-    agent_raw = body.get("agent")
-    if not isinstance(agent_raw, Mapping):
-        raise _bad('agent is required: {"id": ..., "name": ...}, the session whose plan it is')
-    try:
-        agent = AgentRef.from_dict(agent_raw, strict=True, path="agent")
-    except HarnessError as exc:
-        raise ApiError.of(exc) from None
-    if not agent.id.strip():
-        raise _bad("agent.id must not be blank")
+    """Read the ``PlanRequest`` body: its shape is the schema's (``relay.server.shapes``)."""
+    check_body(body, "PlanRequest")
+    assert isinstance(body, Mapping)  # (the schema's type: object)
     try:
         steps = read_steps(body.get("steps"))
-    except ValueError as exc:
-        raise _bad(str(exc)) from None
-    cwd = body.get("cwd")
-    if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
-        raise _bad("cwd must be the project's absolute directory, such as /home/me/project")
-    return PlanProposal(text=text, agent=agent, owner=owner, steps=tuple(steps), cwd=cwd)
+    except ValueError as exc:  # (the schema says the same; read_steps makes the steps)
+        raise ApiError(ErrorCode.BAD_REQUEST, str(exc)) from None
+    agent = AgentRef(id=body["agent"]["id"], name=body["agent"].get("name"))
+    return PlanProposal(
+        text=body["plan"], agent=agent, owner=owner, steps=tuple(steps), cwd=body.get("cwd")
+    )
