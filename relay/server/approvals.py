@@ -20,17 +20,16 @@ from aiohttp import web
 from relay.asks.channel import AskChannel
 from relay.asks.records import iso_time
 from relay.asks.target import UNSET, AskTarget
-from relay.errors import ErrorCode, HarnessError
+from relay.errors import HarnessError
 from relay.gate.approval import QUESTION_ID, ApprovalRequest, Decision
 from relay.gate.core import BAD_PATTERN
 from relay.gate.decider import Decider, Proposal
 from relay.seam.questions import AgentRef
-from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
+from relay.server.api import OWNER, REPLAYED, AskApi, not_found, read_slack_section
 from relay.server.errors import ApiError
 from relay.server.idempotency import read_key
-from relay.server.limits import pending_refused
+from relay.server.limits import start_refused
 from relay.server.shapes import check_body
-from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
 
 __all__ = ["ApprovalApi", "approval_json"]
@@ -90,12 +89,8 @@ class ApprovalApi:
                 record = await self._asks.replayed(request, slot.replay)
                 headers[REPLAYED] = "true"
             else:
-                try:
+                with start_refused():
                     opened = await self.decider.open(proposal)
-                except HarnessError as exc:
-                    raise ApiError.of(exc) from None
-                except PendingLimitReached as exc:
-                    raise pending_refused(exc) from None
                 if isinstance(opened, Decision):
                     # A grant answered at once: nothing was posted.
                     return web.json_response(approval_json(None, opened))
@@ -106,8 +101,7 @@ class ApprovalApi:
         if subscription is not None and webhooks is not None:
             # The ask's end is sent as for /v1/asks (again on a replay, as there).
             await webhooks.subscribe(record, subscription)
-        if wait > 0 and record.pending:
-            record = await self._asks.long_poll(request, record.id, wait)
+        record = await self._asks.waited(request, record, wait)
         decision = await self.decider.conclude(record)
         return web.json_response(
             approval_json(record.id, decision, record),
@@ -118,9 +112,7 @@ class ApprovalApi:
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/approvals/{id}``: the approval; with ``?wait=S`` long-polls while pending."""
         wait = self._asks.wait_param(request)
-        record = await self._owned(request)
-        if record.pending and wait > 0:
-            record = await self._asks.long_poll(request, record.id, wait)
+        record = await self._asks.waited(request, await self._owned(request), wait)
         return web.json_response(
             approval_json(record.id, await self.decider.conclude(record), record)
         )
@@ -148,11 +140,7 @@ class ApprovalApi:
         # An ordinary ask reads exactly like a missing approval.
         offer = await self.grants.get_offer(ask_id=record.id)
         if offer is None or record.request.questions[0].id != QUESTION_ID:
-            raise ApiError(
-                ErrorCode.NOT_FOUND,
-                f"no approval {record.id} for this token (it never existed, expired, or belongs"
-                " to another token)",
-            )
+            raise not_found("approval", record.id)
         return record
 
 

@@ -16,16 +16,15 @@ from typing import Any
 from aiohttp import web
 
 from relay.asks.records import iso_time
-from relay.errors import ErrorCode, HarnessError
+from relay.errors import ErrorCode
 from relay.gate.decider import Decider, PlanProposal, PlanReview
 from relay.plans.scope import describe_scope
 from relay.plans.steps import read_steps
 from relay.seam.questions import AgentRef
-from relay.server.api import OWNER, AskApi
+from relay.server.api import OWNER, AskApi, not_found
 from relay.server.errors import ApiError
-from relay.server.limits import pending_refused
+from relay.server.limits import start_refused
 from relay.server.shapes import check_body
-from relay.store import PendingLimitReached
 from relay.store.record import AskRecord
 
 __all__ = ["PlanApi", "plan_json"]
@@ -85,12 +84,8 @@ class PlanApi:
         wait = self._asks.wait_param(request)
         body = await self._asks.json_body(request, hint="send a shorter plan")
         proposal = _read_plan(body, owner)
-        try:
+        with start_refused():
             review, record = await self.decider.propose_plan(proposal)
-        except HarnessError as exc:
-            raise ApiError.of(exc) from None
-        except PendingLimitReached as exc:
-            raise pending_refused(exc) from None
         if record is None:
             return web.json_response(plan_json(review))
         if wait > 0 and record.pending:
@@ -105,9 +100,7 @@ class PlanApi:
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/plans/{id}``: the plan; with ``?wait=S`` long-polls while in review."""
         wait = self._asks.wait_param(request)
-        record = await self._owned(request)
-        if record.pending and wait > 0:
-            record = await self._asks.long_poll(request, record.id, wait)
+        record = await self._asks.waited(request, await self._owned(request), wait)
         return web.json_response(plan_json(await self._concluded(record), record))
 
     async def delete(self, request: web.Request) -> web.Response:
@@ -124,23 +117,15 @@ class PlanApi:
     async def _concluded(self, record: AskRecord) -> PlanReview:
         review = await self.decider.conclude_plan(record)
         if review is None:
-            raise _missing(record.id)
+            raise not_found("plan", record.id)
         return review
 
     async def _owned(self, request: web.Request) -> AskRecord:
         record = await self._asks.owned(request, what="plan")
         plan = await self.decider.grants.get_plan(owner=request[OWNER], plan_id=record.id)
         if plan is None:
-            raise _missing(record.id)  # an ordinary ask reads like a missing plan
+            raise not_found("plan", record.id)  # an ordinary ask reads like a missing plan
         return record
-
-
-def _missing(plan_id: str) -> ApiError:
-    return ApiError(
-        ErrorCode.NOT_FOUND,
-        f"no plan {plan_id} for this token (it never existed, expired, or belongs to another"
-        " token)",
-    )
 
 
 def _read_plan(body: object, owner: str) -> PlanProposal:
