@@ -6,6 +6,7 @@ from typing import Any
 
 from relay.errors import ErrorCode
 from relay.seam.questions import MAX_APPROVALS
+from relay.server.openapi_schemas import agent_schema
 
 __all__ = ["APPROVAL_ERROR_CODES", "approval_paths", "approval_schemas"]
 
@@ -63,22 +64,9 @@ def _approval_request(slack: dict[str, Any]) -> dict[str, Any]:
                 "x-relay-hint": "an object: the tool's input",
             },
             "tool_use_id": {"type": ["string", "null"], "x-relay-hint": "a string, or null"},
-            "agent": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["id"],
-                "description": "Who asks; grants are kept per agent id (a session).",
-                "x-relay-hint": '{"id": ..., "name": ...}, who asks',
-                "properties": {
-                    "id": {
-                        "type": "string",
-                        "minLength": 1,
-                        "pattern": "\\S",
-                        "x-relay-hint": "a non-blank string: the agent's session id",
-                    },
-                    "name": {"type": ["string", "null"], "x-relay-hint": "a string, or null"},
-                },
-            },
+            "agent": agent_schema(
+                "Who asks; grants are kept per agent id (a session).", "who asks"
+            ),
             "context": {
                 "type": ["object", "null"],
                 "maxProperties": 20,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from relay.plans.steps import MAX_ITEM_CHARS, MAX_ITEMS, MAX_PLAN_CHARS
+from relay.server.openapi_schemas import agent_schema
 
 __all__ = ["plan_paths", "plan_schemas"]
 
@@ -38,23 +39,11 @@ _PLAN_REQUEST = {
             " (`spans` after edit, write, create…), tools and MCP servers (`spans`"
             " after use or call) from it.",
         },
-        "agent": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["id"],
-            "description": "The session the plan holds for: the same agent.id as its"
-            " calls to POST /v1/approvals send.",
-            "x-relay-hint": '{"id": ..., "name": ...}, the session whose plan it is',
-            "properties": {
-                "id": {
-                    "type": "string",
-                    "minLength": 1,
-                    "pattern": "\\S",
-                    "x-relay-hint": "a non-blank string: the agent's session id",
-                },
-                "name": {"type": ["string", "null"], "x-relay-hint": "a string, or null"},
-            },
-        },
+        "agent": agent_schema(
+            "The session the plan holds for: the same agent.id as its calls to POST"
+            " /v1/approvals send.",
+            "the session whose plan it is",
+        ),
         "steps": {
             "type": ["array", "null"],
             "maxItems": MAX_ITEMS,

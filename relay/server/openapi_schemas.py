@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from relay.seam.limits import LONGEST_TIMEOUT
 from relay.seam.questions import MAX_QUESTIONS
 from relay.server.api import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
@@ -17,6 +19,7 @@ __all__ = [
     "QUESTION_SCHEMA",
     "RECORD_SCHEMA",
     "VOTE_SCHEMA",
+    "agent_schema",
 ]
 
 OPTION_SCHEMA = {
@@ -354,3 +357,23 @@ ERROR_SCHEMA = {
     "required": ["error"],
     "properties": {"error": {"$ref": "#/components/schemas/ErrorBody"}},
 }
+
+
+def agent_schema(description: str, hint: str) -> dict[str, Any]:
+    """The required ``agent`` of an approval or a plan: its session id, never blank."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["id"],
+        "description": description,
+        "x-relay-hint": f'{{"id": ..., "name": ...}}, {hint}',
+        "properties": {
+            "id": {
+                "type": "string",
+                "minLength": 1,
+                "pattern": "\\S",
+                "x-relay-hint": "a non-blank string: the agent's session id",
+            },
+            "name": {"type": ["string", "null"], "x-relay-hint": "a string, or null"},
+        },
+    }
