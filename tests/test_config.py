@@ -264,7 +264,8 @@ def test_no_credentials_at_all_explains_what_to_create() -> None:
 def test_every_documented_variable_is_read() -> None:
     relay = Path(__file__).parents[1] / "relay"
     source = "".join(
-        (relay / "config" / name).read_text() for name in ("settings.py", "mcp.py", "receipts.py")
+        (relay / "config" / name).read_text()
+        for name in ("settings.py", "mcp.py", "receipts.py", "values.py")
     )
     for name in ENV_VARS:
         assert f'get("{name}")' in source

@@ -20,6 +20,8 @@ MOST_LINES = 400
 SMALL_PACKAGES = ("asks", "slack")
 # No module anywhere in relay/ grows past this.
 MOST_LINES_ANYWHERE = 450
+# A function longer than this wants its steps named (docstring and signature included).
+MOST_FUNCTION_LINES = 80
 # The house's floors, lowest first (docs/architecture.md draws them): a module imports from
 # its own floor or those below, never from above. A module is on the floor of the longest
 # prefix that names it; each prefix is one unit of MAY_IMPORT below.
@@ -282,6 +284,32 @@ def test_modules_stay_small(package: str) -> None:
     }
     assert sizes
     assert {name: n for name, n in sizes.items() if n > MOST_LINES} == {}
+
+
+def _long_functions(source: str) -> dict[str, int]:
+    """The functions in ``source`` over ``MOST_FUNCTION_LINES``, with their lengths."""
+    return {
+        node.name: n
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (n := (node.end_lineno or node.lineno) - node.lineno + 1) > MOST_FUNCTION_LINES
+    }
+
+
+def test_no_function_is_over_the_most_lines() -> None:
+    long = {
+        f"{name}.{function}": n
+        for name, path in MODULES.items()
+        for function, n in _long_functions(path.read_text()).items()
+    }
+    assert long == {}
+
+
+def test_the_function_checker_sees_a_long_function() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MOST_FUNCTION_LINES))
+    assert _long_functions(f"def f() -> None:\n{body}\n\ndef g() -> None:\n    pass\n") == {
+        "f": MOST_FUNCTION_LINES + 1
+    }
 
 
 def _floor(name: str) -> int:

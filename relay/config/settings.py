@@ -27,9 +27,7 @@ from relay.config.values import (
     read_number,
     read_operator_tokens,
     read_port,
-    read_redis,
-    read_redis_connections,
-    read_redis_tls_files,
+    read_redis_settings,
     read_seconds,
     read_timeout,
     read_url,
@@ -294,15 +292,7 @@ class Settings:
 
         bot_token, secret, app_token = _slack_credentials(get)
         timeout = read_timeout(get("RELAY_TIMEOUT"))
-        redis_url = read_redis(get("REDIS_URL"))
-        redis_files = read_redis_tls_files(
-            redis_url,
-            {
-                "RELAY_REDIS_CA_FILE": get("RELAY_REDIS_CA_FILE"),
-                "RELAY_REDIS_CERT_FILE": get("RELAY_REDIS_CERT_FILE"),
-                "RELAY_REDIS_KEY_FILE": get("RELAY_REDIS_KEY_FILE"),
-            },
-        )
+        redis = read_redis_settings(get)
         max_timeout = read_max_timeout(get("RELAY_MAX_TIMEOUT"), timeout)
         api_tokens = read_api_tokens(get("RELAY_API_TOKENS"), get("RELAY_API_TOKENS_FILE"))
         return cls(
@@ -342,11 +332,6 @@ class Settings:
             max_connections=read_max_connections(get("RELAY_MAX_CONNECTIONS")),
             host=get("RELAY_HOST") or "0.0.0.0",  # noqa: S104
             port=read_port(get("PORT")),
-            redis_url=redis_url,
-            redis_ca_file=redis_files["RELAY_REDIS_CA_FILE"],
-            redis_cert_file=redis_files["RELAY_REDIS_CERT_FILE"],
-            redis_key_file=redis_files["RELAY_REDIS_KEY_FILE"],
-            redis_max_connections=read_redis_connections(get("RELAY_REDIS_MAX_CONNECTIONS")),
             log_level=read_log_level(get("RELAY_LOG_LEVEL")),
             gc_threshold=read_gc_threshold(get("RELAY_GC_THRESHOLD")),
             mcp_progress_interval=read_seconds(
@@ -360,6 +345,7 @@ class Settings:
             receipt_retired_keys_file=get("RELAY_RECEIPT_RETIRED_KEYS_FILE"),
             receipt_issuer=get("RELAY_RECEIPT_ISSUER") or "relay",
             mcp=McpSettings.from_env(get),
+            **redis,
             **_webhooks(get),
             **receipt_settings(get),
         )

@@ -5,7 +5,9 @@ naming the variable and saying what it takes."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from relay.config.tuning import DEFAULT_GC_THRESHOLD, MAX_GC_THRESHOLD
 from relay.errors import RelayConfigError
@@ -24,9 +26,7 @@ __all__ = [
     "read_number",
     "read_operator_tokens",
     "read_port",
-    "read_redis",
-    "read_redis_connections",
-    "read_redis_tls_files",
+    "read_redis_settings",
     "read_seconds",
     "read_timeout",
     "read_url",
@@ -285,3 +285,24 @@ def read_operator_tokens(raw: str | None, api_tokens: tuple[str, ...]) -> tuple[
             setting="RELAY_OPERATOR_TOKENS",
         )
     return tokens
+
+
+def read_redis_settings(get: Callable[[str], str | None]) -> dict[str, Any]:
+    """The Redis fields of ``Settings``: the URL, its TLS files (only with ``rediss://``)
+    and the pool's size."""
+    url = read_redis(get("REDIS_URL"))
+    files = read_redis_tls_files(
+        url,
+        {
+            "RELAY_REDIS_CA_FILE": get("RELAY_REDIS_CA_FILE"),
+            "RELAY_REDIS_CERT_FILE": get("RELAY_REDIS_CERT_FILE"),
+            "RELAY_REDIS_KEY_FILE": get("RELAY_REDIS_KEY_FILE"),
+        },
+    )
+    return {
+        "redis_url": url,
+        "redis_ca_file": files["RELAY_REDIS_CA_FILE"],
+        "redis_cert_file": files["RELAY_REDIS_CERT_FILE"],
+        "redis_key_file": files["RELAY_REDIS_KEY_FILE"],
+        "redis_max_connections": read_redis_connections(get("RELAY_REDIS_MAX_CONNECTIONS")),
+    }

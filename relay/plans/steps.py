@@ -12,6 +12,7 @@ __all__ = [
     "ITEM_KINDS",
     "MAX_ITEMS",
     "MAX_ITEM_CHARS",
+    "MAX_PLAN_CHARS",
     "ItemKind",
     "Step",
     "plan_steps",
@@ -57,6 +58,7 @@ _WORD = re.compile(r"[A-Za-z]+")
 # Bounds on what one plan may hold: the reviewer must be able to read it all.
 MAX_ITEMS = 100
 MAX_ITEM_CHARS = 500
+MAX_PLAN_CHARS = 20_000  # the plan's markdown
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,8 @@ from relay.server.connections import Connections
 from relay.server.errors import ApiError
 from relay.server.idempotency import DEFAULT_WINDOW, CreateKeys
 from relay.server.idempotency import HEADER as IDEMPOTENCY_HEADER
-from relay.server.limits import Limiter, pending_refused
+from relay.server.limits import Limiter, start_refused
 from relay.server.listing import LIST_MAX, LIST_SCAN_BUDGET, read_list_query
-from relay.store import PendingLimitReached
 from relay.store.idempotency import IdempotencyStore
 from relay.store.listing import AskListing
 from relay.store.record import AskRecord
@@ -35,6 +34,7 @@ __all__ = [
     "OWNER",
     "REPLAYED",
     "AskApi",
+    "not_found",
     "read_slack_section",
 ]
 
@@ -118,22 +118,17 @@ class AskApi:
                 record = await self.replayed(request, slot.replay)
                 headers[REPLAYED] = "true"
             else:
-                try:
+                with start_refused():
                     validate_request(ask_request)
                     record = await self.channel.start(
                         ask_request, target=target, owner=request[OWNER]
                     )
-                except HarnessError as exc:
-                    raise ApiError.of(exc) from None
-                except PendingLimitReached as exc:
-                    raise pending_refused(exc) from None
                 if slot is not None:
                     slot.bind(record.id)
         if subscription is not None and self.webhooks is not None:
             # (Again on a replay: the first request may have died before subscribing.)
             await self.webhooks.subscribe(record, subscription)
-        if wait > 0 and record.pending:
-            record = await self.long_poll(request, record.id, wait)
+        record = await self.waited(request, record, wait)
         return web.json_response(
             await self.shown(record),
             status=201,
@@ -204,10 +199,7 @@ class AskApi:
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/asks/{id}``: the record; with ``?wait=S`` long-polls while pending."""
         wait = self.wait_param(request)
-        record = await self.owned(request)
-        if record.pending and wait > 0:
-            _log.debug("long-poll ask=%s wait=%g", record.id, wait)
-            record = await self.long_poll(request, record.id, wait)
+        record = await self.waited(request, await self.owned(request), wait)
         return web.json_response(await self.shown(record))
 
     async def shown(self, record: AskRecord) -> dict[str, Any]:
@@ -215,6 +207,14 @@ class AskApi:
         if not needs_votes(record):
             return record_json(record)
         return record_json(record, votes=await self.channel.store.votes(ask_id=record.id))
+
+    async def waited(self, request: web.Request, record: AskRecord, wait: float) -> AskRecord:
+        """``record`` after ``?wait=`` held the request while it was pending (``long_poll``);
+        ``record`` itself when it has ended or ``wait`` is 0."""
+        if not record.pending or wait <= 0:
+            return record
+        _log.debug("long-poll ask=%s wait=%g", record.id, wait)
+        return await self.long_poll(request, record.id, wait)
 
     async def long_poll(self, request: web.Request, ask_id: str, wait: float) -> AskRecord:
         """Wait for the ask, within the token's long-poll limit; a client that hangs up
@@ -250,11 +250,7 @@ class AskApi:
         record = await self.channel.store.get(ask_id=ask_id)
         # Someone else's ask is reported exactly like a missing one: ids reveal nothing.
         if record is None or (record.owner != request[OWNER] and not request.get(OPERATOR)):
-            raise ApiError(
-                ErrorCode.NOT_FOUND,
-                f"no {what} {ask_id} for this token (it never existed, expired, or belongs to"
-                " another token)",
-            )
+            raise not_found(what, ask_id)
         return record
 
     def wait_param(self, request: web.Request) -> float:
@@ -297,6 +293,16 @@ class AskApi:
             # is not the API's.)
             raise ApiError(ErrorCode(refused.code), refused.sentence("the body") + ".")
         return body
+
+
+def not_found(what: str, ask_id: str) -> ApiError:
+    """``NOT_FOUND`` for the ``what`` (ask, approval, plan) ``ask_id``: a missing one and
+    another token's read alike, so that ids reveal nothing."""
+    return ApiError(
+        ErrorCode.NOT_FOUND,
+        f"no {what} {ask_id} for this token (it never existed, expired, or belongs to"
+        " another token)",
+    )
 
 
 def _read_ask(body: object) -> tuple[AskUserQuestionRequest, AskTarget | None]:

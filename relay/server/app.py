@@ -163,14 +163,9 @@ def build_app(
     slow and vanishing clients are bounded (``relay serve`` does).
     """
     auth = Authenticator(api_tokens, operator_tokens)
-    limiter = Limiter(limits or TokenLimits())
-    connections = Connections(
-        limit=max_connections or default_connection_limit(), read_timeout=read_timeout
+    limiter, connections, metrics = _traffic(
+        channel, limits or TokenLimits(), max_connections, read_timeout, webhooks
     )
-    metrics = Metrics(store=channel.store, limiter=limiter, connections=connections)
-    channel.events.subscribe(metrics.observe)
-    if webhooks is not None:
-        webhooks.on_result = metrics.webhook_result
     api = AskApi(
         channel=channel,
         max_wait=max_wait,
@@ -211,6 +206,26 @@ def build_app(
     if serve_channel_routes:
         app.add_routes(channel.routes(read_timeout=read_timeout))
     return app
+
+
+def _traffic(
+    channel: ServedChannel,
+    limits: TokenLimits,
+    max_connections: int | None,
+    read_timeout: float,
+    webhooks: Webhooks | None,
+) -> tuple[Limiter, Connections, Metrics]:
+    """What bounds the traffic (each token's limits, the open connections) and what counts
+    it: the metrics, observing the channel's events and the webhooks' results."""
+    limiter = Limiter(limits)
+    connections = Connections(
+        limit=max_connections or default_connection_limit(), read_timeout=read_timeout
+    )
+    metrics = Metrics(store=channel.store, limiter=limiter, connections=connections)
+    channel.events.subscribe(metrics.observe)
+    if webhooks is not None:
+        webhooks.on_result = metrics.webhook_result
+    return limiter, connections, metrics
 
 
 def _decider(

@@ -88,8 +88,7 @@ class ApprovalUseApi:
                 f"approval {record.id} was asked for another run or tool use id than"
                 f" {tool_use_id!r}; it runs only the call it was asked for"
             )
-        if record.pending and wait > 0:
-            record = await self._asks.long_poll(request, record.id, wait)
+        record = await self._asks.waited(request, record, wait)
         decision = await self._approvals.decision(record)
         if decision is not None and decision.allowed:
             ttl = (record.target.timeout or _WEEK) + _DAY

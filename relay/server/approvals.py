@@ -20,41 +20,21 @@ from aiohttp import web
 from relay.asks.channel import AskChannel
 from relay.asks.records import iso_time
 from relay.asks.target import UNSET, AskTarget
-from relay.errors import ErrorCode, HarnessError
+from relay.errors import HarnessError
 from relay.gate.approval import QUESTION_ID, ApprovalRequest, Decision
 from relay.gate.core import BAD_PATTERN
 from relay.gate.decider import Decider, Proposal
-from relay.seam.questions import MAX_APPROVALS, AgentRef
-from relay.server.api import OWNER, REPLAYED, AskApi, read_slack_section
+from relay.seam.questions import AgentRef
+from relay.server.api import OWNER, REPLAYED, AskApi, not_found, read_slack_section
 from relay.server.errors import ApiError
 from relay.server.idempotency import read_key
-from relay.server.limits import pending_refused
-from relay.store import PendingLimitReached
+from relay.server.limits import start_refused
+from relay.server.shapes import check_body
 from relay.store.record import AskRecord
 
 __all__ = ["ApprovalApi", "approval_json"]
 
-_KEYS = frozenset(
-    {
-        "tool",
-        "input",
-        "tool_use_id",
-        "agent",
-        "context",
-        "pattern",
-        "reason",
-        "session_grants",
-        "grant_minutes",
-        "approvals_required",
-        "deny_vetoes",
-        "slack",
-        "callback_url",
-        "callback_events",
-        "client_verdict",
-        "editable",
-        "input_schema",
-    }
-)
+_OWN_STEPS = ("pattern", "callback_url", "callback_events")  # checked after the schema
 
 
 def approval_json(
@@ -109,12 +89,8 @@ class ApprovalApi:
                 record = await self._asks.replayed(request, slot.replay)
                 headers[REPLAYED] = "true"
             else:
-                try:
+                with start_refused():
                     opened = await self.decider.open(proposal)
-                except HarnessError as exc:
-                    raise ApiError.of(exc) from None
-                except PendingLimitReached as exc:
-                    raise pending_refused(exc) from None
                 if isinstance(opened, Decision):
                     # A grant answered at once: nothing was posted.
                     return web.json_response(approval_json(None, opened))
@@ -125,8 +101,7 @@ class ApprovalApi:
         if subscription is not None and webhooks is not None:
             # The ask's end is sent as for /v1/asks (again on a replay, as there).
             await webhooks.subscribe(record, subscription)
-        if wait > 0 and record.pending:
-            record = await self._asks.long_poll(request, record.id, wait)
+        record = await self._asks.waited(request, record, wait)
         decision = await self.decider.conclude(record)
         return web.json_response(
             approval_json(record.id, decision, record),
@@ -137,9 +112,7 @@ class ApprovalApi:
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/approvals/{id}``: the approval; with ``?wait=S`` long-polls while pending."""
         wait = self._asks.wait_param(request)
-        record = await self._owned(request)
-        if record.pending and wait > 0:
-            record = await self._asks.long_poll(request, record.id, wait)
+        record = await self._asks.waited(request, await self._owned(request), wait)
         return web.json_response(
             approval_json(record.id, await self.decider.conclude(record), record)
         )
@@ -167,120 +140,51 @@ class ApprovalApi:
         # An ordinary ask reads exactly like a missing approval.
         offer = await self.grants.get_offer(ask_id=record.id)
         if offer is None or record.request.questions[0].id != QUESTION_ID:
-            raise ApiError(
-                ErrorCode.NOT_FOUND,
-                f"no approval {record.id} for this token (it never existed, expired, or belongs"
-                " to another token)",
-            )
+            raise not_found("approval", record.id)
         return record
 
 
-def _bad(message: str) -> ApiError:
-    return ApiError(ErrorCode.BAD_REQUEST, message)
-
-
 def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
-    """Read the strict ``ApprovalRequest`` body; an optional field set to null is unset."""
-    if not isinstance(body, Mapping):
-        raise _bad("the body must be a JSON object with tool, input and agent")
-    for key in body:
-        if key not in _KEYS:
-            raise _bad(f"{key} is not a known field")
-
-    def opt(key: str, default: Any) -> Any:
-        value = body.get(key)
-        return default if value is None else value
-
-    tool = body.get("tool")
-    if not isinstance(tool, str) or not tool.strip():
-        raise _bad("tool is required: the name of the tool the agent wants to use")
-    tool_input = opt("input", {})
-    if not isinstance(tool_input, Mapping):
-        raise _bad("input must be an object: the tool's input")
-    agent_raw = body.get("agent")
-    if not isinstance(agent_raw, Mapping):
-        raise _bad('agent is required: {"id": ..., "name": ...}, who asks')
-    try:
-        agent = AgentRef.from_dict(agent_raw, strict=True, path="agent")
-    except HarnessError as exc:
-        raise ApiError.of(exc) from None
-    if not agent.id.strip():
-        raise _bad("agent.id must not be blank")
-    context = opt("context", {})
-    if not isinstance(context, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in context.items()
-    ):
-        raise _bad("context must be an object of strings")
-    if len(context) > 20:
-        raise _bad("context may have at most 20 entries")
+    """Read the ``ApprovalRequest`` body: its shape is the schema's (``relay.server.shapes``);
+    then what no schema says: a ``pattern`` is refused, and the ``slack`` section is read.
+    An optional field set to null is unset."""
+    # A pattern is refused whatever its shape (BAD_PATTERN); a callback's fields are the
+    # webhook policy's to judge (CALLBACK_NOT_ALLOWED, as on /v1/asks).
+    check_body(body, "ApprovalRequest", checked_after=_OWN_STEPS)
+    assert isinstance(body, Mapping)  # (the schema's type: object)
     if body.get("pattern") is not None:
         raise ApiError(
             BAD_PATTERN,
             "pattern is not accepted: the relay derives a grant's scope from its own rules"
             " (RELAY_RULES_FILE), else a grant covers exactly the input shown; leave pattern out",
         )
-    for key in ("tool_use_id", "reason"):
-        value = body.get(key)
-        if value is not None and not isinstance(value, str):
-            raise _bad(f"{key} must be a string")
-    session = opt("session_grants", True)
-    if not isinstance(session, bool):
-        raise _bad("session_grants must be true or false")
-    minutes = opt("grant_minutes", 30)
-    if isinstance(minutes, bool) or not isinstance(minutes, int) or not 0 <= minutes <= 1440:
-        raise _bad("grant_minutes must be a whole number from 0 to 1440")
-    approvals = body.get("approvals_required")
-    if approvals is not None and (
-        isinstance(approvals, bool)
-        or not isinstance(approvals, int)
-        or not 1 <= approvals <= MAX_APPROVALS
-    ):
-        raise _bad(
-            f"approvals_required must be a whole number from 1 to {MAX_APPROVALS}: how many"
-            " distinct people must allow"
-        )
-    vetoes = body.get("deny_vetoes")
-    if vetoes is not None and not isinstance(vetoes, bool):
-        raise _bad("deny_vetoes must be true or false")
-    editable = opt("editable", False)
-    if not isinstance(editable, bool):
-        raise _bad(
-            "editable must be true or false: true only if the client runs decision.updated_input"
-            " when a reviewer edits the call"
-        )
-    schema = body.get("input_schema")
-    if schema is not None and not isinstance(schema, Mapping):
-        raise _bad("input_schema must be an object: the tool's input JSON Schema")
     try:
         target = read_slack_section(body["slack"]) if body.get("slack") is not None else None
     except HarnessError as exc:
         raise ApiError.of(exc) from None
+
+    def opt(key: str, default: Any) -> Any:
+        value = body.get(key)
+        return default if value is None else value
+
+    schema = body.get("input_schema")
     approval = ApprovalRequest(
-        tool=tool,
-        input=dict(tool_input),
-        agent=agent,
+        tool=body["tool"],
+        input=dict(opt("input", {})),
+        agent=AgentRef(id=body["agent"]["id"], name=body["agent"].get("name")),
         tool_use_id=body.get("tool_use_id"),
-        context=dict(context),
-        session_grants=session,
-        grant_minutes=minutes,
+        context=dict(opt("context", {})),
+        session_grants=opt("session_grants", True),
+        grant_minutes=opt("grant_minutes", 30),
         reason=body.get("reason"),
-        approvals=approvals,
-        deny_vetoes=vetoes,
-        editable=editable,
+        approvals=body.get("approvals_required"),
+        deny_vetoes=body.get("deny_vetoes"),
+        editable=opt("editable", False),
         input_schema=dict(schema) if schema is not None else None,
-        rules_allow=_client_verdict(body) == "allow",
+        rules_allow=body.get("client_verdict") == "allow",
         **(_asked_of(target) if target is not None else {}),
     )
     return approval, target
-
-
-def _client_verdict(body: Mapping[str, Any]) -> str:
-    verdict = body.get("client_verdict")
-    if verdict is None:
-        return "ask"
-    if verdict not in ("allow", "ask"):
-        raise _bad('client_verdict must be "allow" or "ask": what the client\'s rules say')
-    return str(verdict)
 
 
 def _asked_of(target: AskTarget) -> dict[str, Any]:

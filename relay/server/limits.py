@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from relay.errors import RelayException
+from relay.errors import HarnessError, RelayException
+from relay.server.errors import ApiError
 from relay.store import PendingLimitReached
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ __all__ = [
     "RateLimited",
     "TokenLimits",
     "limits_of",
-    "pending_refused",
     "retry_after_header",
+    "start_refused",
 ]
 
 
@@ -68,6 +69,18 @@ def pending_refused(exc: PendingLimitReached) -> RateLimited:
         " for one to end, or DELETE one",
         retry_after=_PENDING_RETRY_AFTER,
     )
+
+
+@contextlib.contextmanager
+def start_refused() -> Iterator[None]:
+    """Around the start of an ask (``/v1/asks``, ``/v1/approvals``, ``/v1/plans``): a seam
+    error is answered as its ``ApiError``, the pending limit as ``pending_refused``."""
+    try:
+        yield
+    except HarnessError as exc:
+        raise ApiError.of(exc) from None
+    except PendingLimitReached as exc:
+        raise pending_refused(exc) from None
 
 
 class Limiter:

@@ -113,109 +113,126 @@ def _base_document() -> dict[str, Any]:
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
-                "Option": OPTION_SCHEMA,
-                "Question": QUESTION_SCHEMA,
-                "Vote": VOTE_SCHEMA,
-                "Person": PERSON_SCHEMA,
-                "AskRequest": ASK_REQUEST_SCHEMA,
-                "Answer": ANSWER_SCHEMA,
-                "AskRecord": RECORD_SCHEMA,
-                "ErrorBody": ERROR_BODY_SCHEMA,
-                "Error": ERROR_SCHEMA,
-                **approval_schemas(ASK_REQUEST_SCHEMA["properties"]["slack"]),  # type: ignore[index]
-                **plan_schemas(),
-            },
+            "schemas": _schemas(),
         },
         "security": [{"bearer": []}],
         "paths": {
-            "/v1/asks": {
-                "post": {
-                    "operationId": "createAsk",
-                    "summary": "Post questions to Slack; optionally wait for the outcome.",
-                    "parameters": [_WAIT],
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {"$ref": "#/components/schemas/AskRequest"}
-                            }
-                        },
-                    },
-                    "responses": {
-                        "201": _record("The ask, as it stands after any wait"),
-                        "400": _error(
-                            "Malformed request (BAD_REQUEST, EMPTY_QUESTIONS, BAD_INTENT, JSON_*)"
-                        ),
-                        **_COMMON,
-                        "408": _error(
-                            "The body did not arrive within RELAY_READ_TIMEOUT (REQUEST_TIMEOUT)"
-                        ),
-                        "413": _error("Body over the size cap (TOO_LARGE)"),
-                        "502": _error(
-                            "Slack refused the post, or the store failed while posting"
-                            " (PROVIDER_FAILED; the message says whether anything was posted)"
-                        ),
-                        "503": _error("The store is unreachable (UNAVAILABLE)"),
-                    },
-                }
-            },
-            "/v1/asks/{ask_id}": {
-                "parameters": [_ASK_ID],
-                "get": {
-                    "operationId": "getAsk",
-                    "summary": "Read an ask; long-poll with ?wait= while it is pending.",
-                    "parameters": [_WAIT],
-                    "responses": {
-                        "200": _record("The ask"),
-                        "400": _error("Bad wait parameter (BAD_REQUEST)"),
-                        **_COMMON,
-                        "404": _error("No such ask for this token (NOT_FOUND)"),
-                        "503": _error("The store is unreachable (UNAVAILABLE)"),
-                    },
-                },
-                "delete": {
-                    "operationId": "abortAsk",
-                    "summary": "Abort a pending ask and withdraw its Slack messages.",
-                    "responses": {
-                        "200": _record("The ask after the abort (or as it ended before)"),
-                        **_COMMON,
-                        "404": _error("No such ask for this token (NOT_FOUND)"),
-                        "503": _error("The store is unreachable (UNAVAILABLE)"),
-                    },
-                },
-            },
+            **_ask_paths(),
             **approval_paths(_error, _COMMON, _WAIT, _ASK_ID),
             **plan_paths(_error, _COMMON, _WAIT, _ASK_ID),
-            "/healthz": {
-                "get": {
-                    "operationId": "health",
-                    "security": [],
-                    "responses": {"200": {"description": "The process is alive"}},
-                }
-            },
-            "/readyz": {
-                "get": {
-                    "operationId": "ready",
-                    "security": [],
-                    "responses": {
-                        "200": {
-                            "description": "Slack auth.test passed, the store answers and (in"
-                            " Socket Mode) the WebSocket to Slack is connected"
-                        },
-                        "503": {
-                            "description": "Not ready; the body names each failed check"
-                            " (slack, store, socket_mode) and why"
-                        },
+            **_service_paths(),
+        },
+    }
+
+
+def _schemas() -> dict[str, Any]:
+    """The component schemas: the ask's wire form, then the approvals' and the plans'."""
+    return {
+        "Option": OPTION_SCHEMA,
+        "Question": QUESTION_SCHEMA,
+        "Vote": VOTE_SCHEMA,
+        "Person": PERSON_SCHEMA,
+        "AskRequest": ASK_REQUEST_SCHEMA,
+        "Answer": ANSWER_SCHEMA,
+        "AskRecord": RECORD_SCHEMA,
+        "ErrorBody": ERROR_BODY_SCHEMA,
+        "Error": ERROR_SCHEMA,
+        **approval_schemas(ASK_REQUEST_SCHEMA["properties"]["slack"]),  # type: ignore[index]
+        **plan_schemas(),
+    }
+
+
+def _ask_paths() -> dict[str, Any]:
+    """``/v1/asks`` and ``/v1/asks/{ask_id}``."""
+    return {
+        "/v1/asks": {
+            "post": {
+                "operationId": "createAsk",
+                "summary": "Post questions to Slack; optionally wait for the outcome.",
+                "parameters": [_WAIT],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/AskRequest"}}
                     },
-                }
+                },
+                "responses": {
+                    "201": _record("The ask, as it stands after any wait"),
+                    "400": _error(
+                        "Malformed request (BAD_REQUEST, EMPTY_QUESTIONS, BAD_INTENT, JSON_*)"
+                    ),
+                    **_COMMON,
+                    "408": _error(
+                        "The body did not arrive within RELAY_READ_TIMEOUT (REQUEST_TIMEOUT)"
+                    ),
+                    "413": _error("Body over the size cap (TOO_LARGE)"),
+                    "502": _error(
+                        "Slack refused the post, or the store failed while posting"
+                        " (PROVIDER_FAILED; the message says whether anything was posted)"
+                    ),
+                    "503": _error("The store is unreachable (UNAVAILABLE)"),
+                },
+            }
+        },
+        "/v1/asks/{ask_id}": {
+            "parameters": [_ASK_ID],
+            "get": {
+                "operationId": "getAsk",
+                "summary": "Read an ask; long-poll with ?wait= while it is pending.",
+                "parameters": [_WAIT],
+                "responses": {
+                    "200": _record("The ask"),
+                    "400": _error("Bad wait parameter (BAD_REQUEST)"),
+                    **_COMMON,
+                    "404": _error("No such ask for this token (NOT_FOUND)"),
+                    "503": _error("The store is unreachable (UNAVAILABLE)"),
+                },
             },
-            "/metrics": {
-                "get": {
-                    "operationId": "metrics",
-                    "security": [],
-                    "responses": {"200": {"description": "Prometheus text format"}},
-                }
+            "delete": {
+                "operationId": "abortAsk",
+                "summary": "Abort a pending ask and withdraw its Slack messages.",
+                "responses": {
+                    "200": _record("The ask after the abort (or as it ended before)"),
+                    **_COMMON,
+                    "404": _error("No such ask for this token (NOT_FOUND)"),
+                    "503": _error("The store is unreachable (UNAVAILABLE)"),
+                },
             },
+        },
+    }
+
+
+def _service_paths() -> dict[str, Any]:
+    """The probes and the metrics, open without a token."""
+    return {
+        "/healthz": {
+            "get": {
+                "operationId": "health",
+                "security": [],
+                "responses": {"200": {"description": "The process is alive"}},
+            }
+        },
+        "/readyz": {
+            "get": {
+                "operationId": "ready",
+                "security": [],
+                "responses": {
+                    "200": {
+                        "description": "Slack auth.test passed, the store answers and (in"
+                        " Socket Mode) the WebSocket to Slack is connected"
+                    },
+                    "503": {
+                        "description": "Not ready; the body names each failed check"
+                        " (slack, store, socket_mode) and why"
+                    },
+                },
+            }
+        },
+        "/metrics": {
+            "get": {
+                "operationId": "metrics",
+                "security": [],
+                "responses": {"200": {"description": "Prometheus text format"}},
+            }
         },
     }

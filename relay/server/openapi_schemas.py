@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from relay.seam.limits import LONGEST_TIMEOUT
 from relay.seam.questions import MAX_QUESTIONS
 from relay.server.api import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
@@ -17,6 +19,7 @@ __all__ = [
     "QUESTION_SCHEMA",
     "RECORD_SCHEMA",
     "VOTE_SCHEMA",
+    "agent_schema",
 ]
 
 OPTION_SCHEMA = {
@@ -90,6 +93,18 @@ PERSON_SCHEMA = {
     "required": ["id"],
     "properties": {"id": {"type": "string"}, "name": {"type": "string"}},
 }
+# The refusal's words for a string field that must say something.
+_NON_EMPTY = {"x-relay-hint": "a non-empty string, or null"}
+_USER_IDS = {"x-relay-hint": f"a list of at most {MAX_ALLOWED_USERS} Slack user ids, or null"}
+_GROUP_IDS = {
+    "x-relay-hint": f"a list of at most {MAX_ALLOWED_GROUPS} Slack user group ids, or null"
+}
+
+
+def _seconds(otherwise: str) -> dict[str, str]:
+    return {"x-relay-hint": f"a positive number of seconds (at most a year), {otherwise}"}
+
+
 ASK_REQUEST_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -113,11 +128,23 @@ ASK_REQUEST_SCHEMA = {
             "type": ["object", "null"],
             "additionalProperties": False,
             "description": "Where to ask; unset (or null) fields use the relay's defaults.",
+            "x-relay-hint": "an object: where to ask, and who may answer",
             "properties": {
                 # null, like leaving a field out, means the relay's default.
-                "channel": {"type": ["string", "null"], "minLength": 1, "pattern": "\\S"},
-                "thread_ts": {"type": ["string", "null"], "minLength": 1, "pattern": "\\S"},
+                "channel": {
+                    "type": ["string", "null"],
+                    "minLength": 1,
+                    "pattern": "\\S",
+                    **_NON_EMPTY,
+                },
+                "thread_ts": {
+                    "type": ["string", "null"],
+                    "minLength": 1,
+                    "pattern": "\\S",
+                    **_NON_EMPTY,
+                },
                 "allowed_users": {
+                    **_USER_IDS,
                     "type": ["array", "null"],
                     "maxItems": MAX_ALLOWED_USERS,
                     "items": {"type": "string", "minLength": 1},
@@ -126,6 +153,7 @@ ASK_REQUEST_SCHEMA = {
                     " that allowlist, never widen it.",
                 },
                 "allowed_groups": {
+                    **_GROUP_IDS,
                     "type": ["array", "null"],
                     "maxItems": MAX_ALLOWED_GROUPS,
                     "items": {"type": "string", "minLength": 1},
@@ -133,16 +161,19 @@ ASK_REQUEST_SCHEMA = {
                     " the relay's own allowlist).",
                 },
                 "requester": {
+                    "x-relay-hint": "a non-empty string, or null",
                     "type": ["string", "null"],
                     "minLength": 1,
                     "pattern": "\\S",
                     "description": "The Slack user on whose behalf the agent asks.",
                 },
                 "prevent_self_approval": {
+                    "x-relay-hint": "true or false",
                     "type": "boolean",
                     "description": "The requester may not answer their own ask.",
                 },
                 "timeout_s": {
+                    **_seconds("or null: the relay's longest"),
                     "type": ["number", "null"],
                     "exclusiveMinimum": 0,
                     "maximum": LONGEST_TIMEOUT,
@@ -150,6 +181,7 @@ ASK_REQUEST_SCHEMA = {
                     " longest (RELAY_MAX_TIMEOUT, or none). Never past RELAY_MAX_TIMEOUT.",
                 },
                 "remind_after_s": {
+                    **_seconds("or null for no reminders"),
                     "type": ["number", "null"],
                     "exclusiveMinimum": 0,
                     "maximum": LONGEST_TIMEOUT,
@@ -158,12 +190,14 @@ ASK_REQUEST_SCHEMA = {
                     " Never after the ask ends or past its deadline.",
                 },
                 "reminders": {
+                    "x-relay-hint": "a whole number from 1 to 10",
                     "type": "integer",
                     "minimum": 1,
                     "maximum": 10,
                     "description": "How many reminders at most (default 1).",
                 },
                 "escalate_after_s": {
+                    **_seconds("or null for no escalation"),
                     "type": ["number", "null"],
                     "exclusiveMinimum": 0,
                     "maximum": LONGEST_TIMEOUT,
@@ -174,18 +208,21 @@ ASK_REQUEST_SCHEMA = {
                     " the message says it was escalated. Needs one of the three; null: none.",
                 },
                 "escalate_users": {
+                    **_USER_IDS,
                     "type": ["array", "null"],
                     "maxItems": MAX_ALLOWED_USERS,
                     "items": {"type": "string", "minLength": 1},
                     "description": "User ids (U…) the escalation adds to who may answer.",
                 },
                 "escalate_groups": {
+                    **_GROUP_IDS,
                     "type": ["array", "null"],
                     "maxItems": MAX_ALLOWED_GROUPS,
                     "items": {"type": "string", "minLength": 1},
                     "description": "User group ids (S…) the escalation adds.",
                 },
                 "escalate_channel": {
+                    "x-relay-hint": "a channel id (or a user id), or null",
                     "type": ["string", "null"],
                     "minLength": 1,
                     "description": "Where the escalation is posted, with a link back to the"
@@ -320,3 +357,23 @@ ERROR_SCHEMA = {
     "required": ["error"],
     "properties": {"error": {"$ref": "#/components/schemas/ErrorBody"}},
 }
+
+
+def agent_schema(description: str, hint: str) -> dict[str, Any]:
+    """The required ``agent`` of an approval or a plan: its session id, never blank."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["id"],
+        "description": description,
+        "x-relay-hint": f'{{"id": ..., "name": ...}}, {hint}',
+        "properties": {
+            "id": {
+                "type": "string",
+                "minLength": 1,
+                "pattern": "\\S",
+                "x-relay-hint": "a non-blank string: the agent's session id",
+            },
+            "name": {"type": ["string", "null"], "x-relay-hint": "a string, or null"},
+        },
+    }

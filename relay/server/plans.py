@@ -16,21 +16,18 @@ from typing import Any
 from aiohttp import web
 
 from relay.asks.records import iso_time
-from relay.errors import ErrorCode, HarnessError
+from relay.errors import ErrorCode
 from relay.gate.decider import Decider, PlanProposal, PlanReview
 from relay.plans.scope import describe_scope
 from relay.plans.steps import read_steps
 from relay.seam.questions import AgentRef
-from relay.server.api import OWNER, AskApi
+from relay.server.api import OWNER, AskApi, not_found
 from relay.server.errors import ApiError
-from relay.server.limits import pending_refused
-from relay.store import PendingLimitReached
+from relay.server.limits import start_refused
+from relay.server.shapes import check_body
 from relay.store.record import AskRecord
 
 __all__ = ["PlanApi"]
-
-_KEYS = frozenset({"plan", "agent", "steps", "cwd"})
-MAX_PLAN_CHARS = 20_000
 
 
 def plan_json(review: PlanReview, record: AskRecord | None = None) -> dict[str, Any]:
@@ -90,12 +87,8 @@ class PlanApi:
         wait = self._asks.wait_param(request)
         body = await self._asks.json_body(request, hint="send a shorter plan")
         proposal = _read_plan(body, owner)
-        try:
+        with start_refused():
             review, record = await self.decider.propose_plan(proposal)
-        except HarnessError as exc:
-            raise ApiError.of(exc) from None
-        except PendingLimitReached as exc:
-            raise pending_refused(exc) from None
         if record is None:
             return web.json_response(plan_json(review))
         if wait > 0 and record.pending:
@@ -110,9 +103,7 @@ class PlanApi:
     async def read(self, request: web.Request) -> web.Response:
         """``GET /v1/plans/{id}``: the plan; with ``?wait=S`` long-polls while in review."""
         wait = self._asks.wait_param(request)
-        record = await self._owned(request)
-        if record.pending and wait > 0:
-            record = await self._asks.long_poll(request, record.id, wait)
+        record = await self._asks.waited(request, await self._owned(request), wait)
         return web.json_response(plan_json(await self._concluded(record), record))
 
     async def delete(self, request: web.Request) -> web.Response:
@@ -129,55 +120,26 @@ class PlanApi:
     async def _concluded(self, record: AskRecord) -> PlanReview:
         review = await self.decider.conclude_plan(record)
         if review is None:
-            raise _missing(record.id)
+            raise not_found("plan", record.id)
         return review
 
     async def _owned(self, request: web.Request) -> AskRecord:
         record = await self._asks.owned(request, what="plan")
         plan = await self.decider.grants.get_plan(owner=request[OWNER], plan_id=record.id)
         if plan is None:
-            raise _missing(record.id)  # an ordinary ask reads like a missing plan
+            raise not_found("plan", record.id)  # an ordinary ask reads like a missing plan
         return record
 
 
-def _missing(plan_id: str) -> ApiError:
-    return ApiError(
-        ErrorCode.NOT_FOUND,
-        f"no plan {plan_id} for this token (it never existed, expired, or belongs to another"
-        " token)",
-    )
-
-
-def _bad(message: str) -> ApiError:
-    return ApiError(ErrorCode.BAD_REQUEST, message)
-
-
 def _read_plan(body: object, owner: str) -> PlanProposal:
-    """Read the strict ``PlanRequest`` body."""
-    if not isinstance(body, Mapping):
-        raise _bad("the body must be a JSON object with plan and agent")
-    for key in body:
-        if key not in _KEYS:
-            raise _bad(f"{key} is not a known field (plan, agent, steps, cwd)")
-    text = body.get("plan")
-    if not isinstance(text, str) or not text.strip():
-        raise _bad("plan is required: the plan as markdown starting with a '# ' heading")
-    if len(text) > MAX_PLAN_CHARS:
-        raise _bad(f"plan may be at most {MAX_PLAN_CHARS} characters; send a shorter plan")
-    agent_raw = body.get("agent")
-    if not isinstance(agent_raw, Mapping):
-        raise _bad('agent is required: {"id": ..., "name": ...}, the session whose plan it is')
-    try:
-        agent = AgentRef.from_dict(agent_raw, strict=True, path="agent")
-    except HarnessError as exc:
-        raise ApiError.of(exc) from None
-    if not agent.id.strip():
-        raise _bad("agent.id must not be blank")
+    """Read the ``PlanRequest`` body: its shape is the schema's (``relay.server.shapes``)."""
+    check_body(body, "PlanRequest")
+    assert isinstance(body, Mapping)  # (the schema's type: object)
     try:
         steps = read_steps(body.get("steps"))
-    except ValueError as exc:
-        raise _bad(str(exc)) from None
-    cwd = body.get("cwd")
-    if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
-        raise _bad("cwd must be the project's absolute directory, such as /home/me/project")
-    return PlanProposal(text=text, agent=agent, owner=owner, steps=tuple(steps), cwd=cwd)
+    except ValueError as exc:  # (the schema says the same; read_steps makes the steps)
+        raise ApiError(ErrorCode.BAD_REQUEST, str(exc)) from None
+    agent = AgentRef(id=body["agent"]["id"], name=body["agent"].get("name"))
+    return PlanProposal(
+        text=body["plan"], agent=agent, owner=owner, steps=tuple(steps), cwd=body.get("cwd")
+    )

@@ -1,0 +1,124 @@
+"""A request body checked against its schema in the OpenAPI document, the one source of
+its shape (``GET /openapi.json`` serves the same document).
+
+The document's component schemas are JSON Schema 2020-12 (OpenAPI 3.1). One validator per
+schema is built at its first use; a body that does not match is refused with
+``BAD_REQUEST`` naming the field, in words from the schema too: a property's
+``x-relay-hint`` says what the field must be (``"<field> must be <hint>"``). What a schema
+cannot say (a refused field, a rule across fields) the routes check after this step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import Any, cast
+
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.protocols import Validator
+
+from relay.errors import ErrorCode
+from relay.server.errors import ApiError
+from relay.server.openapi import openapi_document
+
+__all__ = ["check_body"]
+
+HINT = "x-relay-hint"  # a schema's words for what its value must be
+
+
+def _whole_number(_checker: object, instance: object) -> bool:
+    # JSON Schema counts 1.0 as an integer; a count of minutes or people is written 1.
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_Strict = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _whole_number),
+)
+
+
+@cache
+def body_validator(schema: str) -> Validator:
+    """The validator of the component schema ``schema`` (``ApprovalRequest`` …), built once
+    from the served document, whose ``#/components/...`` references it resolves."""
+    components = openapi_document()["components"]
+    validator: Validator = _Strict(
+        {"$ref": f"#/components/schemas/{schema}", "components": components}
+    )
+    return validator
+
+
+def check_body(body: object, schema: str, *, checked_after: Iterable[str] = ()) -> None:
+    """Refuse ``body`` with ``BAD_REQUEST`` unless it matches the component ``schema``; a
+    mismatch under a top-level field in ``checked_after`` is left to the route's own step."""
+    after = frozenset(checked_after)
+    errors = [
+        error
+        for error in body_validator(schema).iter_errors(cast(Any, body))
+        if not (error.absolute_path and error.absolute_path[0] in after)
+    ]
+    error = best_match(errors)
+    if error is not None:
+        raise ApiError(ErrorCode.BAD_REQUEST, _sentence(error, schema))
+
+
+def _sentence(error: ValidationError, name: str) -> str:
+    """What is wrong, naming the field, and what to send instead."""
+    root: Any = body_validator(name).schema
+    path = list(error.absolute_path)
+    reached, hinted = _walk(root["components"]["schemas"][name], path)
+    schema: Any = error.schema
+    instance: Any = error.instance
+    if error.validator == "required" and reached == schema:
+        missing = next(p for p in cast(Any, error.validator_value) if p not in instance)
+        hint = schema.get("properties", {}).get(missing, {}).get(HINT)
+        return f"{_dotted([*path, missing])} is required" + (f": {hint}" if hint else "")
+    if error.validator == "additionalProperties" and reached == schema:
+        known = list(schema.get("properties", {}))
+        extra = next(k for k in instance if k not in known)
+        return f"{_dotted([*path, extra])} is not a known field (known: {', '.join(known)})"
+    if hinted is not None and (hinted[0] > 0 or not path):  # (the body's hint is for it)
+        at, hint = hinted
+        return f"{_dotted(path[:at])} must be {hint}"
+    return (
+        f"{_dotted(path)} does not match the {name} schema ({_why(error)}): send what"
+        " GET /openapi.json describes"
+    )
+
+
+def _walk(schema: Mapping[str, Any], path: list[Any]) -> tuple[Any, tuple[int, str] | None]:
+    """The schema at ``path`` under ``schema`` (``None`` where a choice of schemas hides
+    it), and the deepest hint on the way with how many steps down it is."""
+    hinted = (0, schema[HINT]) if HINT in schema else None
+    at: Any = schema
+    for depth, key in enumerate(path, start=1):
+        properties = at.get("properties", {})
+        if isinstance(key, str) and key in properties:
+            at = properties[key]
+        elif isinstance(key, str) and isinstance(at.get("additionalProperties"), Mapping):
+            at = at["additionalProperties"]
+        elif isinstance(key, int) and isinstance(at.get("items"), Mapping):
+            at = at["items"]
+        else:
+            return None, hinted
+        if HINT in at:
+            hinted = (depth, at[HINT])
+    return at, hinted
+
+
+def _dotted(path: list[Any]) -> str:
+    out = ""
+    for key in path:
+        out += f"[{key}]" if isinstance(key, int) else f".{key}" if out else str(key)
+    return out or "the body"
+
+
+def _why(error: ValidationError) -> str:
+    value: Any = error.validator_value
+    if error.validator == "type":
+        kinds = [value] if isinstance(value, str) else list(value)
+        return "it must be " + " or ".join(kinds)
+    if error.validator in ("minimum", "maximum", "minLength", "maxLength", "maxItems"):
+        return f"{error.validator} {value}"
+    return f"{error.validator} not met"
