@@ -156,8 +156,7 @@ def build_app(
     ``policy`` (``RELAY_RULES_FILE``) is the operator's rules for tool approvals, or
     ``rulings`` when the channel's Edit form holds edits to them (``operator_rulings``).
     ``plan_ttl`` (``RELAY_PLAN_TTL``) is how long an approved plan holds (``/v1/plans``).
-    ``decider``: the one Decider, when the channel was built with it (its rulings, grants and
-    plan time then hold; it asks through ``channel`` from here on); else one is made here.
+    ``decider``: the Decider ``channel`` was built with (its rules hold); else one is made.
 
     Serve it with ``GuardedSite(runner, host, port, connections=app[CONNECTIONS])`` so that
     slow and vanishing clients are bounded (``relay serve`` does).
@@ -176,20 +175,15 @@ def build_app(
         idempotency_window=idempotency_window,
         webhooks=webhooks,
     )
-    if decider is None:
-        grant_store = grants if grants is not None else MemoryGrants()
-        rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
-        decider = _decider(channel, rulings, grant_store, plan_ttl, receipts)
-    else:
-        grant_store = decider.grants
-        decider.post_through(PostingChannel(channel))
+    rulings = rulings if rulings is not None else operator_rulings(policy, min_approvals)
+    decider = _decider(decider, channel, rulings, grants, plan_ttl, receipts)
     app = web.Application(
         client_max_size=max(max_body, _CHANNEL_MAX_BODY),
         middlewares=[_errors(auth, limiter, metrics, connections)],
     )
     app[CONNECTIONS] = connections
     app.add_routes(_probes(_Readiness(channel), metrics))
-    app.add_routes(_api_routes(api, decider, grant_store, receipts, checkpoints))
+    app.add_routes(_api_routes(api, decider, decider.grants, receipts, checkpoints))
     # The approvals report (/report): an operator's page, made from the verified chain.
     app.add_routes(ReportPage(auth=auth, store=channel.store, writer=receipts).routes())
     mount_mcp(
@@ -229,18 +223,23 @@ def _traffic(
 
 
 def _decider(
+    given: Decider | None,
     channel: ServedChannel,
     rulings: Rulings,
-    grants: GrantStore,
+    grants: GrantStore | None,
     plan_ttl: float,
     receipts: ReceiptWriter | None,
 ) -> Decider:
     """The one Decider behind /v1/approvals, /v1/plans and /mcp (the Edit form holds edits to
     the same rulings: relay serve gives the channel ``rulings.edit_terms``); with receipts,
-    each call it decides at once, without a person, gets one too."""
+    each call it decides at once, without a person, gets one too. ``given``: the Decider the
+    channel was built with, which asks people through it from now on."""
+    if given is not None:
+        given.post_through(PostingChannel(channel))
+        return given
     return Decider(
         rulings=rulings,
-        grants=grants,
+        grants=grants if grants is not None else MemoryGrants(),
         channel=PostingChannel(channel),
         plan_ttl=plan_ttl,
         witness=receipts,

@@ -246,40 +246,18 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
     if action_id is None or route is None:
         return None
     ask_id, index, version = route
-    option: int | None = None
-    batch_action: str | None = None
-    text = _typed(payload, ask_id, index, version)
-    if action_id.startswith(ACTION_OPTION + "."):
-        kind, option = ClickKind.OPTION, _index(action.get("value"))
-        if action_id != f"{ACTION_OPTION}.{option}":
-            option = None  # option i's button is relay.option.i with value "i"; no other is ours
-    elif action_id == ACTION_SELECT:
-        kind, option = ClickKind.OPTION, _option_index(action.get("selected_option"))
-    elif action_id in (ACTION_CHECKS, ACTION_MULTI):
-        kind = ClickKind.TOGGLE
-    elif action_id == ACTION_SUBMIT:
-        kind = ClickKind.SUBMIT
-    elif action_id == ACTION_SKIP:
-        kind = ClickKind.SKIP
-    elif action_id == ACTION_EDIT:
-        kind = ClickKind.EDIT
-    elif action_id == ACTION_PLAN_STOP:
-        kind = ClickKind.PLAN_STOP
-    elif action_id == ACTION_PLAN_EDIT:
-        kind = ClickKind.PLAN_EDIT
-    elif action_id.startswith(ACTION_BATCH + "."):
-        kind, option = ClickKind.BATCH, _index(action.get("value"))
-        batch_action = action_id[len(ACTION_BATCH) + 1 :]
-        if batch_action not in BATCH_ACTIONS or option is None:
-            return None
-    elif action_id == ACTION_TEXT:
-        kind = ClickKind.TEXT
-        # The dispatched value is what was in the field when Enter was pressed.
-        text = _str(action.get("value"))
-    else:
+    found = _action_kind(action_id, action)
+    if found is None:
         return None
+    kind, option, batch_action = found
     if kind is ClickKind.OPTION and option is None:
         return None
+    # The text field's dispatched value is what was in it when Enter was pressed.
+    text = (
+        _str(action.get("value"))
+        if kind is ClickKind.TEXT
+        else _typed(payload, ask_id, index, version)
+    )
     container = payload.get("container")
     container = container if isinstance(container, _MAPPING) else {}
     team = payload.get("team")
@@ -312,6 +290,39 @@ def parse_click(payload: object, *, request: str | None = None) -> Click | None:
         version=version,
         batch_action=batch_action,
     )
+
+
+# The relay's actions that carry nothing but their kind.
+_PLAIN_KINDS = {
+    ACTION_CHECKS: ClickKind.TOGGLE,
+    ACTION_MULTI: ClickKind.TOGGLE,
+    ACTION_SUBMIT: ClickKind.SUBMIT,
+    ACTION_SKIP: ClickKind.SKIP,
+    ACTION_EDIT: ClickKind.EDIT,
+    ACTION_PLAN_STOP: ClickKind.PLAN_STOP,
+    ACTION_PLAN_EDIT: ClickKind.PLAN_EDIT,
+    ACTION_TEXT: ClickKind.TEXT,
+}
+
+
+def _action_kind(
+    action_id: str, action: Mapping[str, Any]
+) -> tuple[ClickKind, int | None, str | None] | None:
+    """What relay action ``action_id`` is: its kind, the option it picks and its batch action;
+    ``None``: not one of ours."""
+    if action_id.startswith(ACTION_OPTION + "."):
+        option = _index(action.get("value"))
+        # option i's button is relay.option.i with value "i"; no other is ours
+        return ClickKind.OPTION, option if action_id == f"{ACTION_OPTION}.{option}" else None, None
+    if action_id == ACTION_SELECT:
+        return ClickKind.OPTION, _option_index(action.get("selected_option")), None
+    if action_id.startswith(ACTION_BATCH + "."):
+        option, batch_action = _index(action.get("value")), action_id[len(ACTION_BATCH) + 1 :]
+        if batch_action not in BATCH_ACTIONS or option is None:
+            return None
+        return ClickKind.BATCH, option, batch_action
+    kind = _PLAIN_KINDS.get(action_id)
+    return None if kind is None else (kind, None, None)
 
 
 def decide(
