@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from relay.canonical.match import fingerprint, subject
@@ -214,13 +216,14 @@ _SHELLY = st.text(alphabet=st.sampled_from(list("ab -./;&|$`()<>\\\r\n'\"*~#=_")
 
 
 @given(st.lists(_SHELLY, max_size=6), _SHELLY)
+@example(["'' ="], "")  # an empty word: shown quoted, as bash reads it back
 def test_every_command_in_scope_is_one_plain_command_with_its_own_words(
     commands: list[str], prose: str
 ) -> None:
     plan = "# Plan\n" + prose + "\n" + "\n".join(f"Run `{c}`." for c in commands)
     scope = derive_scope(plan, [Step("run", c) for c in commands if c.strip()], root=ROOT)
     for words in scope.runs:
-        line = " ".join(words)
+        line = shlex.join(words)  # as the plan's message shows it
         assert not set(line) & set(";&|$`()<>\\\r\n*~#")
         parsed = parse(line)
         assert len(parsed.parts) == 1
