@@ -5,12 +5,16 @@ to its scope, through the same ``decide`` every door uses."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
-from relay.gate.approval import ApprovalRequest
+from relay.gate.approval import ApprovalRequest, approval_question
 from relay.gate.local import slack_approver
 from relay.gate.planning import review_plan_through
 from relay.gate.rules import parse_rules
 from relay.grants import MemoryGrants
+from relay.plans.record import Plan
+from relay.plans.scope import derive_scope
 from relay.seam.questions import AgentRef
 from tests.slack_env import slack_env
 
@@ -117,3 +121,26 @@ async def test_the_seams_review_plan_proposes_through_the_decider_with_an_approv
         assert (await asyncio.wait_for(approved, 10)).approved
         notes = await approver.approve(call("Bash", command="make notes"))
         assert notes.plan is not None
+
+
+def test_a_call_inside_the_scope_asked_for_other_approvers_is_not_called_outside_it() -> None:
+    # The rules changed since the plan was approved (or name other people for the call): the
+    # question says the call is inside the plan, and why it is asked all the same.
+    now = datetime.now(UTC)
+    plan = Plan(
+        id="plan-1",
+        owner="local",
+        agent=AGENT.id,
+        text=PLAN,
+        scope=derive_scope(PLAN, root=CWD),
+        status="active",
+        submitted_at=now,
+        expires_at=now + timedelta(hours=1),
+    )
+    asked = replace(call("Bash", command="make notes"), plan=plan, plan_inside=True)
+    shown = str(approval_question(asked).to_dict())
+    assert "Inside the approved plan" in shown
+    assert "need other approvers" in shown
+    outside = str(approval_question(replace(asked, plan_inside=False)).to_dict())
+    assert "Outside the approved plan" in outside
+    assert "Inside the approved plan" not in outside

@@ -112,6 +112,8 @@ class ApprovalRequest:
     # from a client), and whether the reviewer may add the call to it.
     plan: Plan | None = None
     plan_widens: bool = False
+    # Inside that plan's scope, asked only because its rules need other approvers.
+    plan_inside: bool = False
 
     @property
     def quorum(self) -> int:
@@ -262,7 +264,7 @@ def approval_question(request: ApprovalRequest) -> AskUserQuestionRequest:
         lines.append(f"*{safe(key)}:* `{safe(value)}`")
     plan = request.plan
     if plan is not None:
-        lines.append(outside_plan(plan))
+        lines.append(outside_plan(plan, inside=request.plan_inside))
     detail = "\n".join(lines) + ("\n\n" if lines else "") + view.detail
     scope = request.scope.describe()
     session, minutes = request.grants_offered

@@ -158,13 +158,19 @@ def describe_tool_use(tool: str, tool_input: Mapping[str, Any]) -> ToolUseView:
 _PLAN_SHOWN = 1500
 
 
-def outside_plan(plan: Plan) -> str:
-    """The lines showing the approved plan a call is outside of."""
+def outside_plan(plan: Plan, *, inside: bool = False) -> str:
+    """The lines showing the approved plan a call is not covered by: outside its scope, or
+    (``inside``) in it but needing other approvers than the plan's."""
     who = plan.approved_by.display_name if plan.approved_by is not None else "a reviewer"
     text = plan.text.strip()
     if len(text) > _PLAN_SHOWN:
         text = text[:_PLAN_SHOWN] + "…"
     quoted = "\n".join(f"> {safe(line)}" for line in text.splitlines())
+    if inside:
+        return (
+            f"*Inside the approved plan* `{plan.id}` (approved by {safe(who)}), but the relay's"
+            f" rules need other approvers for this call; the plan:\n{quoted}\n"
+        )
     return (
         f"*Outside the approved plan* `{plan.id}` (approved by {safe(who)}); the plan:\n{quoted}\n"
     )

@@ -144,12 +144,12 @@ class PlanDecisions:
                 )
         if not plans:
             return request
+        newest, now = plans[0], utcnow()
+        people = _same_people(request, newest)
+        inside = newest.covers(owner=proposal.owner, agent=request.agent.id, use=use, now=now)
         # The plan's two choices take the place of the minutes grant: five buttons at most.
         return replace(
-            request,
-            plan=plans[0],
-            plan_widens=_same_people(request, plans[0]),
-            grant_minutes=0,
+            request, plan=newest, plan_widens=people, plan_inside=inside, grant_minutes=0
         )
 
     async def _record_covered(self, plan: Plan, use: Subject) -> None:

@@ -2,7 +2,8 @@
 offline against a scripted model), with ``relay hook claude-code`` on ``ExitPlanMode`` and
 ``Bash``, a real ``relay serve`` and FakeSlack as the team. Leaving plan mode posts the plan
 and its scope; once approved, the planned command runs with no further post, and a command
-outside the plan is asked, saying so."""
+outside the plan is asked, saying so; once a reviewer stops the plan from its message, even a
+planned command is asked again."""
 
 from __future__ import annotations
 
@@ -89,6 +90,7 @@ async def test_plan_mode_then_the_plan_holds_the_session(tmp_path: Path) -> None
         ("ExitPlanMode", {}),
         ("Bash", {"command": "touch notes.txt", "description": "in the plan"}),
         ("Bash", {"command": "touch extra.txt", "description": "not in the plan"}),
+        ("Bash", {"command": "touch notes.txt", "description": "in the plan, once stopped"}),
     ]
     async with team_and_relay() as (slack, relay), planning_claude(steps) as model:
         command = f"{RELAY} hook claude-code --rules {rules}"
@@ -144,9 +146,17 @@ async def test_plan_mode_then_the_plan_holds_the_session(tmp_path: Path) -> None
         outside = await slack.wait_for_message(where=_outside, timeout=60)
         assert "touch extra.txt" in json.dumps(outside.blocks)
         assert "Make the notes" in str(outside.blocks)
-        await slack.click(outside, "Deny", user="U0ALICE")
-        await result(run)
         assert (work / "notes.txt").exists()  # in the plan: ran with no post of its own
-        assert not (work / "extra.txt").exists()
         # The two reviews and the one step outside the plan: the planned step posted nothing.
         assert len([m for m in slack.messages if m.thread_ts is None]) == 3
+        # A reviewer stops the plan from its own message; then even a planned step is asked.
+        await slack.wait_until(lambda: "Stop the plan" in str(review.blocks), timeout=30)
+        await slack.click(review, "Stop the plan", user="U0ALICE")
+        await slack.wait_until(lambda: "Stop the plan" not in str(review.blocks), timeout=30)
+        await slack.click(outside, "Deny", user="U0ALICE")
+        asked = await slack.wait_for_message(count=4, timeout=60)
+        assert "touch notes.txt" in json.dumps(asked.blocks)
+        assert not _outside(asked)  # no live plan: an ordinary question
+        await slack.click(asked, "Deny", user="U0ALICE")
+        await result(run)
+        assert not (work / "extra.txt").exists()
