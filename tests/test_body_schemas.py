@@ -119,6 +119,11 @@ def test_every_question_field_of_a_wrong_type_is_refused_naming_it(field: str) -
             'questions[0].intent.kind must be "plan-review" or "tool-approval"',
         ),
         ({**ASK, "slack": {"reminders": 0}}, "BAD_REQUEST", "slack.reminders must be a whole"),
+        (
+            {"questions": [{**ASK["questions"][0], "multi_select": True}]},
+            "BAD_REQUEST",
+            "questions[0].multi_select is not a known field (did you mean multiSelect? known:",
+        ),
     ],
 )
 def test_an_ask_refusal_has_the_schemas_code_and_words(body: Any, code: str, message: str) -> None:

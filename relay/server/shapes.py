@@ -117,7 +117,9 @@ def _sentence(error: ValidationError, name: str) -> str:
     if error.validator == "additionalProperties" and reached == schema:
         known = list(schema.get("properties", {}))
         extra = next(k for k in instance if k not in known)
-        return f"{_dotted([*path, extra])} is not a known field (known: {', '.join(known)})"
+        camel = "".join(w if i == 0 else w.title() for i, w in enumerate(extra.split("_")))
+        meant = f"did you mean {camel}? " if camel != extra and camel in known else ""
+        return f"{_dotted([*path, extra])} is not a known field ({meant}known: {', '.join(known)})"
     if hinted is not None and (hinted[0] > 0 or not path):  # (the body's hint is for it)
         at, hint = hinted
         return f"{_dotted(path[:at])} must be {hint}" + (_size(error) if at == len(path) else "")
