@@ -1,31 +1,38 @@
-"""The OpenAPI document is the one source of a request body's shape: POST /v1/approvals
-and POST /v1/plans refuse what their component schema refuses, in the schema's words."""
+"""The OpenAPI document is the one source of a request body's shape: POST /v1/asks,
+POST /v1/approvals and POST /v1/plans refuse what their component schema refuses, in the
+schema's words and with its code (``x-relay-code``) where that is not BAD_REQUEST."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import aiohttp
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
+from relay.errors import UserInteractionError
+from relay.seam.questions import validate_request
+from relay.server.api import _read_ask
 from relay.server.app import build_app
 from relay.server.approvals import _read_approval
 from relay.server.errors import ApiError
 from relay.server.openapi import openapi_document
 from relay.server.plans import _read_plan
-from relay.server.shapes import HINT, body_validator
+from relay.server.shapes import CODE, HINT, _built, body_validator
 from relay.slack import SlackProvider
 from relay.slack.serving import SlackServing
 from tests.served import served
 
-# Looks inside: the routes' body readers (_read_approval, _read_plan) are pure; every field
-# through them takes milliseconds, where a served relay per case takes seconds.
+# Looks inside: the routes' body readers (_read_ask, _read_approval, _read_plan) are pure;
+# every field through them takes milliseconds, where a served relay per case takes seconds.
+ASK = {"questions": [{"id": "q", "question": "Go?", "options": [{"label": "Yes"}]}]}
 APPROVAL = {"tool": "Bash", "input": {"command": "ls"}, "agent": {"id": "a"}}
 PLAN = {"plan": "# Tidy\nRun `pytest`.", "agent": {"id": "a"}, "cwd": "/p"}
 # Checked by their own steps after the schema, with codes of their own: a pattern is refused
 # whatever it is (BAD_PATTERN); a callback is the webhook policy's (CALLBACK_NOT_ALLOWED).
 APPROVAL_OWN_STEPS = {"pattern", "callback_url", "callback_events"}
+ASK_OWN_STEPS = {"callback_url", "callback_events"}
 _VALUES: list[tuple[str, Any]] = [
     ("string", "x"),
     ("integer", 7),
@@ -72,6 +79,83 @@ def test_every_plan_field_of_a_wrong_type_is_refused_naming_it(field: str) -> No
     refused = _refusal(_read_plan_of, {**PLAN, field: _wrong_value(schema)})
     assert refused.code == "BAD_REQUEST"
     assert refused.message.startswith(f"{field} must be {schema[HINT]}")
+
+
+@pytest.mark.parametrize("field", sorted(set(_properties("AskRequest")) - ASK_OWN_STEPS))
+def test_every_ask_field_of_a_wrong_type_is_refused_naming_it(field: str) -> None:
+    schema = _properties("AskRequest")[field]
+    refused = _refusal(_read_ask, {**ASK, field: _wrong_value(schema)})
+    assert refused.code == "BAD_REQUEST"
+    assert refused.message.startswith(f"{field} must be {schema[HINT]}")
+
+
+@pytest.mark.parametrize("field", sorted(_properties("Question")))
+def test_every_question_field_of_a_wrong_type_is_refused_naming_it(field: str) -> None:
+    schema = _properties("Question")[field]
+    question = {**ASK["questions"][0], field: _wrong_value(schema)}
+    refused = _refusal(_read_ask, {"questions": [question]})
+    assert refused.code == "BAD_REQUEST"
+    assert refused.message.startswith(f"questions[0].{field} must be {schema[HINT]}")
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "message"),
+    [
+        ({"questions": []}, "EMPTY_QUESTIONS", "questions must be a list of at least one question"),
+        # The shape first: a body wrong elsewhere too is a BAD_REQUEST about that.
+        ({"questions": [], "agent": 7}, "BAD_REQUEST", "agent must be"),
+        ({"questions": [ASK["questions"][0]] * 26}, "BAD_REQUEST", "questions must be a list"),
+        ({**ASK, "questions": None}, "BAD_REQUEST", "questions must be a list"),
+        ({}, "BAD_REQUEST", "questions is required: a list of at least one question"),
+        ([], "BAD_REQUEST", "the body must be a JSON object with a questions list"),
+        (
+            {"questions": [{"id": "q", "question": "Go?", "options": [{"label": 1}]}]},
+            "BAD_REQUEST",
+            "questions[0].options[0].label must be a string",
+        ),
+        (
+            {"questions": [{**ASK["questions"][0], "intent": {"kind": "x", "approve": "Yes"}}]},
+            "BAD_REQUEST",
+            'questions[0].intent.kind must be "plan-review" or "tool-approval"',
+        ),
+        ({**ASK, "slack": {"reminders": 0}}, "BAD_REQUEST", "slack.reminders must be a whole"),
+        (
+            {"questions": [{**ASK["questions"][0], "multi_select": True}]},
+            "BAD_REQUEST",
+            "questions[0].multi_select is not a known field (did you mean multiSelect? known:",
+        ),
+    ],
+)
+def test_an_ask_refusal_has_the_schemas_code_and_words(body: Any, code: str, message: str) -> None:
+    refused = _refusal(_read_ask, body)
+    assert (refused.code, refused.message[: len(message)]) == (code, message)
+
+
+def test_what_the_schema_cannot_say_is_still_the_seams_to_refuse() -> None:
+    # An intent whose approve label is no option fits the schema: the seam's rule refuses it.
+    intent = {"kind": "plan-review", "approve": "No"}
+    question = {**ASK["questions"][0], "detail": "d", "intent": intent}
+    request, target = _read_ask({"questions": [question]})
+    with pytest.raises(UserInteractionError) as caught:
+        validate_request(request)
+    assert (caught.value.code, target) == ("BAD_INTENT", None)
+
+
+@pytest.mark.parametrize(
+    ("codes", "named"),
+    [
+        ({"minItems": "EMPTY_QUESTION"}, "EMPTY_QUESTION"),
+        ({"minitems": "EMPTY_QUESTIONS"}, "minitems"),
+    ],
+)
+def test_a_code_that_is_no_error_code_fails_when_the_validator_is_built(
+    codes: dict[str, str], named: str
+) -> None:
+    # Looks inside: the served document has no typo to show; a copy of it gets one.
+    components = copy.deepcopy(openapi_document()["components"])
+    components["schemas"]["AskRequest"]["properties"]["questions"][CODE] = codes
+    with pytest.raises(ValueError, match=named):
+        _built(components, "AskRequest")
 
 
 @pytest.mark.parametrize(
@@ -139,6 +223,6 @@ async def test_the_served_document_is_what_the_validators_use() -> None:
             document = await response.json()
     finally:
         await provider.aclose()
-    for name in ("ApprovalRequest", "PlanRequest"):
+    for name in ("AskRequest", "ApprovalRequest", "PlanRequest"):
         assert body_validator(name).schema["components"] == document["components"]
         assert body_validator(name).schema["$ref"] == f"#/components/schemas/{name}"

@@ -214,7 +214,7 @@ async def test_an_ask_is_visible_only_to_the_token_that_created_it(
                 ]
             },
             "BAD_REQUEST",
-            "101 options",
+            "questions[0].options must be a list of at most 100 options",
         ),
     ],
 )

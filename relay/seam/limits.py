@@ -6,7 +6,13 @@ here, a ``relay hook`` decided by its rules reads them without loading the ask l
 
 from __future__ import annotations
 
-__all__ = ["LONGEST_TIMEOUT", "MAX_APPROVALS", "MAX_REMINDERS"]
+__all__ = [
+    "LONGEST_TIMEOUT",
+    "MAX_ALLOWED_GROUPS",
+    "MAX_ALLOWED_USERS",
+    "MAX_APPROVALS",
+    "MAX_REMINDERS",
+]
 
 # The longest timeout anything may set (a year): a deadline beyond it is no deadline a person
 # can act on, and past ~1e11 s it cannot even be shown as a date.
@@ -17,3 +23,7 @@ MAX_REMINDERS = 10
 
 # The most distinct people a question can wait for (a message's tally stays readable).
 MAX_APPROVALS = 25
+
+# Who may answer one ask: enough for any team; each group is a Slack call on a click.
+MAX_ALLOWED_USERS = 100
+MAX_ALLOWED_GROUPS = 10

@@ -15,6 +15,7 @@ from relay.asks.target import LONGEST_TIMEOUT, MAX_REMINDERS, UNSET, AskTarget
 from relay.audit.trail import audit_json, encode_cursor
 from relay.errors import ErrorCode, HarnessError, UserInteractionError, bad_request
 from relay.seam import safejson
+from relay.seam.limits import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
 from relay.seam.questions import AskUserQuestionRequest, validate_request
 from relay.server.bodies import read_body
 from relay.server.connections import Connections
@@ -23,6 +24,7 @@ from relay.server.idempotency import DEFAULT_WINDOW, CreateKeys
 from relay.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from relay.server.limits import Limiter, start_refused
 from relay.server.listing import LIST_MAX, LIST_SCAN_BUDGET, read_list_query
+from relay.server.shapes import check_body
 from relay.store.idempotency import IdempotencyStore
 from relay.store.listing import AskListing
 from relay.store.record import AskRecord
@@ -55,15 +57,13 @@ _SLACK_KEYS = frozenset(
         "escalate_channel",
     }
 )
+_CALLBACK = ("callback_url", "callback_events")  # checked after the schema (AskApi.callback)
 _log = logging.getLogger("relay.server")
 OWNER = "relay_owner"  # request key: the authenticated token's fingerprint
 # Request key: set when the token is an operator's (RELAY_OPERATOR_TOKENS), which the
 # middleware lets through on the receipt routes only; it reads every token's asks there.
 OPERATOR = "relay_operator"
 REPLAYED = "Idempotent-Replayed"  # response header: this create was answered from its key
-# Who may answer one ask: enough for any team; each group is a Slack call on a click.
-MAX_ALLOWED_USERS = 100
-MAX_ALLOWED_GROUPS = 10
 
 
 class AskApi:
@@ -306,15 +306,14 @@ def not_found(what: str, ask_id: str) -> ApiError:
 
 
 def _read_ask(body: object) -> tuple[AskUserQuestionRequest, AskTarget | None]:
-    """Read the strict wire form plus the optional ``slack`` routing object."""
-    if not isinstance(body, Mapping):
-        raise ApiError(
-            ErrorCode.BAD_REQUEST, "the body must be a JSON object with a questions list"
-        )
-    fields = dict(body)
-    slack = fields.pop("slack", None)
-    fields.pop("callback_url", None)  # (read by AskApi.callback)
-    fields.pop("callback_events", None)
+    """Read the ``AskRequest`` body: its shape is the schema's (``relay.server.shapes``);
+    then the seam's reader makes the request of it (the one /mcp and the CLI use), and the
+    optional ``slack`` object is read as the routing."""
+    # A callback's fields are the webhook policy's to judge (CALLBACK_NOT_ALLOWED).
+    check_body(body, "AskRequest", checked_after=_CALLBACK)
+    assert isinstance(body, Mapping)  # (the schema's type: object)
+    fields = {key: body[key] for key in ("questions", "agent") if key in body}
+    slack = body.get("slack")
     try:
         request = AskUserQuestionRequest.from_dict(fields, strict=True)
         target = read_slack_section(slack) if slack is not None else None

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from relay.seam.limits import LONGEST_TIMEOUT
+from relay.seam.limits import LONGEST_TIMEOUT, MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
 from relay.seam.questions import MAX_QUESTIONS
-from relay.server.api import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
 
 __all__ = [
     "ANSWER_SCHEMA",
@@ -26,27 +25,52 @@ OPTION_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["label"],
-    "properties": {"label": {"type": "string"}, "description": {"type": ["string", "null"]}},
+    "x-relay-hint": 'an object: {"label": ..., "description": ...}',
+    "properties": {
+        "label": {"type": "string", "x-relay-hint": "a string: the option's exact label"},
+        "description": {"type": ["string", "null"], "x-relay-hint": "a string, or null"},
+    },
 }
 # Optional request fields may also be null, which the relay reads as unset.
 QUESTION_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["id", "question"],
+    "x-relay-hint": 'an object: {"id": ..., "question": ..., "options": [...], ...}',
     "properties": {
-        "id": {"type": "string", "description": "Stable id, echoed in the answer."},
-        # The relay refuses a question whose escaped text exceeds Slack's 3,000 per section.
-        "question": {"type": "string", "maxLength": 3000},
-        "header": {"type": ["string", "null"]},
-        "detail": {"type": ["string", "null"], "description": "Markdown shown with the question."},
+        "id": {
+            "type": "string",
+            "description": "Stable id, echoed in the answer.",
+            "x-relay-hint": "a string: the question's id, echoed in the answer",
+        },
+        # Slack shows at most 3,000 characters in a message section.
+        "question": {
+            "type": "string",
+            "maxLength": 3000,
+            "x-relay-hint": "a string of at most 3000 characters: keep the question short and"
+            " put the rest in detail",
+        },
+        "header": {"type": ["string", "null"], "x-relay-hint": "a string, or null"},
+        "detail": {
+            "type": ["string", "null"],
+            "description": "Markdown shown with the question.",
+            "x-relay-hint": "a string (markdown), or null",
+        },
         "options": {
             "type": ["array", "null"],
             "maxItems": 100,
             "items": {"$ref": "#/components/schemas/Option"},
+            "x-relay-hint": "a list of at most 100 options, or null (Slack menus hold no more:"
+            " split the question or offer fewer options)",
         },
-        "multiSelect": {"type": ["boolean", "null"], "default": False},
+        "multiSelect": {
+            "type": ["boolean", "null"],
+            "default": False,
+            "x-relay-hint": "true or false, or null",
+        },
         "default": {
             "type": ["string", "null"],
+            "x-relay-hint": "a string: the label of one of the options, or null",
             "description": "The label of the option taken when nobody answers before the"
             " timeout; the answer is then marked defaulted (BAD_REQUEST unless it names one"
             " of the options). Without one, the ask times out (ASK_ABORTED, timed_out).",
@@ -55,6 +79,7 @@ QUESTION_SCHEMA = {
             "type": ["integer", "null"],
             "minimum": 1,
             "maximum": 25,
+            "x-relay-hint": "a whole number from 1 to 25, or null",
             "description": "How many different people must vote for an option before it is"
             " the answer (single-select questions with options); each person votes once, a"
             " second click does not change the vote. Default 1: the first click decides.",
@@ -62,6 +87,7 @@ QUESTION_SCHEMA = {
         "veto": {
             "type": ["array", "null"],
             "items": {"type": "string"},
+            "x-relay-hint": "a list of option labels (strings), or null",
             "description": "Option labels that one vote decides at once, however many"
             " approvalsRequired says (such as Reject).",
         },
@@ -69,19 +95,33 @@ QUESTION_SCHEMA = {
             "type": ["object", "null"],
             "additionalProperties": False,
             "required": ["kind", "approve"],
+            "x-relay-hint": "an object with kind and approve (and edit, for a tool-approval),"
+            " or null",
             "properties": {
-                "kind": {"type": "string", "enum": ["plan-review", "tool-approval"]},
-                "approve": {"type": "string"},
+                "kind": {
+                    "type": "string",
+                    "enum": ["plan-review", "tool-approval"],
+                    "x-relay-hint": '"plan-review" or "tool-approval"',
+                },
+                "approve": {
+                    "type": "string",
+                    "x-relay-hint": "a string: the label of the option that approves",
+                },
                 "edit": {
                     "type": ["object", "null"],
+                    "x-relay-hint": "an object with tool and input (the call the reviewer may"
+                    " edit), or null",
                     "description": "tool-approval only: the reviewer may edit the input"
                     " before approving; the edit comes back in custom (docs/edit-then-approve.md).",
                     "additionalProperties": False,
                     "required": ["tool", "input"],
                     "properties": {
-                        "tool": {"type": "string"},
-                        "input": {"type": "object"},
-                        "inputSchema": {"type": ["object", "null"]},
+                        "tool": {"type": "string", "x-relay-hint": "a string: the tool's name"},
+                        "input": {"type": "object", "x-relay-hint": "an object: the tool's input"},
+                        "inputSchema": {
+                            "type": ["object", "null"],
+                            "x-relay-hint": "an object (a JSON Schema), or null",
+                        },
                     },
                 },
             },
@@ -109,12 +149,17 @@ ASK_REQUEST_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["questions"],
+    "x-relay-hint": "a JSON object with a questions list",
     "properties": {
         "questions": {
             "type": "array",
             "minItems": 1,
             "maxItems": MAX_QUESTIONS,
             "items": {"$ref": "#/components/schemas/Question"},
+            # No questions is the seam's own code (relay.seam.questions.validate_request).
+            "x-relay-code": {"minItems": "EMPTY_QUESTIONS"},
+            "x-relay-hint": f"a list of at least one question and at most {MAX_QUESTIONS}:"
+            " split the rest into another ask",
             "description": "Each question's id, and each option label within a question, must"
             " be unique (BAD_REQUEST otherwise).",
         },
@@ -122,7 +167,11 @@ ASK_REQUEST_SCHEMA = {
             "type": ["object", "null"],
             "additionalProperties": False,
             "required": ["id"],
-            "properties": {"id": {"type": "string"}, "name": {"type": ["string", "null"]}},
+            "x-relay-hint": '{"id": ..., "name": ...}, who asks; or null',
+            "properties": {
+                "id": {"type": "string", "x-relay-hint": "a string: the agent's id"},
+                "name": {"type": ["string", "null"], "x-relay-hint": "a string, or null"},
+            },
         },
         "slack": {
             "type": ["object", "null"],
