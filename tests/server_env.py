@@ -118,7 +118,17 @@ class Relay:
         # A bound, not a wait: relay serve's own shutdown is bounded at about 3 x its
         # SHUTDOWN_TIMEOUT (requests in flight, then the Slack updates owed, then receipts,
         # webhooks and the store), which a replica that just ended 500 asks can use up.
-        code = await asyncio.wait_for(self.process.wait(), 4 * SHUTDOWN_TIMEOUT)
+        try:
+            code = await asyncio.wait_for(self.process.wait(), 4 * SHUTDOWN_TIMEOUT)
+        except TimeoutError:
+            self.process.kill()  # (not left running past the test)
+            await self.process.wait()
+            if self._reader is not None:
+                await self._reader
+            tail = "".join(self.log[-40:])
+            raise AssertionError(
+                f"relay serve did not exit on signal {sig}; log:\n{tail}"
+            ) from None
         if self._reader is not None:
             await self._reader
         return code

@@ -59,6 +59,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "relay.receipts": {"relay.asks", "relay.config", "relay.errors", "relay.seam", "relay.store"},
     "relay.webhooks": {
         *("relay", "relay.asks", "relay.audit", "relay.errors", "relay.receipts", "relay.store"),
+        "relay.seam",  # stop_task
     },
     "relay.canonical": set(),
     "relay.plans": {"relay.canonical", "relay.seam"},  # a plan's scope, derived and matched

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from relay.seam.tasks import stop_task
 from relay.store.base import AskStore, StoreUnavailable
 
 __all__ = ["Expiry", "Settling"]
@@ -189,7 +190,5 @@ class Expiry:
         self._stopping = True
         self._wake.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop_task(self._task)
             self._task = None

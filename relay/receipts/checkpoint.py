@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import json
 import logging
 import time
@@ -32,6 +31,7 @@ from relay.receipts.jcs import canonical
 from relay.receipts.jws import sign
 from relay.receipts.keys import SigningKey
 from relay.receipts.payload import VERSION, digest
+from relay.seam.tasks import stop_task
 from relay.store.receipts import ChainHead, Checkpoints, ReceiptChain
 
 __all__ = ["TYPE", "Checkpointer", "Stored", "checkpointer_for"]
@@ -184,9 +184,7 @@ class Checkpointer:
     async def aclose(self) -> None:
         """Stop the background task (a checkpoint being made is left unmade)."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop_task(self._task)
             self._task = None
 
     async def _run(self) -> None:

@@ -27,7 +27,6 @@ those few milliseconds, or a store failing the append, loses it, and says so in 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -47,6 +46,7 @@ from relay.receipts.payload import (
     receipt_payload,
     record_time,
 )
+from relay.seam.tasks import stop_task
 from relay.store.receipts import ChainHead, ReceiptChain
 from relay.store.record import AskRecord
 
@@ -345,9 +345,7 @@ class ReceiptWriter:
         await self.drain()
         self._closed = True
         if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+            await stop_task(self._sweeper)
 
 
 def _why(exc: Exception) -> str:

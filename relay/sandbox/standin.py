@@ -16,6 +16,7 @@ from typing import Any
 
 from relay.errors import ErrorCode, RelayException
 from relay.sandbox.directory import CHANNELS, GROUPS, PEOPLE
+from relay.seam.tasks import stop_task
 from relay.testing import ClickResult, FakeMessage, FakeModal, FakeSlack, RecordedCall, ViewResult
 
 __all__ = ["ActionRefused", "Sandbox"]
@@ -290,9 +291,7 @@ class Sandbox:
     async def stop(self) -> None:
         """Stop following changes, waking every waiter."""
         if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
+            await stop_task(self._watcher)
             self._watcher = None
         self._generation += 1
         await self._notify()

@@ -44,6 +44,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import InvalidResponse, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from relay.seam.tasks import stop_task
+
 __all__ = ["CHUNK", "PipelinedCommands", "own_connection"]
 
 
@@ -107,9 +109,8 @@ class PipelinedCommands:
         self._closed = True
         opening = self._opening
         if opening is not None:
-            opening.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await opening
+            with contextlib.suppress(Exception):
+                await stop_task(opening)
         line, self._line = self._line, None
         if line is not None:
             await line.close()
@@ -262,9 +263,7 @@ class _Line:
         stops first would cut short (and leave its socket open)."""
         self.lost = True
         self._closing = True
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._reader
+        await stop_task(self._reader)
         await self.connection.disconnect()
 
 

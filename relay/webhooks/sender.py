@@ -26,6 +26,7 @@ import aiohttp
 from relay.asks.events import AskEvent
 from relay.audit.trail import audit_json
 from relay.receipts.writer import ReceiptWriter
+from relay.seam.tasks import stop_task
 from relay.store.outbox import ClaimedDelivery, WebhookOutbox
 from relay.store.record import AskRecord
 from relay.webhooks.policy import CallbackRefused, HostPolicy
@@ -352,9 +353,8 @@ class Webhooks:
         lease passes and a replica, or this one restarted, sends them)."""
         self._closed = True
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            with contextlib.suppress(Exception):
+                await stop_task(self._task)
         sending = dict(self._sending)
         pending: Sequence[asyncio.Task[Any]] = [*sending.values(), *self._background]
         if pending:

@@ -46,6 +46,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.errors import RelayConfigError
+from relay.seam.tasks import stop_task
 
 __all__ = ["FIRST_REFUSED_RETRY", "SocketMode"]
 
@@ -263,9 +264,7 @@ class SocketMode:
     async def close(self) -> None:
         """Stop (re)connecting and close the session."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop_task(self._task)
         await self._client.close()  # type: ignore[no-untyped-call]
 
     async def _dispatch(self, client: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:

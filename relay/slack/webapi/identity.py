@@ -17,6 +17,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.errors import RelayConfigError
+from relay.seam.tasks import stop_task
 from relay.slack.intake.installation import Installation
 from relay.slack.webapi.background import Background
 from relay.slack.webapi.failures import SLACK_FAILURES
@@ -107,9 +108,7 @@ class InstallationLookup:
     async def close(self) -> None:
         """Stop retrying the start's check."""
         if self._checking is not None and not self._checking.done():
-            self._checking.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._checking
+            await stop_task(self._checking)
 
     async def get(self) -> Installation:
         """The installation (workspace, app, Grid organisation), from ``auth.test`` once."""

@@ -14,6 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from relay.seam.tasks import stop_task
 from relay.store.base import StoreUnavailable
 from relay.store.record import AskRecord, AskStatus
 from relay.store.redis.base import RedisBase, translated, unreachable
@@ -340,13 +341,8 @@ class RedisWaits(RedisBase):
             return
         self._closed = True
         if self._listener is not None:
-            # redis-py can swallow a cancellation that lands while it connects or subscribes
-            # (redis/redis-py#2028): cancel until the listener has stopped, or this hangs.
-            while not self._listener.done():
-                self._listener.cancel()
-                await asyncio.wait({self._listener}, timeout=0.1)
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._listener
+            with contextlib.suppress(Exception):
+                await stop_task(self._listener)
         if self._reader is not None:
             self._reader.cancel()
         # Waiters get the record as it stands now (one read per ask), then Redis is closed.
