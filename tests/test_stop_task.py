@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from relay.receipts.checkpoint import Checkpointer
-from relay.seam.tasks import stop_task
+from relay.seam.tasks import stop_task, stop_the_rest
 from relay.store import MemoryStore
 from relay.store.receipts import ChainHead
 from tests.test_receipts import KEY
@@ -83,3 +83,21 @@ async def test_an_exception_the_task_ended_with_is_raised() -> None:
     await asyncio.sleep(0)
     with pytest.raises(ValueError, match="broken"):
         await stop_task(task)
+
+
+async def test_the_rest_are_stopped_though_one_drops_its_cancellation() -> None:
+    async def alone() -> tuple[bool, bool]:  # a process's main: its loop holds it alone
+        called = asyncio.Event()
+        stubborn = asyncio.create_task(_calls_then_waits(called))
+        await asyncio.sleep(0)
+        asyncio.get_running_loop().call_soon(stubborn.cancel)  # dropped on 3.11, as above
+        await called.wait()
+        plain = asyncio.create_task(asyncio.Event().wait())
+        await stop_the_rest()
+        return stubborn.cancelled(), plain.cancelled()
+
+    # (In a thread: asyncio.run there would hang, not this test's loop, if it did not stop.)
+    running = asyncio.create_task(asyncio.to_thread(asyncio.run, alone()))
+    await asyncio.wait({running}, timeout=5)
+    assert running.done(), "a task ran on"
+    assert running.result() == (True, True)

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-__all__ = ["stop_task"]
+__all__ = ["stop_task", "stop_the_rest"]
 
 # How long one cancellation is given before the next: long enough for a task's own cleanup
 # (a disconnect, a final write) to run, short enough that a lost one costs little.
@@ -27,3 +27,12 @@ async def stop_task(task: asyncio.Future[Any]) -> None:
         await asyncio.wait({task}, timeout=_RECANCEL_AFTER)
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+async def stop_the_rest() -> None:
+    """Stop every other task of the loop (for a process's entry point, after its own
+    shutdown): ``asyncio.run`` cancels what is left once and waits for it, and a task that
+    dropped that one cancellation would hold the process's exit forever."""
+    current = asyncio.current_task()
+    rest = [task for task in asyncio.all_tasks() if task is not current]
+    await asyncio.gather(*(stop_task(task) for task in rest), return_exceptions=True)

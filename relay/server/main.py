@@ -27,6 +27,7 @@ from relay.gate.rules import RulesError
 from relay.grants import GrantStore, MemoryGrants
 from relay.receipts import ReceiptWriter, SigningKey
 from relay.receipts.checkpoint import Checkpointer, checkpointer_for
+from relay.seam.tasks import stop_the_rest
 from relay.server.app import CONNECTIONS, build_app, operator_rulings
 from relay.server.channel import ChannelFactory, ServedChannel
 from relay.server.connections import RUNNER_OPTIONS, GuardedSite
@@ -416,4 +417,13 @@ def run(settings: Settings, *, channel: ChannelFactory) -> None:
     configure_logging(settings)
     if settings.gc_threshold is not None:
         tune_gc(settings.gc_threshold)  # many pending asks make CPython's defaults costly
-    asyncio.run(serve(settings, channel=channel))
+    asyncio.run(_serve_alone(settings, channel))
+
+
+async def _serve_alone(settings: Settings, channel: ChannelFactory) -> None:
+    """``serve`` as the process's one job: what still runs after it has stopped is stopped
+    too, so that nothing holds the exit (see ``stop_the_rest``)."""
+    try:
+        await serve(settings, channel=channel)
+    finally:
+        await stop_the_rest()
