@@ -30,9 +30,8 @@ from relay.server.channel import ServedChannel
 from relay.server.connections import Connections, default_connection_limit
 from relay.server.errors import ApiError, error_response
 from relay.server.limits import Limiter, RateLimited, TokenLimits, retry_after_header
-from relay.server.mcp import mount_mcp
+from relay.server.mcp_mount import SessionLimits, mount_mcp
 from relay.server.mcp_origins import OriginPolicy
-from relay.server.mcp_sessions import SessionLimits
 from relay.server.metrics import CONTENT_TYPE, Metrics
 from relay.server.openapi import openapi_document
 from relay.server.plans import PlanApi

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
@@ -47,11 +46,11 @@ from relay.server.auth import Authenticator
 from relay.server.bodies import read_body
 from relay.server.errors import error_response
 from relay.server.limits import Limiter
+from relay.server.mcp_mount import SessionLimits
 from relay.server.mcp_origins import OriginPolicy
-from relay.server.mcp_sessions import SessionLimits, Sessions, SessionsManager, opens_session
+from relay.server.mcp_sessions import Sessions, SessionsManager, opens_session
 
-__all__ = ["mount_mcp"]
-MCP_PATH = "/mcp"
+__all__ = ["open_door"]
 OWNER_KEY = "relay.owner"  # the ASGI scope key carrying the token's fingerprint
 _MAX_BODY = 1024 * 1024
 # Seconds a tool call in flight at shutdown has to send its result before its stream ends.
@@ -100,8 +99,7 @@ def _toolbox_for(
     return toolbox
 
 
-def mount_mcp(
-    app: web.Application,
+async def open_door(
     *,
     provider: AskChannel,
     decider: Decider,
@@ -112,10 +110,11 @@ def mount_mcp(
     session_limits: SessionLimits | None = None,
     origins: OriginPolicy | None = None,
     read_timeout: float = 10.0,
-) -> None:
-    """Serve the MCP server at ``/mcp`` of ``app`` for the life of the application;
-    ``approve_tool_use`` is decided by ``decider`` (the relay's, as for ``/v1/approvals``);
-    ``receipts``: the relay signs them, so a tool result names its ask's receipt."""
+) -> McpDoor:
+    """The MCP server for ``/mcp``, its session manager running (until
+    ``end_sessions``); ``approve_tool_use`` is decided by ``decider`` (the relay's, as for
+    ``/v1/approvals``); ``receipts``: the relay signs them, so a tool result names its
+    ask's receipt. (``relay.server.mcp_mount`` opens it at the first request.)"""
     if receipts:
         provider.events.subscribe(note_asked)
     sessions = Sessions(session_limits or SessionLimits())
@@ -126,8 +125,7 @@ def mount_mcp(
     manager: StreamableHTTPSessionManager = SessionsManager(
         server, sessions=sessions, max_request_body_size=_MAX_BODY
     )
-
-    door = _McpDoor(
+    door = McpDoor(
         server,
         manager,
         auth=auth,
@@ -136,13 +134,11 @@ def mount_mcp(
         limiter=limiter,
         read_timeout=read_timeout,
     )
-    app.cleanup_ctx.append(door.run_manager)
-    app.on_shutdown.append(door.end_sessions)
-    for method in ("GET", "POST", "DELETE"):
-        app.router.add_route(method, MCP_PATH, door.handle)
+    await door.start()
+    return door
 
 
-class _McpDoor:
+class McpDoor:
     """``/mcp``: each request checked (origin, token, rate, body) and handed to the SDK's
     session manager, which runs for the application's life."""
 
@@ -178,7 +174,8 @@ class _McpDoor:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def run_manager(self, app: web.Application) -> AsyncIterator[None]:
+    async def start(self) -> None:
+        """Start the SDK's session manager (raises why it could not start)."""
         started = asyncio.Event()
 
         async def run() -> None:
@@ -194,8 +191,6 @@ class _McpDoor:
         waiting.cancel()
         if task in done:
             task.result()  # failed to start: raise why
-        yield
-        await self.end_sessions(app)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         refused = self.policy.refusal(request.headers)

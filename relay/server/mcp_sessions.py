@@ -20,7 +20,6 @@ import contextvars
 import logging
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
@@ -30,24 +29,13 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from relay.errors import ErrorCode
 from relay.server.errors import ApiError
+from relay.server.mcp_mount import SessionLimits
 
-__all__ = ["SessionLimits", "Sessions", "SessionsManager", "opens_session"]
+__all__ = ["Sessions", "SessionsManager", "opens_session"]
 
 _log = logging.getLogger("relay.mcp")
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionLimits:
-    """The operator's bounds on MCP sessions (``RELAY_MCP_*``)."""
-
-    per_token: int = 20
-    """Sessions one API token may hold at once (``RELAY_MCP_SESSIONS_PER_TOKEN``)."""
-    total: int = 1000
-    """Sessions the relay holds at once, all tokens together (``RELAY_MCP_MAX_SESSIONS``)."""
-    idle: float = 1800.0
-    """Seconds without a request after which a session is closed (``RELAY_MCP_SESSION_IDLE``)."""
 
 
 def _legacy(headers: Mapping[str, str]) -> bool:
