@@ -27,7 +27,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
@@ -150,17 +150,31 @@ async def _export(
 ) -> int:
     from relay.audit.trail import CSV_COLUMNS, csv_rows  # (loads the ask lifecycle: here only)
 
-    writer = csv.writer(out) if form == "csv" else None
-    if writer is not None:
-        writer.writerow(CSV_COLUMNS)
+    write = _writer(out, form, CSV_COLUMNS, csv_rows)
     count = 0
     async for item in _pages(url, token, params):
         count += 1
-        if writer is not None:
-            writer.writerows(csv_rows(item))
-        else:
-            out.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
+        write(item)
     return count
+
+
+def _writer(
+    out: IO[str],
+    form: str,
+    columns: Sequence[str],
+    rows: Callable[[dict[str, Any]], Iterable[Sequence[str]]],
+) -> Callable[[dict[str, Any]], None]:
+    """How an exported item is written: a JSON line, or ``rows(item)`` under a CSV header
+    of ``columns`` (written now)."""
+    if form != "csv":
+        return lambda item: _line(out, item)
+    table = csv.writer(out)
+    table.writerow(columns)
+    return lambda item: table.writerows(rows(item))
+
+
+def _line(out: IO[str], item: dict[str, Any]) -> None:
+    out.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 async def _export_receipts(url: str, token: str, out: IO[str]) -> int:
@@ -197,9 +211,7 @@ async def _export_plans(
     from relay.audit.plans import PLAN_CSV_COLUMNS, plan_csv_rows
     from relay.seam.plan_review import PLAN_REVIEW_ID
 
-    writer = csv.writer(out) if form == "csv" else None
-    if writer is not None:
-        writer.writerow(PLAN_CSV_COLUMNS)
+    write = _writer(out, form, PLAN_CSV_COLUMNS, plan_csv_rows)
     count = 0
     async for item in _pages(url, token, params):
         if not any(q.get("id") == PLAN_REVIEW_ID for q in item.get("questions") or []):
@@ -211,10 +223,7 @@ async def _export_plans(
             error = plan.get("error") if isinstance(plan, dict) else None
             raise relay_refusal(error, f"the relay answered HTTP {status}")
         count += 1
-        if writer is not None:
-            writer.writerows(plan_csv_rows(plan))
-        else:
-            out.write(json.dumps(plan, ensure_ascii=False, separators=(",", ":")) + "\n")
+        write(plan)
     return count
 
 
