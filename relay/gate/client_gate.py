@@ -15,6 +15,7 @@ from typing import Any
 from relay.canonical.match import subject
 from relay.gate.approval import ApprovalRequest, Approver, Decision
 from relay.gate.rules import Rules, RuleVerdict
+from relay.gate.team import escalation
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AgentRef
 
@@ -94,10 +95,7 @@ class ClientGate:
             timeout=self.rules.timeout_for(verdict),
             remind_after=team.remind_after,
             reminders=team.reminders,
-            escalate_after=team.escalate_after,
-            escalate_users=team.escalate_users,
-            escalate_groups=team.escalate_groups,
-            escalate_channel=team.escalate_channel,
+            **escalation(team),
             approvals=team.approvals,
             deny_vetoes=team.deny_vetoes,
             rules_allow=verdict.action == "allow",

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
 
 from relay.asks.channel import AskChannel
 from relay.asks.target import AskTarget
@@ -23,6 +22,7 @@ from relay.gate.approval import ApprovalRequest, Approver, Decision
 from relay.gate.decider import Decider, Proposal
 from relay.gate.rules import Rules
 from relay.gate.rulings import Rulings
+from relay.gate.team import escalation
 from relay.grants.base import GrantStore
 from relay.seam.abort import AbortSignal
 from relay.seam.questions import AskUserQuestionAnswer, AskUserQuestionRequest
@@ -42,15 +42,6 @@ def target_for(request: ApprovalRequest, base: AskTarget | None = None) -> AskTa
     """Where ``request`` is asked and who may answer it: what the Decider settled, over the
     client's own ``base`` settings (a thread, a requester); unset: the provider's defaults."""
     current = base if base is not None else AskTarget(channel="")
-    escalation: dict[str, Any] = {}
-    if request.escalate_after is not None:
-        # The rules' escalation is one whole: nothing of the provider's defaults mixes in.
-        escalation = {
-            "escalate_after": request.escalate_after,
-            "escalate_users": request.escalate_users,
-            "escalate_groups": request.escalate_groups,
-            "escalate_channel": request.escalate_channel,
-        }
     return replace(
         current,
         channel=request.channel or current.channel,
@@ -63,7 +54,8 @@ def target_for(request: ApprovalRequest, base: AskTarget | None = None) -> AskTa
         if request.remind_after is not None
         else current.remind_after,
         reminders=request.reminders if request.reminders is not None else current.reminders,
-        **escalation,
+        # The rules' escalation is one whole: nothing of the provider's defaults mixes in.
+        **escalation(request),
     )
 
 

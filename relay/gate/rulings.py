@@ -23,6 +23,7 @@ from relay.gate.core import grant_scope
 from relay.gate.policy import combine
 from relay.gate.proposal import Proposal
 from relay.gate.rules import Rules, RuleVerdict
+from relay.gate.team import escalation
 from relay.gate.witness import ruled_by
 from relay.seam.questions import (
     AgentRef,
@@ -96,14 +97,6 @@ class Rulings:
             if rule and rule.approver_groups is not None
             else rules.approver_groups
         )
-        escalation: dict[str, Any] = {}
-        if team.escalate_after is not None:
-            escalation = {
-                "escalate_after": team.escalate_after,
-                "escalate_users": team.escalate_users,
-                "escalate_groups": team.escalate_groups,
-                "escalate_channel": team.escalate_channel,
-            }
         approvals = _most(request.approvals, _most(team.approvals, floor))
         return replace(
             request,
@@ -125,7 +118,7 @@ class Rulings:
             deny_vetoes=True
             if request.deny_vetoes or team.deny_vetoes
             else (team.deny_vetoes if team.deny_vetoes is not None else request.deny_vetoes),
-            **escalation,
+            **escalation(team),
         )
 
     def edit_terms(self, record: AskRecord, index: int, edited: Mapping[str, Any]) -> EditTerms:

@@ -12,11 +12,11 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
 from relay.seam.limits import LONGEST_TIMEOUT, MAX_APPROVALS, MAX_REMINDERS
 
-__all__ = ["MAX_REMINDERS", "TEAM_KEYS", "TeamRules", "check_team", "read_team"]
+__all__ = ["MAX_REMINDERS", "TEAM_KEYS", "TeamRules", "check_team", "escalation", "read_team"]
 
 TEAM_KEYS = frozenset(
     {
@@ -181,3 +181,28 @@ def _escalate_to(data: Mapping[str, Any], where: str, error: Error) -> tuple[str
             f"must hold user (U…/W…) or user group (S…) ids like U0123ABCD: {bad[0]!r}",
         )
     return tuple(value)
+
+
+class _Escalating(Protocol):
+    @property
+    def escalate_after(self) -> float | None: ...
+    @property
+    def escalate_users(self) -> tuple[str, ...] | None: ...
+    @property
+    def escalate_groups(self) -> tuple[str, ...] | None: ...
+    @property
+    def escalate_channel(self) -> str | None: ...
+
+
+def escalation(source: _Escalating) -> dict[str, Any]:
+    """``source``'s escalation (the rules' team, or a request) as keyword arguments, taken
+    as one whole: nothing when it sets no ``escalate_after``, so that nothing of another's
+    escalation mixes in with it."""
+    if source.escalate_after is None:
+        return {}
+    return {
+        "escalate_after": source.escalate_after,
+        "escalate_users": source.escalate_users,
+        "escalate_groups": source.escalate_groups,
+        "escalate_channel": source.escalate_channel,
+    }
