@@ -17,6 +17,7 @@ from typing import Any
 
 from relay import AskUserQuestionIntent
 from relay.seam.intents import ToolEdit
+from relay.store import StoreUnavailable
 from relay.testing import FakeModal
 from tests.slack_env import Env, question, result, slack_env
 
@@ -147,3 +148,20 @@ async def test_a_rate_limited_submit_is_a_field_error_in_time() -> None:
         assert outcome.status == 200, outcome
         assert outcome.outcome == "errors", outcome
         assert not task.done()
+
+
+async def test_an_edit_click_while_the_store_is_down_says_nothing_was_recorded() -> (
+    None
+):
+    async with slack_env() as env:
+        env.ask(approval())
+        message = await env.message()
+
+        async def down(**_: Any) -> None:
+            raise StoreUnavailable("Redis is unreachable")
+
+        env.provider.store.get = down  # type: ignore[method-assign]
+        clicked = await env.slack.click(message, "Edit…", user="U0ALICE")
+        assert clicked.status == 200, clicked
+        notice = await env.slack.wait_for_ephemeral(user="U0ALICE", timeout=10)
+        assert "nothing was recorded" in str(notice.args)

@@ -30,6 +30,7 @@ from relay.slack.editing.form import edit_view, first_block, read_edit_view
 from relay.slack.editing.opening import open_form, settled
 from relay.slack.intake.parse import Click
 from relay.slack.intake.people import Gatekeeper
+from relay.slack.intake.reading import Unread, clicked_record
 from relay.slack.rendering import notices
 from relay.slack.rendering.final import answered_of
 from relay.slack.rendering.text import cut
@@ -111,10 +112,10 @@ class EditIntake:
     async def _open(self, click: Click) -> None:
         notify = self._messages.notify
         try:
-            record = await self._life.store.get(ask_id=click.ask_id)
-        except Exception:
-            _log.exception("store unreachable while opening an edit of ask %s", click.ask_id)
-            notify(click, notices.cannot_record())
+            record = await clicked_record(
+                self._life.store, self._messages, click, doing="opening an edit"
+            )
+        except Unread:
             return
         question = _editable(record, click.index)
         if record is None or question is None or question.intent is None:

@@ -26,6 +26,7 @@ from relay.slack.editing.opening import open_form
 from relay.slack.editing.plan_form import SCOPE_BLOCK, plan_scope_view, read_kept
 from relay.slack.intake.parse import Click
 from relay.slack.intake.people import Gatekeeper
+from relay.slack.intake.reading import Unread, clicked_record
 from relay.slack.rendering import notices
 from relay.slack.rendering.final import answered_of
 from relay.slack.webapi.background import Background
@@ -84,10 +85,10 @@ class PlanScopeIntake:
     async def _open(self, click: Click) -> None:
         notify = self._messages.notify
         try:
-            record = await self._life.store.get(ask_id=click.ask_id)
-        except Exception:
-            _log.exception("store unreachable while opening a plan form of %s", click.ask_id)
-            notify(click, notices.cannot_record())
+            record = await clicked_record(
+                self._life.store, self._messages, click, doing="opening a plan form"
+            )
+        except Unread:
             return
         if record is None or self._plans is None or not _narrowable(record, click.index):
             notify(click, notices.no_longer_pending(record))

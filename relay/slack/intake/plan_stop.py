@@ -15,6 +15,7 @@ from relay.asks.lifecycle import AskLifecycle
 from relay.asks.plan_door import PlanDoor, PlanStop
 from relay.seam.questions import Responder
 from relay.slack.intake.parse import Click
+from relay.slack.intake.reading import Unread, clicked_record
 from relay.slack.rendering import notices
 from relay.slack.rendering.final import plan_stopped
 from relay.slack.rendering.text import escape
@@ -52,10 +53,10 @@ class PlanStops:
     async def _stop(self, click: Click) -> None:
         notify = self._messages.notify
         try:
-            record = await self._life.store.get(ask_id=click.ask_id)
-        except Exception:
-            _log.exception("store unreachable while stopping the plan of ask %s", click.ask_id)
-            notify(click, notices.cannot_record())
+            record = await clicked_record(
+                self._life.store, self._messages, click, doing="stopping the plan"
+            )
+        except Unread:
             return
         if record is None or self._plans is None or click.index >= len(record.responses):
             notify(click, _no_plan())
