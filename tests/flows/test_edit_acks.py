@@ -150,9 +150,7 @@ async def test_a_rate_limited_submit_is_a_field_error_in_time() -> None:
         assert not task.done()
 
 
-async def test_an_edit_click_while_the_store_is_down_says_nothing_was_recorded() -> (
-    None
-):
+async def test_an_edit_click_while_the_store_is_down_says_nothing_was_recorded() -> None:
     async with slack_env() as env:
         env.ask(approval())
         message = await env.message()
