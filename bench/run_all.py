@@ -28,6 +28,7 @@ BENCHMARKS = (
     "edit_acks",
     "rules_learned",
     "plan_posts",
+    "serve_start",
 )
 
 
