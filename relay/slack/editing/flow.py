@@ -30,7 +30,7 @@ from relay.slack.editing.form import edit_view, first_block, read_edit_view
 from relay.slack.editing.opening import open_form, settled
 from relay.slack.intake.parse import Click
 from relay.slack.intake.people import Gatekeeper
-from relay.slack.intake.reading import Unread, clicked_record
+from relay.slack.intake.reading import clicked_record
 from relay.slack.rendering import notices
 from relay.slack.rendering.final import answered_of
 from relay.slack.rendering.text import cut
@@ -111,11 +111,10 @@ class EditIntake:
 
     async def _open(self, click: Click) -> None:
         notify = self._messages.notify
-        try:
-            record = await clicked_record(
-                self._life.store, self._messages, click, doing="opening an edit"
-            )
-        except Unread:
+        read, record = await clicked_record(
+            self._life.store, self._messages, click, doing="opening an edit"
+        )
+        if not read:
             return
         question = _editable(record, click.index)
         if record is None or question is None or question.intent is None:

@@ -26,7 +26,7 @@ from relay.slack.editing.opening import open_form
 from relay.slack.editing.plan_form import SCOPE_BLOCK, plan_scope_view, read_kept
 from relay.slack.intake.parse import Click
 from relay.slack.intake.people import Gatekeeper
-from relay.slack.intake.reading import Unread, clicked_record
+from relay.slack.intake.reading import clicked_record
 from relay.slack.rendering import notices
 from relay.slack.rendering.final import answered_of
 from relay.slack.webapi.background import Background
@@ -84,11 +84,10 @@ class PlanScopeIntake:
 
     async def _open(self, click: Click) -> None:
         notify = self._messages.notify
-        try:
-            record = await clicked_record(
-                self._life.store, self._messages, click, doing="opening a plan form"
-            )
-        except Unread:
+        read, record = await clicked_record(
+            self._life.store, self._messages, click, doing="opening a plan form"
+        )
+        if not read:
             return
         if record is None or self._plans is None or not _narrowable(record, click.index):
             notify(click, notices.no_longer_pending(record))

@@ -15,7 +15,7 @@ from relay.asks.lifecycle import AskLifecycle
 from relay.asks.plan_door import PlanDoor, PlanStop
 from relay.seam.questions import Responder
 from relay.slack.intake.parse import Click
-from relay.slack.intake.reading import Unread, clicked_record
+from relay.slack.intake.reading import clicked_record
 from relay.slack.rendering import notices
 from relay.slack.rendering.final import plan_stopped
 from relay.slack.rendering.text import escape
@@ -52,11 +52,10 @@ class PlanStops:
 
     async def _stop(self, click: Click) -> None:
         notify = self._messages.notify
-        try:
-            record = await clicked_record(
-                self._life.store, self._messages, click, doing="stopping the plan"
-            )
-        except Unread:
+        read, record = await clicked_record(
+            self._life.store, self._messages, click, doing="stopping the plan"
+        )
+        if not read:
             return
         if record is None or self._plans is None or click.index >= len(record.responses):
             notify(click, _no_plan())

@@ -10,24 +10,20 @@ from relay.slack.webapi.messages import SlackMessages
 from relay.store import AskRecord
 from relay.store.base import AskStore
 
-__all__ = ["Unread", "clicked_record"]
+__all__ = ["clicked_record"]
 
 _log = logging.getLogger("relay.slack")
 
 
-class Unread(Exception):
-    """The store could not be reached; the clicker has been told."""
-
-
 async def clicked_record(
     store: AskStore, messages: SlackMessages, click: Click, *, doing: str
-) -> AskRecord | None:
-    """The ask ``click`` is on (``None``: there is none). When the store cannot be reached
-    the clicker is told privately that nothing was recorded, the failure is logged as
-    ``doing`` failing, and ``Unread`` raised."""
+) -> tuple[bool, AskRecord | None]:
+    """Whether the store could be read, and the ask ``click`` is on (``None``: there is
+    none). When it could not, the clicker is told privately that nothing was recorded and
+    the failure is logged as ``doing`` failing."""
     try:
-        return await store.get(ask_id=click.ask_id)
+        return True, await store.get(ask_id=click.ask_id)
     except Exception:
         _log.exception("store unreachable while %s of ask %s", doing, click.ask_id)
         messages.notify(click, notices.cannot_record())
-        raise Unread from None
+        return False, None
