@@ -40,6 +40,7 @@ from bench.common import (
     report_targets,
     write_json,
 )
+from bench.mcp_sessions import ACCEPT, INIT
 from bench.replicas import API_TOKEN
 
 ROUNDS, SMOKE_ROUNDS = 10, 1
@@ -47,16 +48,6 @@ FLOOR = "python: import aiohttp, slack_sdk, redis"
 # relay serve's own start-up, over the floor's: its settings, store, channel, API, receipts.
 LIMIT = 4.0
 _TICK = os.sysconf("SC_CLK_TCK")
-_INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "1"},
-    },
-}
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -111,14 +102,11 @@ async def _serve(slack_url: str, path: str) -> tuple[float, float, float]:
             if not line:
                 raise SystemExit(f"relay serve from {path} exited before listening")
         cpu, wall = _cpu_seconds(process.pid), time.perf_counter() - began
-        headers = {
-            "Accept": "application/json, text/event-stream",
-            "Authorization": f"Bearer {API_TOKEN}",
-        }
+        headers = {**ACCEPT, "Authorization": f"Bearer {API_TOKEN}"}
         asked = time.perf_counter()
         async with (
             aiohttp.ClientSession() as http,
-            http.post(f"http://127.0.0.1:{port}/mcp", json=_INIT, headers=headers) as reply,
+            http.post(f"http://127.0.0.1:{port}/mcp", json=INIT, headers=headers) as reply,
         ):
             await reply.read()
             if reply.status != 200:
