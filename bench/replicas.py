@@ -75,9 +75,11 @@ async def start_replica(
     *,
     env: dict[str, str] | None = None,
     cpu: int | None = None,
+    tree: str | None = None,
 ) -> Replica:
     """Start ``relay serve`` on a free port (on Redis, or the in-memory store without a
-    ``redis_url``; ``env`` adds settings; ``cpu`` pins it) and wait until it listens."""
+    ``redis_url``; ``env`` adds settings; ``cpu`` pins it; ``tree`` runs the ``relay``
+    package of another source tree) and wait until it listens."""
     port = free_port()
     extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "RELAY_", "REDIS_"))}
@@ -93,6 +95,8 @@ async def start_replica(
     )
     if redis_url is not None:
         env["REDIS_URL"] = redis_url
+    if tree is not None:
+        env["PYTHONPATH"] = tree
     env.update(extra)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -100,6 +104,7 @@ async def start_replica(
         "relay.cli",
         "serve",
         env=env,
+        cwd=tree,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,

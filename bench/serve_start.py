@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -28,20 +27,17 @@ from typing import Any
 import aiohttp
 
 from bench.common import (
-    BOT_TOKEN,
-    CHANNEL,
     ROOT,
-    SECRET,
     arguments,
     bench_slack,
-    free_port,
     latency_ms,
     print_table,
     report_targets,
     write_json,
 )
 from bench.mcp_sessions import ACCEPT, INIT
-from bench.replicas import API_TOKEN
+from bench.replicas import API_TOKEN, start_replica, stop_replica
+from relay.testing import FakeSlack
 
 ROUNDS, SMOKE_ROUNDS = 10, 1
 FLOOR = "python: import aiohttp, slack_sdk, redis"
@@ -69,52 +65,25 @@ def _floor() -> tuple[float, float]:
     return float(done.stdout.split()[0]), time.perf_counter() - began
 
 
-async def _serve(slack_url: str, path: str) -> tuple[float, float, float]:
+async def _serve(slack: FakeSlack, path: str) -> tuple[float, float, float]:
     """One ``relay serve`` from ``path``: CPU and wall seconds to listening, then the
     first ``/mcp`` request's seconds."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RELAY_", "SLACK_"))}
-    env.update(
-        PYTHONPATH=path,
-        SLACK_BOT_TOKEN=BOT_TOKEN,
-        SLACK_SIGNING_SECRET=SECRET,
-        SLACK_API_URL=slack_url,
-        RELAY_API_TOKENS=API_TOKEN,
-        RELAY_CHANNEL=CHANNEL,
-        RELAY_HOST="127.0.0.1",
-        PORT=str(port),
-    )
     began = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "relay.cli",
-        "serve",
-        env=env,
-        cwd=path,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    replica = await start_replica("serve", slack, None, tree=path)
     try:
-        assert process.stderr is not None
-        while b"relay listening" not in (line := await process.stderr.readline()):
-            if not line:
-                raise SystemExit(f"relay serve from {path} exited before listening")
-        cpu, wall = _cpu_seconds(process.pid), time.perf_counter() - began
+        cpu, wall = _cpu_seconds(replica.process.pid), time.perf_counter() - began
         headers = {**ACCEPT, "Authorization": f"Bearer {API_TOKEN}"}
         asked = time.perf_counter()
         async with (
             aiohttp.ClientSession() as http,
-            http.post(f"http://127.0.0.1:{port}/mcp", json=INIT, headers=headers) as reply,
+            http.post(f"{replica.url}/mcp", json=INIT, headers=headers) as reply,
         ):
             await reply.read()
             if reply.status != 200:
                 raise SystemExit(f"/mcp answered {reply.status}")
         return cpu, wall, time.perf_counter() - asked
     finally:
-        process.send_signal(signal.SIGTERM)
-        await process.communicate()
+        await stop_replica(replica)
 
 
 async def measure(rounds: int, compare: str | None) -> dict[str, dict[str, Any]]:
@@ -133,7 +102,7 @@ async def measure(rounds: int, compare: str | None) -> dict[str, dict[str, Any]]
                 if name == FLOOR:
                     used, took = _floor()
                 else:
-                    used, took, mcp = await _serve(slack.base_url, trees[name])
+                    used, took, mcp = await _serve(slack, trees[name])
                     first_mcp[name].append(mcp)
                 cpu[name].append(used)
                 wall[name].append(took)
