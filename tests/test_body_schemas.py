@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from relay.errors import UserInteractionError
 from relay.seam.questions import validate_request
-from relay.server.api import _read_ask
+from relay.server.api import _read_ask, read_slack_section
 from relay.server.app import build_app
 from relay.server.approvals import _read_approval
 from relay.server.errors import ApiError
@@ -44,7 +44,12 @@ _VALUES: list[tuple[str, Any]] = [
 
 
 def _properties(name: str) -> dict[str, Any]:
-    return dict(openapi_document()["components"]["schemas"][name]["properties"])
+    """The component's properties, a property that is another component read as that one."""
+    schemas = openapi_document()["components"]["schemas"]
+    return {
+        key: schemas[value["$ref"].rsplit("/", 1)[1]] if "$ref" in value else value
+        for key, value in schemas[name]["properties"].items()
+    }
 
 
 def _wrong_value(schema: dict[str, Any]) -> Any:
@@ -87,6 +92,16 @@ def test_every_ask_field_of_a_wrong_type_is_refused_naming_it(field: str) -> Non
     refused = _refusal(_read_ask, {**ASK, field: _wrong_value(schema)})
     assert refused.code == "BAD_REQUEST"
     assert refused.message.startswith(f"{field} must be {schema[HINT]}")
+
+
+@pytest.mark.parametrize("field", sorted(_properties("AskSlack")))
+def test_every_slack_field_of_a_wrong_type_is_refused_naming_it(field: str) -> None:
+    # The API's asks and approvals, and relay ask's --file and flags, read it so.
+    schema = _properties("AskSlack")[field]
+    with pytest.raises(UserInteractionError) as caught:
+        read_slack_section({field: _wrong_value(schema)})
+    assert caught.value.code == "BAD_REQUEST"
+    assert str(caught.value).startswith(f"slack.{field} must be {schema[HINT]}")
 
 
 @pytest.mark.parametrize("field", sorted(_properties("Question")))

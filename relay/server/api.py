@@ -11,11 +11,10 @@ from aiohttp import web
 
 from relay.asks.channel import AskChannel
 from relay.asks.records import needs_votes, record_json
-from relay.asks.target import LONGEST_TIMEOUT, MAX_REMINDERS, UNSET, AskTarget
+from relay.asks.target import UNSET, AskTarget
 from relay.audit.trail import audit_json, encode_cursor
 from relay.errors import ErrorCode, HarnessError, UserInteractionError, bad_request
 from relay.seam import safejson
-from relay.seam.limits import MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
 from relay.seam.questions import AskUserQuestionRequest, validate_request
 from relay.server.bodies import read_body
 from relay.server.connections import Connections
@@ -40,23 +39,6 @@ __all__ = [
     "read_slack_section",
 ]
 
-_SLACK_KEYS = frozenset(
-    {
-        "channel",
-        "thread_ts",
-        "allowed_users",
-        "allowed_groups",
-        "requester",
-        "prevent_self_approval",
-        "timeout_s",
-        "remind_after_s",
-        "reminders",
-        "escalate_after_s",
-        "escalate_users",
-        "escalate_groups",
-        "escalate_channel",
-    }
-)
 _CALLBACK = ("callback_url", "callback_events")  # checked after the schema (AskApi.callback)
 _log = logging.getLogger("relay.server")
 OWNER = "relay_owner"  # request key: the authenticated token's fingerprint
@@ -324,98 +306,30 @@ def _read_ask(body: object) -> tuple[AskUserQuestionRequest, AskTarget | None]:
 
 def read_slack_section(data: object) -> AskTarget:
     """The API body's ``slack`` object as a ``AskTarget``, or ``BAD_REQUEST`` naming the
-    field that is wrong (``relay ask --file`` checks its requests with it too)."""
-    if not isinstance(data, Mapping):
-        raise bad_request("slack must be an object")
-    for key in data:
-        if key not in _SLACK_KEYS:
-            raise bad_request(f"slack.{key} is not a known field")
-    channel = data.get("channel")
-    thread_ts = data.get("thread_ts")
-    requester = data.get("requester")
-    for name, value in (("channel", channel), ("thread_ts", thread_ts), ("requester", requester)):
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise bad_request(f"slack.{name} must be a non-empty string")
-    allowed = _id_list(data, "allowed_users", "user", MAX_ALLOWED_USERS)
-    groups = _id_list(data, "allowed_groups", "user group", MAX_ALLOWED_GROUPS)
-    prevent: Any = UNSET
-    if "prevent_self_approval" in data:
-        prevent = data["prevent_self_approval"]
-        if not isinstance(prevent, bool):
-            raise bad_request("slack.prevent_self_approval must be true or false")
-    timeout: Any = UNSET
-    if "timeout_s" in data:
-        timeout = data["timeout_s"]
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise bad_request("slack.timeout_s must be a positive number of seconds, or null")
-        if timeout is not None and timeout > LONGEST_TIMEOUT:
-            raise bad_request(
-                f"slack.timeout_s must be at most {LONGEST_TIMEOUT:g} (a year); null waits"
-                " as long as the relay allows"
-            )
-    remind_after = _seconds(data, "remind_after_s", "or null for no reminders")
-    reminders: Any = UNSET
-    if "reminders" in data:
-        reminders = data["reminders"]
-        if (
-            isinstance(reminders, bool)
-            or not isinstance(reminders, int)
-            or not (1 <= reminders <= MAX_REMINDERS)
-        ):
-            raise bad_request(f"slack.reminders must be a whole number from 1 to {MAX_REMINDERS}")
-    escalate_channel = data.get("escalate_channel", UNSET)
-    if (
-        escalate_channel is not UNSET
-        and escalate_channel is not None
-        and (not isinstance(escalate_channel, str) or not escalate_channel.strip())
-    ):
-        raise bad_request("slack.escalate_channel must be a channel id (or a user id), or null")
+    field that is wrong: its shape is the ``AskSlack`` schema's (``relay ask --file`` and the
+    command line's flags are checked by it too)."""
+    try:
+        check_body(data, "AskSlack", within=("slack",))
+    except ApiError as exc:  # (a seam error: the command line reads it too)
+        raise UserInteractionError(exc.code, exc.message) from None
+    if not isinstance(data, Mapping):  # (the schema's null: the callers read it as unset)
+        raise bad_request("slack must be an object: where to ask, and who may answer")
+
+    def given(key: str) -> Any:
+        return data.get(key, UNSET)
+
     return AskTarget(
-        channel=channel or "",
-        thread_ts=thread_ts,
-        allowed_users=allowed,
-        timeout=timeout,
-        allowed_groups=groups,
-        requester=requester,
-        prevent_self_approval=prevent,
-        remind_after=remind_after,
-        reminders=reminders,
-        escalate_after=_seconds(data, "escalate_after_s", "or null for no escalation"),
-        escalate_users=_id_list(data, "escalate_users", "user", MAX_ALLOWED_USERS),
-        escalate_groups=_id_list(data, "escalate_groups", "user group", MAX_ALLOWED_GROUPS),
-        escalate_channel=escalate_channel,
+        channel=data.get("channel") or "",
+        thread_ts=data.get("thread_ts"),
+        allowed_users=given("allowed_users"),
+        timeout=given("timeout_s"),
+        allowed_groups=given("allowed_groups"),
+        requester=data.get("requester"),
+        prevent_self_approval=given("prevent_self_approval"),
+        remind_after=given("remind_after_s"),
+        reminders=given("reminders"),
+        escalate_after=given("escalate_after_s"),
+        escalate_users=given("escalate_users"),
+        escalate_groups=given("escalate_groups"),
+        escalate_channel=given("escalate_channel"),
     )
-
-
-def _seconds(data: Mapping[str, Any], key: str, otherwise: str) -> Any:
-    """``data[key]`` as a positive number of seconds (at most a year), null, or ``UNSET``."""
-    if key not in data:
-        return UNSET
-    value = data[key]
-    if value is not None and (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 < value <= LONGEST_TIMEOUT
-    ):
-        raise bad_request(
-            f"slack.{key} must be a positive number of seconds (at most a year), {otherwise}"
-        )
-    return value
-
-
-def _id_list(data: Mapping[str, Any], key: str, what: str, most: int) -> Any:
-    if key not in data:
-        return UNSET
-    value = data[key]
-    if value is not None and (
-        not isinstance(value, list) or not all(isinstance(i, str) and i for i in value)
-    ):
-        raise bad_request(f"slack.{key} must be a list of Slack {what} ids, or null")
-    if value is not None and len(value) > most:
-        raise bad_request(f"slack.{key} names {len(value)} {what}s; at most {most}")
-    return value

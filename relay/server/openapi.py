@@ -18,6 +18,7 @@ from relay.server.openapi_report import with_report
 from relay.server.openapi_schemas import (
     ANSWER_SCHEMA,
     ASK_REQUEST_SCHEMA,
+    ASK_SLACK_SCHEMA,
     ERROR_BODY_SCHEMA,
     ERROR_SCHEMA,
     OPTION_SCHEMA,
@@ -132,12 +133,13 @@ def _schemas() -> dict[str, Any]:
         "Question": QUESTION_SCHEMA,
         "Vote": VOTE_SCHEMA,
         "Person": PERSON_SCHEMA,
+        "AskSlack": ASK_SLACK_SCHEMA,
         "AskRequest": ASK_REQUEST_SCHEMA,
         "Answer": ANSWER_SCHEMA,
         "AskRecord": RECORD_SCHEMA,
         "ErrorBody": ERROR_BODY_SCHEMA,
         "Error": ERROR_SCHEMA,
-        **approval_schemas(ASK_REQUEST_SCHEMA["properties"]["slack"]),  # type: ignore[index]
+        **approval_schemas({"$ref": "#/components/schemas/AskSlack"}),
         **plan_schemas(),
     }
 

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from relay.seam.limits import LONGEST_TIMEOUT, MAX_ALLOWED_GROUPS, MAX_ALLOWED_USERS
+from relay.seam.limits import (
+    LONGEST_TIMEOUT,
+    MAX_ALLOWED_GROUPS,
+    MAX_ALLOWED_USERS,
+    MAX_REMINDERS,
+)
 from relay.seam.questions import MAX_QUESTIONS
 
 __all__ = [
     "ANSWER_SCHEMA",
     "ASK_REQUEST_SCHEMA",
+    "ASK_SLACK_SCHEMA",
     "ERROR_BODY_SCHEMA",
     "ERROR_SCHEMA",
     "OPTION_SCHEMA",
@@ -135,16 +141,120 @@ PERSON_SCHEMA = {
 }
 # The refusal's words for a string field that must say something.
 _NON_EMPTY = {"x-relay-hint": "a non-empty string, or null"}
-_USER_IDS = {"x-relay-hint": f"a list of at most {MAX_ALLOWED_USERS} Slack user ids, or null"}
-_GROUP_IDS = {
-    "x-relay-hint": f"a list of at most {MAX_ALLOWED_GROUPS} Slack user group ids, or null"
+
+
+def _ids(what: str, most: int) -> dict[str, Any]:
+    """A list of at most ``most`` Slack ``what`` ids, or null."""
+    return {
+        "x-relay-hint": f"a list of at most {most} Slack {what} ids, or null",
+        "type": ["array", "null"],
+        "maxItems": most,
+        "items": {"type": "string", "minLength": 1},
+    }
+
+
+_USER_IDS = _ids("user", MAX_ALLOWED_USERS)
+_GROUP_IDS = _ids("user group", MAX_ALLOWED_GROUPS)
+
+
+def _seconds(otherwise: str) -> dict[str, Any]:
+    """A positive number of seconds, at most a year, or null (``otherwise``: what null is)."""
+    return {
+        "x-relay-hint": f"a positive number of seconds (at most a year), {otherwise}",
+        "type": ["number", "null"],
+        "exclusiveMinimum": 0,
+        "maximum": LONGEST_TIMEOUT,
+    }
+
+
+# The ask's ``slack`` object: where to ask and who may answer (the API's asks and approvals,
+# and ``relay ask --file``, read it through this one schema).
+ASK_SLACK_SCHEMA = {
+    "type": ["object", "null"],
+    "additionalProperties": False,
+    "description": "Where to ask; unset (or null) fields use the relay's defaults.",
+    "x-relay-hint": "an object: where to ask, and who may answer",
+    "properties": {
+        # null, like leaving a field out, means the relay's default.
+        "channel": {
+            "type": ["string", "null"],
+            "minLength": 1,
+            "pattern": "\\S",
+            **_NON_EMPTY,
+        },
+        "thread_ts": {
+            "type": ["string", "null"],
+            "minLength": 1,
+            "pattern": "\\S",
+            **_NON_EMPTY,
+        },
+        "allowed_users": {
+            **_USER_IDS,
+            "description": "User ids (U…) who may answer; null: anyone the relay's"
+            " own allowlist (RELAY_ALLOWED_USERS/GROUPS) admits. An ask can narrow"
+            " that allowlist, never widen it.",
+        },
+        "allowed_groups": {
+            **_GROUP_IDS,
+            "description": "User group ids (S…) whose members may answer too (within"
+            " the relay's own allowlist).",
+        },
+        "requester": {
+            "x-relay-hint": "a non-empty string, or null",
+            "type": ["string", "null"],
+            "minLength": 1,
+            "pattern": "\\S",
+            "description": "The Slack user on whose behalf the agent asks.",
+        },
+        "prevent_self_approval": {
+            "x-relay-hint": "true or false",
+            "type": "boolean",
+            "description": "The requester may not answer their own ask.",
+        },
+        "timeout_s": {
+            **_seconds("or null: the relay's longest"),
+            "description": "Seconds before the ask times out; null: the relay's"
+            " longest (RELAY_MAX_TIMEOUT, or none). Never past RELAY_MAX_TIMEOUT.",
+        },
+        "remind_after_s": {
+            **_seconds("or null for no reminders"),
+            "description": "Seconds after posting (and between reminders) at which a"
+            " thread reply mentions who may answer, with the time left; null: none."
+            " Never after the ask ends or past its deadline.",
+        },
+        "reminders": {
+            "x-relay-hint": f"a whole number from 1 to {MAX_REMINDERS}",
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_REMINDERS,
+            "description": "How many reminders at most (default 1).",
+        },
+        "escalate_after_s": {
+            **_seconds("or null for no escalation"),
+            "description": "Seconds after posting at which the ask is escalated:"
+            " escalate_users and escalate_groups may answer too from then on (still"
+            " within RELAY_ALLOWED_USERS/GROUPS), they are mentioned in"
+            " escalate_channel with a link back (else in the question's thread), and"
+            " the message says it was escalated. Needs one of the three; null: none.",
+        },
+        "escalate_users": {
+            **_USER_IDS,
+            "description": "User ids (U…) the escalation adds to who may answer.",
+        },
+        "escalate_groups": {
+            **_GROUP_IDS,
+            "description": "User group ids (S…) the escalation adds.",
+        },
+        "escalate_channel": {
+            "x-relay-hint": "a channel id (or a user id), or null",
+            "type": ["string", "null"],
+            "minLength": 1,
+            "pattern": "\\S",
+            "description": "Where the escalation is posted, with a link back to the"
+            " question: a channel id, or a user id for a DM.",
+        },
+    },
 }
-
-
-def _seconds(otherwise: str) -> dict[str, str]:
-    return {"x-relay-hint": f"a positive number of seconds (at most a year), {otherwise}"}
-
-
 ASK_REQUEST_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -173,112 +283,7 @@ ASK_REQUEST_SCHEMA = {
                 "name": {"type": ["string", "null"], "x-relay-hint": "a string, or null"},
             },
         },
-        "slack": {
-            "type": ["object", "null"],
-            "additionalProperties": False,
-            "description": "Where to ask; unset (or null) fields use the relay's defaults.",
-            "x-relay-hint": "an object: where to ask, and who may answer",
-            "properties": {
-                # null, like leaving a field out, means the relay's default.
-                "channel": {
-                    "type": ["string", "null"],
-                    "minLength": 1,
-                    "pattern": "\\S",
-                    **_NON_EMPTY,
-                },
-                "thread_ts": {
-                    "type": ["string", "null"],
-                    "minLength": 1,
-                    "pattern": "\\S",
-                    **_NON_EMPTY,
-                },
-                "allowed_users": {
-                    **_USER_IDS,
-                    "type": ["array", "null"],
-                    "maxItems": MAX_ALLOWED_USERS,
-                    "items": {"type": "string", "minLength": 1},
-                    "description": "User ids (U…) who may answer; null: anyone the relay's"
-                    " own allowlist (RELAY_ALLOWED_USERS/GROUPS) admits. An ask can narrow"
-                    " that allowlist, never widen it.",
-                },
-                "allowed_groups": {
-                    **_GROUP_IDS,
-                    "type": ["array", "null"],
-                    "maxItems": MAX_ALLOWED_GROUPS,
-                    "items": {"type": "string", "minLength": 1},
-                    "description": "User group ids (S…) whose members may answer too (within"
-                    " the relay's own allowlist).",
-                },
-                "requester": {
-                    "x-relay-hint": "a non-empty string, or null",
-                    "type": ["string", "null"],
-                    "minLength": 1,
-                    "pattern": "\\S",
-                    "description": "The Slack user on whose behalf the agent asks.",
-                },
-                "prevent_self_approval": {
-                    "x-relay-hint": "true or false",
-                    "type": "boolean",
-                    "description": "The requester may not answer their own ask.",
-                },
-                "timeout_s": {
-                    **_seconds("or null: the relay's longest"),
-                    "type": ["number", "null"],
-                    "exclusiveMinimum": 0,
-                    "maximum": LONGEST_TIMEOUT,
-                    "description": "Seconds before the ask times out; null: the relay's"
-                    " longest (RELAY_MAX_TIMEOUT, or none). Never past RELAY_MAX_TIMEOUT.",
-                },
-                "remind_after_s": {
-                    **_seconds("or null for no reminders"),
-                    "type": ["number", "null"],
-                    "exclusiveMinimum": 0,
-                    "maximum": LONGEST_TIMEOUT,
-                    "description": "Seconds after posting (and between reminders) at which a"
-                    " thread reply mentions who may answer, with the time left; null: none."
-                    " Never after the ask ends or past its deadline.",
-                },
-                "reminders": {
-                    "x-relay-hint": "a whole number from 1 to 10",
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 10,
-                    "description": "How many reminders at most (default 1).",
-                },
-                "escalate_after_s": {
-                    **_seconds("or null for no escalation"),
-                    "type": ["number", "null"],
-                    "exclusiveMinimum": 0,
-                    "maximum": LONGEST_TIMEOUT,
-                    "description": "Seconds after posting at which the ask is escalated:"
-                    " escalate_users and escalate_groups may answer too from then on (still"
-                    " within RELAY_ALLOWED_USERS/GROUPS), they are mentioned in"
-                    " escalate_channel with a link back (else in the question's thread), and"
-                    " the message says it was escalated. Needs one of the three; null: none.",
-                },
-                "escalate_users": {
-                    **_USER_IDS,
-                    "type": ["array", "null"],
-                    "maxItems": MAX_ALLOWED_USERS,
-                    "items": {"type": "string", "minLength": 1},
-                    "description": "User ids (U…) the escalation adds to who may answer.",
-                },
-                "escalate_groups": {
-                    **_GROUP_IDS,
-                    "type": ["array", "null"],
-                    "maxItems": MAX_ALLOWED_GROUPS,
-                    "items": {"type": "string", "minLength": 1},
-                    "description": "User group ids (S…) the escalation adds.",
-                },
-                "escalate_channel": {
-                    "x-relay-hint": "a channel id (or a user id), or null",
-                    "type": ["string", "null"],
-                    "minLength": 1,
-                    "description": "Where the escalation is posted, with a link back to the"
-                    " question: a channel id, or a user id for a DM.",
-                },
-            },
-        },
+        "slack": {"$ref": "#/components/schemas/AskSlack"},
     },
 }
 ANSWER_SCHEMA = {

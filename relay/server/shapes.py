@@ -12,6 +12,7 @@ schema cannot say (a refused field, a rule across fields) the routes check after
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any, cast
@@ -35,9 +36,21 @@ def _whole_number(_checker: object, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
+def _finite_number(_checker: object, instance: object) -> bool:
+    # A parsed body never holds NaN or an infinity (safejson refuses them), but a command
+    # line's float does (``relay ask --timeout nan``), and NaN passes every bound.
+    return (
+        isinstance(instance, int | float)
+        and not isinstance(instance, bool)
+        and (math.isfinite(instance))
+    )
+
+
 _Strict = validators.extend(  # type: ignore[no-untyped-call]
     Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _whole_number),
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _whole_number, "number": _finite_number}
+    ),
 )
 
 
@@ -78,10 +91,17 @@ def _check_codes(node: object, where: str) -> None:
             _check_codes(value, f"{where}.{key}")
 
 
-def check_body(body: object, schema: str, *, checked_after: Iterable[str] = ()) -> None:
+def check_body(
+    body: object,
+    schema: str,
+    *,
+    checked_after: Iterable[str] = (),
+    within: tuple[str, ...] = (),
+) -> None:
     """Refuse ``body`` unless it matches the component ``schema`` (``BAD_REQUEST``, or the
     schema's ``x-relay-code`` for the failed keyword); a mismatch under a top-level field in
-    ``checked_after`` is left to the route's own step."""
+    ``checked_after`` is left to the route's own step. ``within`` is where ``body`` sits in
+    the body it came in (``("slack",)``), for the refusal's field names."""
     after = frozenset(checked_after)
     errors = [
         error
@@ -92,7 +112,7 @@ def check_body(body: object, schema: str, *, checked_after: Iterable[str] = ()) 
     # a specific code (EMPTY_QUESTIONS) only for a body whose shape is otherwise right.
     error = best_match(e for e in errors if _code(e) is ErrorCode.BAD_REQUEST) or best_match(errors)
     if error is not None:
-        raise ApiError(_code(error), _sentence(error, schema))
+        raise ApiError(_code(error), _sentence(error, schema, within))
 
 
 def _code(error: ValidationError) -> ErrorCode:
@@ -103,28 +123,32 @@ def _code(error: ValidationError) -> ErrorCode:
     return ErrorCode.BAD_REQUEST
 
 
-def _sentence(error: ValidationError, name: str) -> str:
-    """What is wrong, naming the field, and what to send instead."""
+def _sentence(error: ValidationError, name: str, within: tuple[str, ...] = ()) -> str:
+    """What is wrong, naming the field (under ``within``), and what to send instead."""
     root: Any = body_validator(name).schema
     path = list(error.absolute_path)
+
+    def field(at: list[Any]) -> str:
+        return _dotted([*within, *at])
+
     reached, hinted = _walk(root["components"]["schemas"], name, path)
     schema: Any = error.schema
     instance: Any = error.instance
     if error.validator == "required" and reached == schema:
         missing = next(p for p in cast(Any, error.validator_value) if p not in instance)
         hint = schema.get("properties", {}).get(missing, {}).get(HINT)
-        return f"{_dotted([*path, missing])} is required" + (f": {hint}" if hint else "")
+        return f"{field([*path, missing])} is required" + (f": {hint}" if hint else "")
     if error.validator == "additionalProperties" and reached == schema:
         known = list(schema.get("properties", {}))
         extra = next(k for k in instance if k not in known)
         camel = "".join(w if i == 0 else w.title() for i, w in enumerate(extra.split("_")))
         meant = f"did you mean {camel}? " if camel != extra and camel in known else ""
-        return f"{_dotted([*path, extra])} is not a known field ({meant}known: {', '.join(known)})"
+        return f"{field([*path, extra])} is not a known field ({meant}known: {', '.join(known)})"
     if hinted is not None and (hinted[0] > 0 or not path):  # (the body's hint is for it)
         at, hint = hinted
-        return f"{_dotted(path[:at])} must be {hint}" + (_size(error) if at == len(path) else "")
+        return f"{field(path[:at])} must be {hint}" + (_size(error) if at == len(path) else "")
     return (
-        f"{_dotted(path)} does not match the {name} schema ({_why(error)}): send what"
+        f"{field(path)} does not match the {name} schema ({_why(error)}): send what"
         " GET /openapi.json describes"
     )
 

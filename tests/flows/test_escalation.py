@@ -326,6 +326,7 @@ def test_team_settings_are_read() -> None:
         ({"escalate_users": "U0CAROL"}, "slack.escalate_users must be a list"),
         ({"escalate_groups": [""]}, "slack.escalate_groups must be a list"),
         ({"escalate_channel": 7}, "slack.escalate_channel must be a channel id"),
+        ({"escalate_channel": "  "}, "slack.escalate_channel must be a channel id"),
     ],
 )
 def test_the_api_refuses_impossible_escalations(section: dict[str, object], fragment: str) -> None:

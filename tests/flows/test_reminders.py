@@ -143,6 +143,8 @@ async def test_a_replica_that_dies_after_claiming_a_reminder_leaves_it_to_anothe
     [
         ({"remind_after_s": 0}, "slack.remind_after_s must be a positive number"),
         ({"remind_after_s": "soon"}, "slack.remind_after_s must be a positive number"),
+        # (a command line's float: relay ask --remind-after nan)
+        ({"remind_after_s": float("nan")}, "slack.remind_after_s must be a positive number"),
         ({"reminders": 0}, "slack.reminders must be a whole number from 1 to 10"),
         ({"reminders": 11}, "slack.reminders must be a whole number from 1 to 10"),
         ({"reminders": True}, "slack.reminders must be a whole number from 1 to 10"),
