@@ -7,11 +7,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from relay.canonical.match import fingerprint
 from relay.gate.approval import ApprovalRequest, approval_question
+from relay.gate.decider import Decider, PlanProposal, Proposal
 from relay.gate.local import slack_approver
 from relay.gate.planning import review_plan_through
 from relay.gate.rules import parse_rules
+from relay.gate.rulings import Rulings
 from relay.grants import MemoryGrants
 from relay.plans.record import Plan
 from relay.plans.scope import derive_scope
@@ -144,3 +148,38 @@ def test_a_call_inside_the_scope_asked_for_other_approvers_is_not_called_outside
     outside = str(approval_question(replace(asked, plan_inside=False)).to_dict())
     assert "Outside the approved plan" in outside
     assert "Inside the approved plan" not in outside
+
+
+class Told:
+    """A ``Witness`` that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def decided_at_once(self, **said: Any) -> None:
+        self.calls.append(said)
+
+
+async def test_a_plan_review_the_rules_deny_at_once_is_told_to_the_witness() -> None:
+    rules = parse_rules(
+        {"rules": [{"action": "deny", "tools": ["ExitPlanMode"], "reason": "no plans today"}]},
+        source="test rules",
+    )
+    told = Told()
+    decider = Decider(
+        rulings=Rulings(rules=lambda _: rules, source="test rules"),
+        grants=MemoryGrants(),
+        witness=told,
+    )
+    # Leaving plan mode at a door (decide), and a plan put up at /v1/plans (propose_plan):
+    # denied by the rules with nobody asked, each has its receipt like any call so decided.
+    left = await decider.decide(Proposal(call("ExitPlanMode", plan=PLAN), owner="local"))
+    assert (left.allowed, left.message) == (False, "no plans today")
+    review, record = await decider.propose_plan(PlanProposal(text=PLAN, agent=AGENT, owner="o"))
+    assert (review.plan, record) == (None, None)
+    assert [(c["owner"], c["tool"], c["decision"]) for c in told.calls] == [
+        ("local", "ExitPlanMode", "deny"),
+        ("o", "ExitPlanMode", "deny"),
+    ]
+    assert told.calls[0]["by"]["rule"]["number"] == 1
+    assert told.calls[0]["call"] == fingerprint("ExitPlanMode", {"plan": PLAN})

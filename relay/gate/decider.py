@@ -95,10 +95,12 @@ class Decider(PlanDecisions, PlanMessages):
         """What the rules decide at once, or the approval to put to people (``Rulings``)."""
         return self.rulings.judge(proposal, person=person)
 
-    def ruled_at_once(self, proposal: Proposal) -> Decision | ApprovalRequest:
-        """``judge`` for a call about to run: a decision at once is told to the witness
-        (its receipt), whichever door asked."""
-        judged, by = self.rulings.ruled(proposal)
+    def ruled_at_once(
+        self, proposal: Proposal, *, person: bool = False
+    ) -> Decision | ApprovalRequest:
+        """``judge`` for a call about to run (or a plan put to review, ``person``): a
+        decision at once is told to the witness (its receipt), whichever door asked."""
+        judged, by = self.rulings.ruled(proposal, person=person)
         if isinstance(judged, Decision):
             return witness(self._witness, proposal, judged, by)
         return judged

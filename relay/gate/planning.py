@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import logging
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Literal
 
 from relay.canonical.match import Subject
 from relay.errors import HarnessError
-from relay.gate.approval import ApprovalRequest, Approver, Decision, decide_error
+from relay.gate.approval import ApprovalRequest, Decision, decide_error
 from relay.gate.plan_message import narrow
+from relay.gate.plan_proposal import PLAN_TOOL, PlanProposal, PlanReview, review_plan_through
 from relay.gate.proposal import OFFER_GRACE, Channel, Proposal
 from relay.grants.base import GrantStore
 from relay.grants.record import Offer
@@ -28,15 +29,15 @@ from relay.plans.scope import Asked, PlanScope, derive_scope, describe_scope
 from relay.plans.steps import Step
 from relay.seam.abort import AbortSignal
 from relay.seam.plan_review import (
-    PlanVerdict,
     plan_narrowing,
-    plan_review_question,
     plan_verdict,
     scoped_plan_question,
 )
-from relay.seam.questions import AgentRef, AskUserQuestionAnswerItem, AskUserQuestionRequest
+from relay.seam.questions import AskUserQuestionAnswerItem, AskUserQuestionRequest
 from relay.store.record import AskRecord, AskStatus, utcnow
 
+# The plan's records and the seam's door live in relay.gate.plan_proposal; this module is
+# where users reach them (docs/plans.md).
 __all__ = [
     "PLAN_TOOL",
     "PLAN_TTL",
@@ -48,60 +49,11 @@ __all__ = [
 
 _log = logging.getLogger("relay.gate")
 
-PLAN_TOOL = "ExitPlanMode"
-"""The tool a plan review is judged as by the operator's rules (Claude Code's plan mode)."""
 PLAN_TTL = 4 * 3600.0
 """How long an approved plan holds by default (``RELAY_PLAN_TTL``)."""
 # How often a plan's change is tried again when another landed first (calls it covers are
 # recorded on it as they run).
 _STOP_TRIES = 50
-
-
-@dataclass(frozen=True, slots=True)
-class PlanProposal:
-    """A plan an agent puts up for review: its markdown, the steps its client proposes
-    (relay derives the scope from both), the project directory, whose token, which agent."""
-
-    text: str
-    agent: AgentRef
-    owner: str
-    steps: tuple[Step, ...] = ()
-    cwd: str | None = None
-    target: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class PlanReview:
-    """A plan's review as it stands: the plan (``None``: the rules denied it, see
-    ``denied``), and the reviewer's feedback when sent back."""
-
-    plan: Plan | None
-    denied: Decision | None = None
-    feedback: str | None = None
-
-    def decision(self) -> Decision:
-        """What this review decides about leaving plan mode."""
-        plan = self.plan
-        if plan is None:
-            return self.denied or Decision.deny("the relay's rules deny this plan")
-        if plan.status == "active":
-            who = plan.approved_by.display_name if plan.approved_by else "a reviewer"
-            return Decision(
-                behavior="allow",
-                message=f"{who} approved the plan in Slack: the calls in its scope run"
-                f" without asking until {plan.expires_at.isoformat(timespec='seconds')}; any"
-                " other call is asked",
-                outcome="approved",
-                by=plan.approved_by,
-                at=plan.approved_at,
-                plan=plan.id,
-            )
-        if self.feedback is not None and self.feedback.strip():
-            words = self.feedback.strip()
-            return replace(
-                Decision.deny(f"Keep planning; the reviewer says: {words}"), feedback=words
-            )
-        return Decision.deny("The plan was not approved in Slack: keep planning")
 
 
 class PlanDecisions:
@@ -113,6 +65,12 @@ class PlanDecisions:
 
     def judge(self, proposal: Proposal, *, person: bool = False) -> Decision | ApprovalRequest:
         """What the rules decide at once, or the approval to put to people."""
+        raise NotImplementedError
+
+    def ruled_at_once(
+        self, proposal: Proposal, *, person: bool = False
+    ) -> Decision | ApprovalRequest:
+        """``judge``, a decision at once told to the witness (its receipt)."""
         raise NotImplementedError
 
     def _channel_or_fail(self) -> Channel:
@@ -302,7 +260,8 @@ class PlanDecisions:
             session_grants=False,
             grant_minutes=0,
         )
-        judged = self.judge(Proposal(request, owner=proposal.owner), person=True)
+        # (A review the rules deny at once has its receipt, as any call decided so.)
+        judged = self.ruled_at_once(Proposal(request, owner=proposal.owner), person=True)
         if isinstance(judged, Decision):
             scope = PlanScope()
             question = scoped_plan_question(proposal.text, [])
@@ -426,25 +385,3 @@ def _pending(
         approver_groups=request.approver_groups,
         quorum=request.quorum,
     )
-
-
-async def review_plan_through(
-    approver: Approver,
-    plan: str,
-    *,
-    agent: AgentRef | None = None,
-    signal: AbortSignal | None = None,
-    cwd: str | None = None,
-) -> PlanVerdict:
-    """The seam's plan review (``relay.review_plan``) through the Decider's door: ``approver``
-    (``LocalApprover`` in process, ``RemoteApprover`` for a hosted relay) proposes ``plan`` as
-    leaving plan mode is proposed at every door, with the scope relay derives (written paths
-    under ``cwd``), which then holds ``agent``'s session."""
-    plan_review_question(plan)  # the same refusal of a plan without a heading
-    decision = await approver.approve(
-        ApprovalRequest(
-            tool=PLAN_TOOL, input={"plan": plan}, agent=agent or AgentRef(id="unknown"), cwd=cwd
-        ),
-        signal=signal,
-    )
-    return PlanVerdict(approved=decision.allowed, feedback=decision.feedback)
