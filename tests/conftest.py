@@ -182,3 +182,32 @@ async def replica_stores(request: pytest.FixtureRequest) -> AsyncIterator[list[A
     finally:
         await a.aclose()
         await b.aclose()
+
+
+# Where the suite's CPU goes: with RELAY_TEST_CPU=FILE, each worker appends one line per test
+# (node id, then seconds of CPU spent by the worker and by the processes it reaped during the
+# test, then wall seconds), and scripts/test_cpu.py sums them. The suite is CPU-bound on two
+# cores, so its wall time follows CPU, not --durations' wall seconds.
+_CPU_LOG = os.environ.get("RELAY_TEST_CPU")
+
+
+if _CPU_LOG:
+    import resource
+    import time
+
+    def _cpu() -> tuple[float, float]:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime, reaped.ru_utime + reaped.ru_stime
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+        (own, reaped), wall = _cpu(), time.monotonic()
+        try:
+            return (yield)
+        finally:
+            (own2, reaped2), wall2 = _cpu(), time.monotonic()
+            with open(_CPU_LOG, "a", encoding="utf-8") as log:
+                log.write(
+                    f"{item.nodeid}\t{own2 - own:.3f}\t{reaped2 - reaped:.3f}\t{wall2 - wall:.3f}\n"
+                )
