@@ -87,16 +87,21 @@ async def test_rules_grants_and_plans_deciding_at_once_each_leave_a_receipt(
         plan_id = await approved_plan(relay, slack)
         by_plan = await decided_at_once(relay, bash("npm run build"))
         assert by_plan["plan"] == plan_id
-        assert (await decided_at_once(relay, allowed_by_client("npm test")))["behavior"] == "allow"
-        assert (await decided_at_once(relay, bash("rm -rf build")))["behavior"] == "deny"
+        by_rule = await decided_at_once(relay, allowed_by_client("npm test"))
+        assert by_rule["behavior"] == "allow"
+        denied = await decided_at_once(relay, bash("rm -rf build"))
+        assert denied["behavior"] == "deny"
         await granted(relay, slack, "make lint")
         by_grant = await decided_at_once(relay, bash("make lint"))
         assert by_grant["outcome"] == "allowed"
+        decisions = [by_plan, by_rule, denied, by_grant]
         # Two asks (the grant's, the plan's review) and four calls decided at once.
         items = await chain_of(relay, 6)
         payloads = [payload_of(i["receipt"]) for i in items]
         at_once = [p for p in payloads if p.get("kind") == "at_once"]
         assert [p["decision"] for p in at_once] == ["allow", "allow", "deny", "allow"]
+        # Each answer named its receipt, written after it.
+        assert [d["receipt"] for d in decisions] == [p["jti"] for p in at_once]
         assert [p["call"]["digest"] for p in at_once] == [
             fingerprint("Bash", {"command": c})
             for c in ("npm run build", "npm test", "rm -rf build", "make lint")
@@ -220,6 +225,7 @@ async def test_a_call_the_rules_deny_on_mcp_has_its_receipt_too(tmp_path: Path) 
         assert slack.messages == []  # nobody asked
         [item] = await chain_of(relay, 1)
         payload = payload_of(item["receipt"])
+        assert result.meta == {"relay/receipt": payload["jti"]}  # (the content as relay mcp's)
         assert (payload["kind"], payload["decision"]) == ("at_once", "deny")
         assert payload["by"]["rule"]["number"] == 1
         assert payload["call"]["digest"] == fingerprint("Bash", {"command": "rm -rf build"})

@@ -183,6 +183,8 @@ class Decision:
     plan: str | None = None
     # A plan sent back: the reviewer's words for the agent (also in ``message``).
     feedback: str | None = None
+    # Decided at once, without a person: the id of the receipt written for it (``rcpt_…``).
+    receipt: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -210,6 +212,8 @@ class Decision:
             out["plan"] = self.plan
         if self.feedback is not None:
             out["feedback"] = self.feedback
+        if self.receipt is not None:
+            out["receipt"] = self.receipt
         return out
 
     @classmethod
@@ -245,6 +249,7 @@ class Decision:
             edited_by=editor if isinstance(editor, str) and updated is not None else None,
             plan=plan if isinstance(plan, str) and behavior == "allow" else None,
             feedback=data["feedback"] if isinstance(data.get("feedback"), str) else None,
+            receipt=data["receipt"] if isinstance(data.get("receipt"), str) else None,
         )
 
     @classmethod

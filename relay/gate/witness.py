@@ -11,6 +11,7 @@ never the input: it may hold secrets). Pure, but for the witness it calls.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -24,7 +25,8 @@ __all__ = ["Witness", "ruled_by", "witness"]
 
 class Witness(Protocol):
     """Told of each call decided without a person (a seam ``Protocol``); it must return at
-    once (the decision's answer never waits on it)."""
+    once (the decision's answer never waits on it), with the id of the receipt it will
+    write, or ``None`` when it writes none."""
 
     def decided_at_once(
         self,
@@ -36,7 +38,7 @@ class Witness(Protocol):
         decision: str,
         by: Mapping[str, Any],
         at: datetime,
-    ) -> None:
+    ) -> str | None:
         """``owner``'s ``agent`` had its ``tool`` call (``call``: the digest of its
         canonical form) allowed or denied (``decision``) at ``at`` by ``by``."""
         ...
@@ -85,12 +87,13 @@ def witness(
     by: Mapping[str, Any] | None = None,
 ) -> Decision:
     """``decision``, made at once on ``proposal``, told to ``to`` (``by``: what decided,
-    when the rules did; a grant or plan is read from the decision itself)."""
+    when the rules did; a grant or plan is read from the decision itself), naming the
+    receipt ``to`` writes for it."""
     said = _granted_by(decision) or by
     if to is None or said is None:
         return decision
     use = proposal.subject
-    to.decided_at_once(
+    receipt = to.decided_at_once(
         owner=proposal.owner,
         agent=proposal.request.agent.id,
         tool=use.tool,
@@ -99,4 +102,4 @@ def witness(
         by=said,
         at=utcnow(),
     )
-    return decision
+    return decision if receipt is None else replace(decision, receipt=receipt)

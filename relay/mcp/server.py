@@ -199,23 +199,25 @@ RECEIPT_META_KEY = "relay/receipt"
 """The key of a tool result's ``_meta`` that names its ask's receipt id (``rcpt_…``)."""
 
 
-def _with_receipt(result: types.CallToolResult, ask_id: str) -> types.CallToolResult:
-    """``result`` naming its ask's receipt (signed once the ask ended; ``GET
-    /v1/asks/{id}/receipt`` has it then) in its ``_meta``: the content, which the model
-    reads, stays exactly what ``relay mcp`` returns for the same decision."""
-    meta = {**(result.meta or {}), RECEIPT_META_KEY: receipt_id(ask_id)}
+def _with_receipt(result: types.CallToolResult, receipt: str) -> types.CallToolResult:
+    """``result`` naming its receipt in its ``_meta``: the content, which the model reads,
+    stays exactly what ``relay mcp`` returns for the same decision."""
+    meta = {**(result.meta or {}), RECEIPT_META_KEY: receipt}
     return result.model_copy(update={"meta": meta})
 
 
 async def _receipted(
-    box: Toolbox, result: types.CallToolResult, asked: list[str]
+    box: Toolbox, result: types.CallToolResult, asked: list[str], at_once: str | None = None
 ) -> types.CallToolResult:
     """``result``, naming the receipt of the last ask made for it when the relay signs
-    receipts (no ask, as when the rules decided at once: no receipt, no name)."""
+    receipts (signed once the ask ended; ``GET /v1/asks/{id}/receipt`` has it then), or
+    ``at_once``'s: the receipt of a decision made with nobody asked."""
+    if at_once is not None:
+        return _with_receipt(result, at_once)
     if not asked:
         return result
     signs = box.receipts if isinstance(box.receipts, bool) else await box.receipts()
-    return _with_receipt(result, asked[-1]) if signs else result
+    return _with_receipt(result, receipt_id(asked[-1])) if signs else result
 
 
 class RelayServer(Server[Any]):
@@ -273,7 +275,8 @@ class _Handlers:
                 decision.behavior,
                 decision.outcome,
             )
-            return await _receipted(box, decision_result(decision, args.input), asked)
+            result = decision_result(decision, args.input)
+            return await _receipted(box, result, asked, decision.receipt)
         raise MCPError(
             types.INVALID_PARAMS,
             f"unknown tool {params.name!r}; this server has {ASK_USER_QUESTION} and"

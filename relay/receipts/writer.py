@@ -219,19 +219,21 @@ class ReceiptWriter:
         decision: str,
         by: Mapping[str, Any],
         at: datetime,
-    ) -> None:
+    ) -> str | None:
         """Receipt, in the background, a call the Decider decided without a person (the
         Decider's ``Witness``): ``call`` is the digest of its canonical form, ``by`` what
         decided (``relay.receipts.at_once``). Started after the decision's answer is on its
-        way; ``drain`` (and so a stopping relay) waits for it."""
+        way; ``drain`` (and so a stopping relay) waits for it. The receipt's id, which the
+        answer names (``None``: a closed writer writes none)."""
         if self._closed:
-            return
+            return None
         note = AtOnce(
             owner=owner, agent=agent, tool=tool, call=call, decision=decision, by=by, at=at
         )
         loop = asyncio.get_running_loop()
         self._deferred += 1
         loop.call_soon(loop.call_soon, self._start_at_once, note)
+        return receipt_id(note.id)
 
     def _start_at_once(self, note: AtOnce) -> None:
         self._deferred -= 1

@@ -186,6 +186,12 @@ _DECISION = {
             "description": "On an allow under an approved plan: the plan's id (its"
             " review ask's, whose receipt binds the plan and its scope).",
         },
+        "receipt": {
+            "type": "string",
+            "description": "On a decision made at once, with nobody asked, by a relay that"
+            " signs receipts: the id (jti) of its receipt, written just after the answer"
+            " (GET /v1/receipts lists it).",
+        },
     },
 }
 _APPROVAL_USE = {
