@@ -24,8 +24,16 @@ from relay.receipts.jcs import canonical
 from relay.receipts.verify import verify_all
 from relay.store import MemoryStore
 from relay.testing import FakeSlack
-from tests.mcp_env import http_client, result_text
-from tests.server_env import SECRET, Relay, free_port, relay_env, relay_server, start_relay
+from tests.mcp_env import http_client, result_text, stdio_client
+from tests.server_env import (
+    SECRET,
+    TOKEN,
+    Relay,
+    free_port,
+    relay_env,
+    relay_server,
+    start_relay,
+)
 from tests.test_plans_api import AGENT, approved_plan, bash
 from tests.test_receipts_serve import chain_of, key_file, payload_of, relay_verify
 from tests.test_report_serve import OPERATOR, cli_env, fetch, relay_cli
@@ -218,14 +226,20 @@ async def test_a_call_the_rules_deny_on_mcp_has_its_receipt_too(tmp_path: Path) 
             RELAY_RULES_FILE=rules_file(tmp_path),
         ) as relay,
         http_client(relay, mode="legacy") as client,
+        stdio_client({"RELAY_URL": relay.url, "RELAY_TOKEN": TOKEN}, mode="legacy") as stdio,
     ):
+        # On /mcp, and through relay mcp pointed at the relay: the same content, and each
+        # names the receipt of its own decision in _meta, which the model does not read.
         use = {"tool_name": "Bash", "input": {"command": "rm -rf build"}}
-        result = await client.call_tool("approve_tool_use", use)
-        assert json.loads(result_text(result))["behavior"] == "deny"
+        results = [await mcp.call_tool("approve_tool_use", use) for mcp in (client, stdio)]
+        assert results[0].model_dump(exclude={"meta"}) == results[1].model_dump(exclude={"meta"})
+        assert json.loads(result_text(results[0]))["behavior"] == "deny"
         assert slack.messages == []  # nobody asked
-        [item] = await chain_of(relay, 1)
-        payload = payload_of(item["receipt"])
-        assert result.meta == {"relay/receipt": payload["jti"]}  # (the content as relay mcp's)
-        assert (payload["kind"], payload["decision"]) == ("at_once", "deny")
-        assert payload["by"]["rule"]["number"] == 1
-        assert payload["call"]["digest"] == fingerprint("Bash", {"command": "rm -rf build"})
+        payloads = [payload_of(item["receipt"]) for item in await chain_of(relay, 2)]
+        assert sorted(r.meta["relay/receipt"] for r in results if r.meta) == sorted(
+            p["jti"] for p in payloads
+        )
+        for payload in payloads:
+            assert (payload["kind"], payload["decision"]) == ("at_once", "deny")
+            assert payload["by"]["rule"]["number"] == 1
+            assert payload["call"]["digest"] == fingerprint("Bash", {"command": "rm -rf build"})
