@@ -37,6 +37,7 @@ __all__ = [
     "AskApi",
     "not_found",
     "read_slack_section",
+    "slack_target",
 ]
 
 _CALLBACK = ("callback_url", "callback_events")  # checked after the schema (AskApi.callback)
@@ -298,7 +299,7 @@ def _read_ask(body: object) -> tuple[AskUserQuestionRequest, AskTarget | None]:
     slack = body.get("slack")
     try:
         request = AskUserQuestionRequest.from_dict(fields, strict=True)
-        target = read_slack_section(slack) if slack is not None else None
+        target = slack_target(slack) if slack is not None else None  # (the schema's object)
     except HarnessError as exc:
         raise ApiError.of(exc) from None
     return request, target
@@ -314,6 +315,11 @@ def read_slack_section(data: object) -> AskTarget:
         raise UserInteractionError(exc.code, exc.message) from None
     if not isinstance(data, Mapping):  # (the schema's null: the callers read it as unset)
         raise bad_request("slack must be an object: where to ask, and who may answer")
+    return slack_target(data)
+
+
+def slack_target(data: Mapping[str, Any]) -> AskTarget:
+    """The ``slack`` object of a body its schema has checked, as an ``AskTarget``."""
 
     def given(key: str) -> Any:
         return data.get(key, UNSET)

@@ -20,12 +20,11 @@ from aiohttp import web
 from relay.asks.channel import AskChannel
 from relay.asks.records import iso_time
 from relay.asks.target import UNSET, AskTarget
-from relay.errors import HarnessError
 from relay.gate.approval import QUESTION_ID, ApprovalRequest, Decision
 from relay.gate.core import BAD_PATTERN
 from relay.gate.decider import Decider, Proposal
 from relay.seam.questions import AgentRef
-from relay.server.api import OWNER, REPLAYED, AskApi, not_found, read_slack_section
+from relay.server.api import OWNER, REPLAYED, AskApi, not_found, slack_target
 from relay.server.errors import ApiError
 from relay.server.idempotency import read_key
 from relay.server.limits import start_refused
@@ -158,10 +157,8 @@ def _read_approval(body: object) -> tuple[ApprovalRequest, Any]:
             "pattern is not accepted: the relay derives a grant's scope from its own rules"
             " (RELAY_RULES_FILE), else a grant covers exactly the input shown; leave pattern out",
         )
-    try:
-        target = read_slack_section(body["slack"]) if body.get("slack") is not None else None
-    except HarnessError as exc:
-        raise ApiError.of(exc) from None
+    slack = body.get("slack")
+    target = slack_target(slack) if slack is not None else None  # (the schema's object)
 
     def opt(key: str, default: Any) -> Any:
         value = body.get(key)
